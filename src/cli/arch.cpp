@@ -1,0 +1,85 @@
+// archbuild arch LIST… — normalise an architecture list and print it in another syntax.
+#include <fmt/format.h>
+
+#include "arch/arch_data.hpp"
+#include "arch/parse.hpp"
+#include "cli/context.hpp"
+#include "core/text.hpp"
+
+namespace archbuild::cli {
+
+namespace {
+
+struct ArchOptions {
+  std::vector<std::string> lists;
+  std::string parser = "build";
+  std::string format = "torch";
+};
+
+arch::Grammar grammar_of(const std::string& s) {
+  if (s == "extension") return arch::Grammar::extension;
+  if (s == "cmake") return arch::Grammar::cmake;
+  return arch::Grammar::build;
+}
+
+nlohmann::json arch_json(const std::vector<arch::Arch>& archs) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& a : archs) {
+    nlohmann::json j = {{"cc", a.cc.str()},
+                        {"variant", std::string(arch::suffix(a.variant))},
+                        {"sass", a.sass},
+                        {"ptx", a.ptx}};
+    if (a.sass_from) j["sass_from"] = a.sass_from->str();
+    list.push_back(j);
+  }
+  return list;
+}
+
+void run_arch(const ArchOptions& o, Context& ctx) {
+  const auto& data = arch::ArchData::shipped();
+  auto archs = arch::parse_arch_lists(o.lists, data, {grammar_of(o.parser), {}}).take();
+  auto torch = arch::to_torch(archs);
+  auto cmake = arch::to_cmake(archs);
+  auto spack = arch::to_spack(archs);
+  auto nvcc = arch::to_nvcc(archs);
+  if (ctx.json || o.format == "json") {
+    print_json({{"archs", arch_json(archs)},
+                {"torch", torch.text},
+                {"cmake", cmake.text},
+                {"spack", spack.text},
+                {"nvcc", nvcc}});
+    return;
+  }
+  const arch::Printed* printed = nullptr;
+  if (o.format == "torch") printed = &torch;
+  else if (o.format == "cmake") printed = &cmake;
+  else if (o.format == "spack") printed = &spack;
+  if (printed) {
+    for (const auto& n : printed->notes) warn(ctx, n);
+    out(printed->text);
+  } else {
+    for (const auto& f : nvcc) out(f);
+  }
+}
+
+}  // namespace
+
+void add_arch_command(CLI::App& app, Context& ctx) {
+  auto o = std::make_shared<ArchOptions>();
+  auto* cmd = app.add_subcommand("arch", "Normalise architecture specs and print them as TORCH_CUDA_ARCH_LIST, "
+                                         "CMAKE_CUDA_ARCHITECTURES or nvcc flags");
+  cmd->add_option("LIST", o->lists,
+                  "Arch specs: 9.0, 90, sm_90a, compute_90, 12.0f, 9.0+PTX, 90-real, 8.6(8.0), Hopper, "
+                  "'-gencode arch=compute_90,code=sm_90'; separated by ; , or spaces")
+      ->required();
+  cmd->add_option("--parser", o->parser,
+                  "How names and bare numbers read: build (PyTorch's CMake), extension "
+                  "(torch.utils.cpp_extension), cmake (CMAKE_CUDA_ARCHITECTURES)")
+      ->check(CLI::IsMember({"build", "extension", "cmake"}));
+  cmd->add_option("--format", o->format, "Output: torch, cmake, nvcc, spack or json")
+      ->check(CLI::IsMember({"torch", "cmake", "nvcc", "spack", "json"}));
+  add_json_flag(*cmd, ctx);
+  cmd->callback([o, &ctx] { run_arch(*o, ctx); });
+}
+
+}  // namespace archbuild::cli

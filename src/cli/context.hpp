@@ -1,0 +1,41 @@
+// What every command shares: global options, output conventions (stdout for results, one JSON
+// document with --json; stderr for humans), and the exit status.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+
+namespace archbuild::cli {
+
+struct Context {
+  std::optional<std::filesystem::path> cache_dir;  // --cache-dir
+  std::string color = "auto";                      // --color auto|always|never
+  int verbosity = 0;                               // -v / -q
+  bool json = false;                               // --json (global or per command)
+  Exit exit = Exit::ok;                            // set by the command that ran
+
+  bool color_enabled() const;
+};
+
+// Adds the per-command --json flag (same meaning as the global one).
+void add_json_flag(CLI::App& cmd, Context& ctx);
+
+// Results: one JSON document on stdout.
+void print_json(const nlohmann::json& doc);
+// Human text for results on stdout; notes, warnings and errors on stderr.
+void out(const std::string& line);
+void note(const Context& ctx, const std::string& line);
+void warn(const Context& ctx, const std::string& line);
+void error_line(const Context& ctx, const std::string& line);
+
+// Every command registers itself with one of these (defined in cli/<command>.cpp).
+void add_arch_command(CLI::App& app, Context& ctx);
+void add_gpus_command(CLI::App& app, Context& ctx);
+
+}  // namespace archbuild::cli

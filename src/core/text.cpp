@@ -1,0 +1,89 @@
+#include "core/text.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <numeric>
+
+namespace archbuild::text {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::string trim(std::string_view s) {
+  auto is_space = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
+  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
+  return std::string(s);
+}
+
+bool starts_with_icase(std::string_view s, std::string_view prefix) {
+  return s.size() >= prefix.size() && equals_icase(s.substr(0, prefix.size()), prefix);
+}
+
+bool equals_icase(std::string_view a, std::string_view b) {
+  return a.size() == b.size() &&
+         std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+std::vector<std::string> split_any(std::string_view s, std::string_view separators) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : s) {
+    if (separators.find(c) != std::string_view::npos) {
+      if (!cur.empty()) out.push_back(std::move(cur));
+      cur.clear();
+    } else {
+      cur.push_back(c);
+    }
+  }
+  if (!cur.empty()) out.push_back(std::move(cur));
+  return out;
+}
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::string x = lower(a), y = lower(b);
+  std::vector<std::size_t> prev(y.size() + 1), cur(y.size() + 1);
+  std::iota(prev.begin(), prev.end(), 0);
+  for (std::size_t i = 1; i <= x.size(); ++i) {
+    cur[0] = i;
+    for (std::size_t j = 1; j <= y.size(); ++j) {
+      std::size_t sub = prev[j - 1] + (x[i - 1] == y[j - 1] ? 0 : 1);
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[y.size()];
+}
+
+std::vector<std::string> nearest(std::string_view word, const std::vector<std::string>& candidates,
+                                 std::size_t limit) {
+  std::vector<std::pair<std::size_t, std::string>> scored;
+  for (const auto& c : candidates) scored.emplace_back(edit_distance(word, c), c);
+  std::stable_sort(scored.begin(), scored.end(),
+                   [](const auto& l, const auto& r) { return l.first < r.first; });
+  std::vector<std::string> out;
+  // Only the closest (ties included), and only when close enough to be a plausible typo.
+  const std::size_t cap = std::max<std::size_t>(2, word.size() / 2 + 1);
+  for (const auto& [d, c] : scored) {
+    if (out.size() >= limit || d > scored.front().first) break;
+    if (d <= cap && std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+  }
+  return out;
+}
+
+std::string join(const std::vector<std::string>& parts, std::string_view sep) {
+  std::string out;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (i) out += sep;
+    out += parts[i];
+  }
+  return out;
+}
+
+}  // namespace archbuild::text

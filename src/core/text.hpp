@@ -1,0 +1,23 @@
+// Small string helpers shared by the parsers (no module-specific logic here).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace archbuild::text {
+
+std::string lower(std::string_view s);
+std::string trim(std::string_view s);
+bool starts_with_icase(std::string_view s, std::string_view prefix);
+bool equals_icase(std::string_view a, std::string_view b);
+// Split on any of the separator characters, dropping empty pieces.
+std::vector<std::string> split_any(std::string_view s, std::string_view separators);
+// Levenshtein distance, case-insensitive (for "did you mean" suggestions).
+std::size_t edit_distance(std::string_view a, std::string_view b);
+// The candidates closest to `word` (at most `limit`, only those within a sane distance).
+std::vector<std::string> nearest(std::string_view word, const std::vector<std::string>& candidates,
+                                 std::size_t limit = 3);
+std::string join(const std::vector<std::string>& parts, std::string_view sep);
+
+}  // namespace archbuild::text

@@ -1,0 +1,61 @@
+#include "run/capture.hpp"
+
+#include <future>
+#include <thread>
+#include <unistd.h>
+
+#include <boost/process.hpp>
+#include <fmt/format.h>
+
+namespace bp = boost::process;
+
+namespace archbuild::run {
+
+std::optional<std::filesystem::path> find_program(const std::string& name) {
+  if (name.empty()) return std::nullopt;
+  if (name.find('/') != std::string::npos) {
+    if (access(name.c_str(), X_OK) == 0) return std::filesystem::path(name);
+    return std::nullopt;
+  }
+  auto p = bp::search_path(name);
+  if (p.empty()) return std::nullopt;
+  return std::filesystem::path(p.string());
+}
+
+Result<Captured> capture(const std::vector<std::string>& argv, const CaptureOptions& options) {
+  if (argv.empty()) return Error::bad_input("capture: empty command");
+  auto exe = find_program(argv[0]);
+  if (!exe) return Error::missing_tool(fmt::format("{}: not found or not executable", argv[0]));
+
+  bp::environment env;
+  if (!options.clean_env) {
+    for (const auto& e : boost::this_process::environment()) env[e.get_name()] = e.to_string();
+  }
+  for (const auto& [k, v] : options.env) env[k] = v;
+
+  boost::asio::io_context io;
+  std::future<std::string> out_f, err_f;
+  std::vector<std::string> args(argv.begin() + 1, argv.end());
+  std::error_code ec;
+  bp::child child(bp::exe = exe->string(), bp::args = args, bp::env = env,
+                  bp::start_dir = options.cwd ? options.cwd->string()
+                                              : std::filesystem::current_path().string(),
+                  bp::std_out > out_f, bp::std_err > err_f, bp::std_in < bp::null, io, ec);
+  if (ec) return Error::missing_tool(fmt::format("{}: cannot start: {}", argv[0], ec.message()));
+  std::thread pump([&] { io.run(); });
+  Captured c;
+  if (!child.wait_for(options.timeout, ec)) {
+    child.terminate(ec);
+    c.timed_out = true;
+  }
+  pump.join();
+  c.out = out_f.get();
+  c.err = err_f.get();
+  if (!c.timed_out) {
+    int native = child.native_exit_code();
+    c.status = WIFEXITED(native) ? WEXITSTATUS(native) : -1;
+  }
+  return c;
+}
+
+}  // namespace archbuild::run

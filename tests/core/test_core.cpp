@@ -1,0 +1,89 @@
+// core: strict TOML, text helpers, sha256, Result.
+#include <catch2/catch.hpp>
+
+#include "core/error.hpp"
+#include "core/sha256.hpp"
+#include "core/text.hpp"
+#include "core/toml_load.hpp"
+#include "support/tempdir.hpp"
+
+using namespace archbuild;
+
+TEST_CASE("text helpers", "[core]") {
+  CHECK(text::split_any("a;b, c;;", ";, ") == std::vector<std::string>{"a", "b", "c"});
+  CHECK(text::trim("  x y \n") == "x y");
+  CHECK(text::edit_distance("Hoper", "Hopper") == 1);
+  CHECK(text::edit_distance("", "abc") == 3);
+  CHECK(text::nearest("Hoper", {"Hopper", "Kepler", "Ampere"}) == std::vector<std::string>{"Hopper"});
+  CHECK(text::nearest("zzzzzz", {"Hopper"}).empty());
+  CHECK(text::equals_icase("NVIDIA", "nvidia"));
+  CHECK(text::join({"a", "b"}, ", ") == "a, b");
+}
+
+TEST_CASE("sha256 of known vectors", "[core]") {
+  CHECK(sha256_hex("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  CHECK(sha256_hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  test::TempDir t;
+  auto p = t.write("f", "abc");
+  CHECK(sha256_file_hex(p).take() == sha256_hex("abc"));
+  CHECK_FALSE(sha256_file_hex(t / "missing").ok());
+}
+
+TEST_CASE("Result carries a value or an error with its exit status", "[core]") {
+  Result<int> ok = 3;
+  CHECK(ok.ok());
+  CHECK(*ok == 3);
+  Result<int> bad = Error::missing_tool("no nvcc");
+  CHECK_FALSE(bad.ok());
+  CHECK(bad.error().exit == Exit::missing_tool);
+  CHECK_THROWS_AS(std::move(bad).take(), Failure);
+}
+
+TEST_CASE("strict TOML: syntax errors give file:line:column", "[core][toml]") {
+  auto r = tomlx::parse_string("a = 1\nb = [1,\n", "x.toml");
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message.rfind("x.toml:", 0) == 0);
+  CHECK(r.error().exit == Exit::bad_input);
+  test::TempDir t;
+  CHECK(tomlx::parse_file(t / "nope.toml").error().message.find("no such file") != std::string::npos);
+}
+
+TEST_CASE("strict TOML: wrong types, missing keys and unknown keys", "[core][toml]") {
+  auto tbl = tomlx::parse_string("name = \"x\"\ncount = \"7\"\nlist = [1]\nnmae = 2\n", "r.toml").take();
+  {
+    tomlx::TableReader r(tbl, "r.toml", "recipe");
+    CHECK(r.string("name", true) == std::optional<std::string>("x"));
+    CHECK_FALSE(r.integer("count").has_value());
+    auto e = r.finish();
+    REQUIRE(e);
+    CHECK(e->message.find("r.toml:2:9") != std::string::npos);
+    CHECK(e->message.find("must be an integer") != std::string::npos);
+  }
+  {
+    tomlx::TableReader r(tbl, "r.toml", "recipe");
+    r.string("name");
+    r.string("count");
+    CHECK_FALSE(r.strings("list").has_value());
+    auto e = r.finish();
+    REQUIRE(e);
+    CHECK(e->message.find("only strings") != std::string::npos);
+  }
+  {
+    tomlx::TableReader r(tbl, "r.toml", "recipe");
+    r.string("name");
+    r.string("count");
+    r.node("list");
+    auto e = r.finish();
+    REQUIRE(e);
+    CHECK(e->message.find("r.toml:4:1") != std::string::npos);
+    CHECK(e->message.find("unknown key 'nmae'") != std::string::npos);
+    CHECK(e->message.find("did you mean 'name'") != std::string::npos);
+  }
+  {
+    tomlx::TableReader r(tbl, "r.toml", "recipe");
+    r.string("missing", true);
+    auto e = r.finish();
+    REQUIRE(e);
+    CHECK(e->message.find("missing required key 'missing'") != std::string::npos);
+  }
+}

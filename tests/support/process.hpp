@@ -1,0 +1,33 @@
+// Runs a program with an argv vector (no shell) and captures stdout, stderr and exit status.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace archbuild::test {
+
+struct Ran {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+
+struct RunOptions {
+  std::map<std::string, std::string> env;   // added to (or replacing in) the inherited environment
+  std::vector<std::string> unset_env;
+  std::optional<std::filesystem::path> cwd;
+  std::string stdin_text;
+  std::chrono::seconds timeout{120};
+};
+
+Ran run(const std::string& program, const std::vector<std::string>& args, const RunOptions& opts = {});
+// The archbuild binary built alongside the tests.
+Ran archbuild(const std::vector<std::string>& args, const RunOptions& opts = {});
+// Path of a tool on PATH, or empty.
+std::string which(const std::string& tool);
+
+}  // namespace archbuild::test
