@@ -1,6 +1,8 @@
 #include "run/capture.hpp"
 
+#include <condition_variable>
 #include <future>
+#include <mutex>
 #include <thread>
 #include <unistd.h>
 
@@ -42,13 +44,28 @@ Result<Captured> capture(const std::vector<std::string>& argv, const CaptureOpti
                                               : std::filesystem::current_path().string(),
                   bp::std_out > out_f, bp::std_err > err_f, bp::std_in < bp::null, io, ec);
   if (ec) return Error::missing_tool(fmt::format("{}: cannot start: {}", argv[0], ec.message()));
-  std::thread pump([&] { io.run(); });
+  // Boost 1.74's wait_for() races with asio's SIGCHLD handling: a watchdog thread enforces
+  // the timeout, and io.run() returns once the output pipes close.
   Captured c;
-  if (!child.wait_for(options.timeout, ec)) {
-    child.terminate(ec);
-    c.timed_out = true;
+  std::mutex m;
+  std::condition_variable cv;
+  bool done = false;
+  std::thread watchdog([&] {
+    std::unique_lock<std::mutex> lock(m);
+    if (!cv.wait_for(lock, options.timeout, [&] { return done; })) {
+      c.timed_out = true;
+      std::error_code kill_ec;
+      child.terminate(kill_ec);
+    }
+  });
+  io.run();
+  child.wait(ec);
+  {
+    std::lock_guard<std::mutex> lock(m);
+    done = true;
   }
-  pump.join();
+  cv.notify_all();
+  watchdog.join();
   c.out = out_f.get();
   c.err = err_f.get();
   if (!c.timed_out) {

@@ -1,6 +1,9 @@
 #include "support/process.hpp"
 
+#include <condition_variable>
 #include <future>
+#include <mutex>
+#include <thread>
 #include <stdexcept>
 
 #include <boost/process.hpp>
@@ -24,15 +27,33 @@ Ran run(const std::string& program, const std::vector<std::string>& args, const 
   in_stream << opts.stdin_text;
   in_stream.flush();
   in_stream.pipe().close();
-  std::thread runner([&] { io.run(); });
-  bool finished = child.wait_for(opts.timeout);
-  if (!finished) child.terminate();
-  runner.join();
+  // Boost 1.74's wait_for() races with asio's SIGCHLD handling; a watchdog thread enforces
+  // the timeout instead, and io.run() returns when the output pipes close.
+  std::mutex m;
+  std::condition_variable cv;
+  bool done = false, timed_out = false;
+  std::thread watchdog([&] {
+    std::unique_lock<std::mutex> lock(m);
+    if (!cv.wait_for(lock, opts.timeout, [&] { return done; })) {
+      timed_out = true;
+      std::error_code ec;
+      child.terminate(ec);
+    }
+  });
+  io.run();
+  std::error_code ec;
+  child.wait(ec);
+  {
+    std::lock_guard<std::mutex> lock(m);
+    done = true;
+  }
+  cv.notify_all();
+  watchdog.join();
   Ran r;
-  r.status = finished ? child.exit_code() : -1;
+  r.status = timed_out ? -1 : child.exit_code();
   r.out = out_f.get();
   r.err = err_f.get();
-  if (!finished) r.err += "\n[test harness: timed out]";
+  if (timed_out) r.err += "\n[test harness: timed out]";
   return r;
 }
 
