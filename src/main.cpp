@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
 
   cli::add_arch_command(app, ctx);
   cli::add_gpus_command(app, ctx);
+  cli::add_detect_command(app, ctx);
 
   try {
     app.parse(argc, argv);

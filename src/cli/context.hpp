@@ -37,5 +37,6 @@ void error_line(const Context& ctx, const std::string& line);
 // Every command registers itself with one of these (defined in cli/<command>.cpp).
 void add_arch_command(CLI::App& app, Context& ctx);
 void add_gpus_command(CLI::App& app, Context& ctx);
+void add_detect_command(CLI::App& app, Context& ctx);
 
 }  // namespace archbuild::cli

@@ -1,0 +1,68 @@
+// archbuild detect — the GPUs of this host, their CC and driver, and which source answered.
+#include <fmt/format.h>
+
+#include "arch/arch_data.hpp"
+#include "cli/context.hpp"
+#include "cli/host.hpp"
+#include "core/text.hpp"
+#include "detect/detect.hpp"
+
+namespace archbuild::cli {
+
+namespace {
+
+nlohmann::json detection_json(const detect::Detection& d) {
+  nlohmann::json gpus = nlohmann::json::array();
+  for (const auto& g : d.gpus) {
+    nlohmann::json j = {{"index", g.index},
+                        {"name", g.name},
+                        {"cc", g.cc.str()},
+                        {"sm", fmt::format("sm_{}", g.cc.sm())},
+                        {"known_cc", g.cc_known},
+                        {"database_name", g.known ? nlohmann::json(g.known->name) : nlohmann::json(nullptr)}};
+    j["memory_bytes"] = g.memory_bytes ? nlohmann::json(*g.memory_bytes) : nlohmann::json(nullptr);
+    gpus.push_back(j);
+  }
+  return {{"source", d.source.empty() ? nlohmann::json(nullptr) : nlohmann::json(d.source)},
+          {"driver_version", d.driver_version.empty() ? nlohmann::json(nullptr) : nlohmann::json(d.driver_version)},
+          {"cuda_version", d.cuda_version ? nlohmann::json(*d.cuda_version) : nlohmann::json(nullptr)},
+          {"gpus", gpus},
+          {"tried", d.tried}};
+}
+
+void run_detect(const std::string& source, Context& ctx) {
+  const auto& data = arch::ArchData::shipped();
+  detect::Detection d = detect_host(data, source);
+  if (ctx.json) print_json(detection_json(d));
+  if (d.gpus.empty()) {
+    error_line(ctx, fmt::format("no GPU found on this host ({})", text::join(d.tried, "; ")));
+    ctx.exit = Exit::missing_tool;
+    return;
+  }
+  if (ctx.json) return;
+  out(fmt::format("source: {}   driver: {}   CUDA (driver): {}", d.source,
+                  d.driver_version.empty() ? "?" : d.driver_version, d.cuda_version.value_or("?")));
+  for (const auto& g : d.gpus) {
+    std::string mem = g.memory_bytes ? fmt::format("{:.0f} GiB", *g.memory_bytes / 1073741824.0) : "?";
+    std::string arch = data.architecture(g.cc);
+    out(fmt::format("GPU {}: {}  CC {} (sm_{}, {})  {}", g.index, g.name, g.cc.str(), g.cc.sm(), arch, mem));
+    if (!g.cc_known)
+      warn(ctx, fmt::format("CC {} of '{}' is not in the GPU database (data/gpus.toml): a new GPU? "
+                            "add it there", g.cc.str(), g.name));
+    else if (!g.known)
+      note(ctx, fmt::format("note: '{}' is not in data/gpus.toml by name (its CC {} is known)", g.name, g.cc.str()));
+  }
+}
+
+}  // namespace
+
+void add_detect_command(CLI::App& app, Context& ctx) {
+  auto source = std::make_shared<std::string>();
+  auto* cmd = app.add_subcommand("detect", "GPUs of this host with their CC, memory and driver (NVML, CUDA driver, nvidia-smi)");
+  cmd->add_option("--source", *source, "Ask only this source")
+      ->check(CLI::IsMember({"nvml", "cuda", "nvidia-smi"}));
+  add_json_flag(*cmd, ctx);
+  cmd->callback([source, &ctx] { run_detect(*source, ctx); });
+}
+
+}  // namespace archbuild::cli

@@ -1,0 +1,68 @@
+// `archbuild detect` and `--sm native` with a fake nvidia-smi on PATH (no GPU needed).
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "support/process.hpp"
+#include "support/tempdir.hpp"
+
+namespace t = archbuild::test;
+
+namespace {
+
+// A PATH with a fake nvidia-smi printing `csv`, and the driver libraries pointed at nothing.
+t::RunOptions fake_host(const t::TempDir& dir, const std::string& script_body) {
+  auto smi = dir.write("bin/nvidia-smi", "#!/bin/sh\n" + script_body);
+  std::filesystem::permissions(smi, std::filesystem::perms::owner_all);
+  t::RunOptions o;
+  o.env["PATH"] = (dir / "bin").string() + ":/usr/bin:/bin";
+  o.env["ARCHBUILD_NVML_LIBRARY"] = "/nonexistent/libnvidia-ml.so.1";
+  o.env["ARCHBUILD_CUDA_LIBRARY"] = "/nonexistent/libcuda.so.1";
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("detect: a fake nvidia-smi answers", "[cli][detect]") {
+  t::TempDir dir;
+  auto o = fake_host(dir, "echo '0, NVIDIA H100 80GB HBM3, 9.0, 81559, 580.65.06'\n");
+  auto r = t::archbuild({"detect"}, o);
+  CHECK(r.status == 0);
+  CHECK(r.out.find("NVIDIA H100 80GB HBM3") != std::string::npos);
+  CHECK(r.out.find("CC 9.0") != std::string::npos);
+  CHECK(r.out.find("Hopper") != std::string::npos);
+  CHECK(r.out.find("nvidia-smi") != std::string::npos);
+  auto j = nlohmann::json::parse(t::archbuild({"detect", "--json"}, o).out);
+  CHECK(j["source"] == "nvidia-smi");
+  CHECK(j["driver_version"] == "580.65.06");
+  CHECK(j["gpus"][0]["cc"] == "9.0");
+  CHECK(j["gpus"][0]["database_name"] == "H100");
+  CHECK(j["tried"].size() == 2);
+}
+
+TEST_CASE("detect: an unknown CC is reported as such", "[cli][detect]") {
+  t::TempDir dir;
+  auto o = fake_host(dir, "echo '0, NVIDIA Next 1, 13.5, 1000, 700.1'\n");
+  auto r = t::archbuild({"detect"}, o);
+  CHECK(r.status == 0);
+  CHECK(r.err.find("not in the GPU database") != std::string::npos);
+}
+
+TEST_CASE("detect: no GPU is exit 3 with the reasons", "[cli][detect]") {
+  t::TempDir dir;
+  auto o = fake_host(dir, "echo 'NVIDIA-SMI has failed because it could not communicate with the NVIDIA driver' >&2\nexit 9\n");
+  auto r = t::archbuild({"detect"}, o);
+  CHECK(r.status == 3);
+  CHECK(r.err.find("no GPU found") != std::string::npos);
+  CHECK(r.err.find("nvml") != std::string::npos);
+  auto j = t::archbuild({"detect", "--json"}, o);
+  CHECK(j.status == 3);
+  CHECK(nlohmann::json::parse(j.out)["gpus"].empty());
+  // No nvidia-smi at all.
+  t::RunOptions bare = o;
+  bare.env["PATH"] = "/nonexistent";
+  CHECK(t::archbuild({"detect"}, bare).status == 3);
+}
