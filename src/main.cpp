@@ -25,6 +25,12 @@ int main(int argc, char** argv) {
   cli::add_arch_command(app, ctx);
   cli::add_gpus_command(app, ctx);
   cli::add_detect_command(app, ctx);
+  cli::add_wheel_command(app, ctx);
+  cli::add_inspect_command(app, ctx);
+  cli::add_recipes_command(app, ctx);
+  cli::add_resolve_command(app, ctx);
+  cli::add_plan_command(app, ctx);
+  cli::add_doctor_command(app, ctx);
 
   try {
     app.parse(argc, argv);

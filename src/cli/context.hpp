@@ -38,5 +38,11 @@ void error_line(const Context& ctx, const std::string& line);
 void add_arch_command(CLI::App& app, Context& ctx);
 void add_gpus_command(CLI::App& app, Context& ctx);
 void add_detect_command(CLI::App& app, Context& ctx);
+void add_wheel_command(CLI::App& app, Context& ctx);
+void add_inspect_command(CLI::App& app, Context& ctx);
+void add_recipes_command(CLI::App& app, Context& ctx);
+void add_resolve_command(CLI::App& app, Context& ctx);
+void add_plan_command(CLI::App& app, Context& ctx);
+void add_doctor_command(CLI::App& app, Context& ctx);
 
 }  // namespace archbuild::cli

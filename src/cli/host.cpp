@@ -36,7 +36,7 @@ Result<std::vector<arch::Arch>> parse_targets(const std::vector<std::string>& va
           "'{}' is not a target: it depends on a toolkit's list; name the CCs to build for (e.g. --sm 8.0,9.0)", kw));
     auto d = detect_host(data);
     if (d.gpus.empty())
-      return Error::missing_tool(fmt::format("--sm native: no GPU found on this host ({}); give the CC, e.g. --sm 90",
+      return Error::missing_tool(fmt::format("--sm native: no GPU found on this host ({}); see `archbuild detect`, or give the CC, e.g. --sm 90",
                                              text::join(d.tried, "; ")));
     std::vector<arch::Arch> out;
     for (const auto& g : d.gpus) out.push_back({g.cc, arch::Variant::none, true, false, std::nullopt});

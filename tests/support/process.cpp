@@ -67,3 +67,56 @@ std::string which(const std::string& tool) {
 }
 
 }  // namespace archbuild::test
+
+#include <csignal>
+#include <sys/wait.h>
+
+#include "support/tempdir.hpp"
+
+namespace archbuild::test {
+
+struct Background::Impl {
+  TempDir dir;
+  bp::child child;
+  bool waited = false;
+  Ran result;
+};
+
+Background::Background(const std::string& program, const std::vector<std::string>& args, const RunOptions& opts)
+    : impl_(new Impl) {
+  bp::environment env = boost::this_process::environment();
+  for (const auto& name : opts.unset_env) env.erase(name);
+  for (const auto& [k, v] : opts.env) env[k] = v;
+  impl_->child = bp::child(bp::exe = program, bp::args = args, bp::env = env,
+                           bp::start_dir = opts.cwd ? opts.cwd->string() : std::filesystem::current_path().string(),
+                           bp::std_out > (impl_->dir / "out").string(), bp::std_err > (impl_->dir / "err").string(),
+                           bp::std_in < bp::null);
+}
+
+Background::~Background() {
+  if (!impl_->waited && impl_->child.running()) {
+    ::kill(impl_->child.id(), SIGKILL);
+    std::error_code ec;
+    impl_->child.wait(ec);
+  }
+  delete impl_;
+}
+
+int Background::pid() const { return impl_->child.id(); }
+bool Background::running() { return !impl_->waited && impl_->child.running(); }
+void Background::kill(int sig) { ::kill(impl_->child.id(), sig); }
+
+Ran Background::wait() {
+  if (!impl_->waited) {
+    std::error_code ec;
+    impl_->child.wait(ec);
+    int native = impl_->child.native_exit_code();
+    impl_->result.status = WIFEXITED(native) ? WEXITSTATUS(native) : -WTERMSIG(native);
+    impl_->result.out = read_file(impl_->dir / "out");
+    impl_->result.err = read_file(impl_->dir / "err");
+    impl_->waited = true;
+  }
+  return impl_->result;
+}
+
+}  // namespace archbuild::test

@@ -31,3 +31,24 @@ Ran archbuild(const std::vector<std::string>& args, const RunOptions& opts = {})
 std::string which(const std::string& tool);
 
 }  // namespace archbuild::test
+
+namespace archbuild::test {
+
+// A program running in the background (stdout/stderr to files), for tests that kill or race it.
+class Background {
+ public:
+  Background(const std::string& program, const std::vector<std::string>& args, const RunOptions& opts = {});
+  ~Background();
+  Background(const Background&) = delete;
+  Background& operator=(const Background&) = delete;
+  int pid() const;
+  bool running();
+  void kill(int sig);
+  Ran wait();  // exit status (or -signal), stdout and stderr
+
+ private:
+  struct Impl;
+  Impl* impl_;
+};
+
+}  // namespace archbuild::test

@@ -1,0 +1,436 @@
+#include "binary/fatbin.hpp"
+
+#include <fmt/format.h>
+#include <lz4.h>
+#include <zstd.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+
+namespace archbuild::binary {
+
+namespace {
+
+constexpr std::uint64_t kContainerHeader = 16;
+constexpr std::uint64_t kEntryHeaderMin = 64;
+// Flag bits (fatbin.md "Flags").
+constexpr std::uint64_t kFlagCompressedLegacy = 0x1000;
+constexpr std::uint64_t kFlagLz4 = 0x2000;
+constexpr std::uint64_t kFlagZstd = 0x8000;
+// Set (with a non-zero word at 0x30) on the LTO-IR that cuFFT and cuSPARSE ship: the payload
+// is not plain LZ4 then, so it cannot be checked.
+constexpr std::uint64_t kFlagEncoded = 0x10000;
+constexpr std::uint64_t kFlagVariantA = 0x100000;
+constexpr std::uint64_t kFlagVariantF = 0x200000;
+// Decimal SM numbers outside this range are not an architecture; a header claiming one is
+// garbage (or a false match when scanning).
+constexpr std::uint32_t kMinSm = 10;
+constexpr std::uint32_t kMaxSm = 999;
+
+constexpr std::string_view kRuntimeSection = ".nv_fatbin";
+constexpr std::string_view kRelocatableSection = "__nv_relfatbin";
+constexpr std::string_view kSegmentSection = ".nvFatBinSegment";
+
+Entry parse_entry(Bytes data, std::uint64_t e, std::uint64_t end) {
+  if (!fits(e, kEntryHeaderMin, end))
+    throw Malformed(fmt::format("fatbin entry at {}: its {}-byte header runs past the end of its container", hex(e),
+                                kEntryHeaderMin));
+  Entry en;
+  en.offset = e;
+  std::uint16_t kind = load<std::uint16_t>(data, e);
+  en.header_size = load<std::uint32_t>(data, e + 0x04);
+  en.stored_size = load<std::uint64_t>(data, e + 0x08);
+  en.compressed_size = load<std::uint32_t>(data, e + 0x10);
+  en.version_minor = load<std::uint16_t>(data, e + 0x18);
+  en.version_major = load<std::uint16_t>(data, e + 0x1a);
+  std::uint32_t sm = load<std::uint32_t>(data, e + 0x1c);
+  en.flags = load<std::uint64_t>(data, e + 0x28);
+  en.uncompressed_size = load<std::uint64_t>(data, e + 0x38);
+
+  switch (kind) {
+    case 1:
+      en.kind = EntryKind::ptx;
+      break;
+    case 2:
+      en.kind = EntryKind::sass;
+      break;
+    case 4:
+      en.kind = EntryKind::old_cubin;
+      break;
+    case 8:
+      en.kind = EntryKind::lto_ir;
+      break;
+    default:
+      throw Malformed(fmt::format(
+          "fatbin entry at {}: unknown kind {} (expected 1 PTX, 2 cubin, 4 old cubin, 8 LTO-IR)", hex(e), kind));
+  }
+  if (en.header_size < kEntryHeaderMin || !fits(e, en.header_size, end))
+    throw Malformed(
+        fmt::format("fatbin entry at {}: header size {} is {}", hex(e), en.header_size,
+                    en.header_size < kEntryHeaderMin ? "below the minimum of 64" : "past the end of its container"));
+  if (!fits(e + en.header_size, en.stored_size, end))
+    throw Malformed(
+        fmt::format("fatbin entry at {}: payload of {} bytes runs past the end of its container ({} bytes left)",
+                    hex(e), en.stored_size, end - e - en.header_size));
+  if (sm < kMinSm || sm > kMaxSm)
+    throw Malformed(fmt::format("fatbin entry at {}: arch {} is not an SM number", hex(e), sm));
+  en.sm = static_cast<int>(sm);
+  en.variant = (en.flags & kFlagVariantA)   ? arch::Variant::a
+               : (en.flags & kFlagVariantF) ? arch::Variant::f
+                                            : arch::Variant::none;
+  en.compression = (en.flags & kFlagZstd)               ? Compression::zstd
+                   : (en.flags & kFlagLz4)              ? Compression::lz4
+                   : (en.flags & kFlagCompressedLegacy) ? Compression::legacy
+                                                        : Compression::none;
+  if (en.compression != Compression::none) {
+    if (en.compressed_size == 0 || en.compressed_size > en.stored_size)
+      throw Malformed(fmt::format("fatbin entry at {}: compressed size {} does not fit its payload of {} bytes", hex(e),
+                                  en.compressed_size, en.stored_size));
+  } else {
+    en.compressed_size = 0;
+    en.uncompressed_size = 0;
+  }
+  return en;
+}
+
+// The container at `pos`, which must end by `limit`. Throws Malformed naming what is wrong.
+// `steps` counts the entry headers looked at (the scan's work budget).
+Container parse_container(Bytes data, std::uint64_t pos, std::uint64_t limit, const std::string& section,
+                          Placement placement, std::uint64_t* steps = nullptr) {
+  if (!fits(pos, kContainerHeader, limit))
+    throw Malformed(fmt::format("fatbin container at {}: header runs past the end of {}", hex(pos), section));
+  if (load<std::uint32_t>(data, pos) != kFatbinMagic)
+    throw Malformed(fmt::format("fatbin container at {}: wrong magic {} (expected {})", hex(pos),
+                                hex(load<std::uint32_t>(data, pos)), hex(kFatbinMagic)));
+  std::uint16_t version = load<std::uint16_t>(data, pos + 4);
+  std::uint16_t header = load<std::uint16_t>(data, pos + 6);
+  std::uint64_t size = load<std::uint64_t>(data, pos + 8);
+  if (version != 1)
+    throw Malformed(fmt::format("fatbin container at {}: unknown version {} (expected 1)", hex(pos), version));
+  if (header < kContainerHeader || !fits(pos, header, limit))
+    throw Malformed(fmt::format("fatbin container at {}: invalid header size {}", hex(pos), header));
+  if (!fits(pos + header, size, limit))
+    throw Malformed(fmt::format("fatbin container at {}: size {} runs past the end of {} ({} bytes left)", hex(pos),
+                                size, section, limit - pos - header));
+  Container c;
+  c.placement = placement;
+  c.section = section;
+  c.offset = pos;
+  c.size = header + size;
+  const std::uint64_t end = pos + header + size;
+  for (std::uint64_t e = pos + header; e < end;) {
+    if (steps) ++*steps;
+    Entry en = parse_entry(data, e, end);
+    e += en.header_size + en.stored_size;  // both checked to lie within the container
+    c.entries.push_back(en);
+  }
+  return c;
+}
+
+// .nv_fatbin / __nv_relfatbin: containers back to back, zero padding allowed between them.
+std::vector<Container> walk_section(Bytes data, const Section& s, Placement placement) {
+  std::vector<Container> out;
+  const std::uint64_t end = s.offset + s.size;
+  std::uint64_t p = s.offset;
+  while (p < end) {
+    if (data[p] == 0) {
+      ++p;
+      continue;
+    }
+    if (!fits(p, 4, end) || load<std::uint32_t>(data, p) != kFatbinMagic)
+      throw Malformed(fmt::format("{}: unexpected bytes at {} (expected a fatbin container, magic {})", s.name, hex(p),
+                                  hex(kFatbinMagic)));
+    out.push_back(parse_container(data, p, end, s.name, placement));
+    p += out.back().size;
+  }
+  return out;
+}
+
+bool is_scanned(const Section& s) {
+  if (s.type != kShtProgbits || !(s.flags & kShfAlloc) || (s.flags & kShfExecinstr)) return false;
+  // Compiler-written tables (unwind info, GOT) never hold a program's data.
+  static constexpr std::string_view kSkipped[] = {kRuntimeSection, kRelocatableSection, kSegmentSection, ".eh_frame",
+                                                  ".eh_frame_hdr", ".gcc_except_table", ".got",          ".got.plt"};
+  return std::find(std::begin(kSkipped), std::end(kSkipped), s.name) == std::end(kSkipped);
+}
+
+// The first q in [p, stop) where base[q] == 0x50 and base[q + 3] == 0xBA (the magic's first and
+// last bytes), or `stop`; base[stop + 2] must be readable. Scanning large data sections is
+// most of inspect's time: 32 positions per step with GCC/Clang vector extensions (SSE2 on
+// x86-64, NEON on aarch64). memchr on one byte stops too often (every ~300 bytes in
+// libcublasLt's .rodata) and glibc's memmem is slow on a 4-byte needle.
+std::uint64_t find_magic_candidate(const std::uint8_t* base, std::uint64_t p, std::uint64_t stop) {
+  using v16 = std::uint8_t __attribute__((vector_size(16)));
+  using u64x2 = std::uint64_t __attribute__((vector_size(16)));
+  const v16 first = v16{} + std::uint8_t{0x50};
+  const v16 last = v16{} + std::uint8_t{0xBA};
+  while (stop - p >= 32) {
+    v16 a0, b0, a1, b1;
+    std::memcpy(&a0, base + p, 16);
+    std::memcpy(&b0, base + p + 3, 16);
+    std::memcpy(&a1, base + p + 16, 16);
+    std::memcpy(&b1, base + p + 19, 16);
+    auto hit = reinterpret_cast<u64x2>(((a0 == first) & (b0 == last)) | ((a1 == first) & (b1 == last)));
+    if ((hit[0] | hit[1]) != 0) break;
+    p += 32;
+  }
+  for (; p < stop; ++p)
+    if (base[p] == 0x50 && base[p + 3] == 0xBA) return p;
+  return stop;
+}
+
+}  // namespace
+
+std::string_view to_string(EntryKind k) {
+  switch (k) {
+    case EntryKind::ptx:
+      return "ptx";
+    case EntryKind::sass:
+      return "sass";
+    case EntryKind::lto_ir:
+      return "lto-ir";
+    case EntryKind::old_cubin:
+      return "old-cubin";
+  }
+  return "?";
+}
+
+std::string_view to_string(Compression c) {
+  switch (c) {
+    case Compression::none:
+      return "none";
+    case Compression::lz4:
+      return "lz4";
+    case Compression::zstd:
+      return "zstd";
+    case Compression::legacy:
+      return "legacy";
+  }
+  return "?";
+}
+
+std::string_view to_string(Placement p) {
+  switch (p) {
+    case Placement::runtime:
+      return "runtime";
+    case Placement::relocatable:
+      return "relocatable";
+    case Placement::embedded:
+      return "embedded";
+  }
+  return "?";
+}
+
+std::string image_name(EntryKind kind, int sm, arch::Variant variant) {
+  std::string_view v = variant == arch::Variant::a ? "a" : variant == arch::Variant::f ? "f" : "";
+  switch (kind) {
+    case EntryKind::ptx:
+      return fmt::format("compute_{}{}", sm, v);
+    case EntryKind::sass:
+      return fmt::format("sm_{}{}", sm, v);
+    case EntryKind::lto_ir:
+      return fmt::format("lto_{}{}", sm, v);
+    case EntryKind::old_cubin:
+      return fmt::format("sm_{}{} (old cubin)", sm, v);
+  }
+  return "?";
+}
+
+std::string Entry::name() const { return image_name(kind, sm, variant); }
+
+namespace {
+
+std::vector<Container> scan_section(Bytes data, std::uint64_t begin, std::uint64_t end, const std::string& section,
+                                    Placement placement) {
+  std::vector<Container> out;
+  if (end > data.size() || begin >= end) return out;
+  // Each false candidate may walk many entry headers before failing, and candidates can nest:
+  // crafted data could make the scan quadratic. Real libraries look at fewer headers than
+  // one per 64 bytes; past this budget the section is refused instead of hanging.
+  const std::uint64_t budget = (end - begin) / 16 + 4096;
+  std::uint64_t steps = 0;
+  std::uint64_t p = begin;
+  while (end - p >= kContainerHeader + kEntryHeaderMin) {
+    std::uint64_t q = find_magic_candidate(data.data(), p, end - 3);
+    if (q >= end - 3) break;
+    if (load<std::uint32_t>(data, q) != kFatbinMagic) {
+      p = q + 1;
+      continue;
+    }
+    try {
+      Container c = parse_container(data, q, end, section, placement, &steps);
+      if (!c.entries.empty()) {
+        p = q + c.size;
+        out.push_back(std::move(c));
+        continue;
+      }
+    } catch (const Malformed&) {
+      // Not a container: the magic bytes occurred by chance.
+    }
+    if (steps > budget)
+      throw Malformed(fmt::format("{}: too many invalid fatbin headers (gave up scanning at {})", section, hex(q)));
+    p = q + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<std::vector<Container>> scan_containers(Bytes data, std::uint64_t begin, std::uint64_t end,
+                                               const std::string& section, Placement placement) {
+  try {
+    return scan_section(data, begin, end, section, placement);
+  } catch (const Malformed& e) {
+    return Error::bad_input(e.what());
+  }
+}
+
+Result<std::vector<Container>> read_containers(Bytes data, const Elf& elf) {
+  if (elf.sections.empty()) return scan_containers(data, 0, data.size(), "(whole file)", Placement::embedded);
+  // One thread: two (section by section) were no faster on libcublasLt; the time goes into
+  // page faults on the one mapping.
+  try {
+    std::vector<Container> out;
+    for (const auto& s : elf.sections) {
+      if (s.type == kShtNobits || s.type == 0 || s.size == 0) continue;
+      std::vector<Container> found;
+      if (s.name == kRuntimeSection)
+        found = walk_section(data, s, Placement::runtime);
+      else if (s.name == kRelocatableSection)
+        found = walk_section(data, s, Placement::relocatable);
+      else if (is_scanned(s))
+        found = scan_section(data, s.offset, s.offset + s.size, s.name, Placement::embedded);
+      for (auto& c : found) out.push_back(std::move(c));
+    }
+    return out;
+  } catch (const Malformed& e) {
+    return Error::bad_input(e.what());
+  }
+}
+
+// --- verification -------------------------------------------------------------------------
+
+namespace {
+
+// The payload decompressed, or the reason it could not be.
+struct Expanded {
+  std::vector<std::uint8_t> owned;
+  Bytes bytes;
+  std::string error;
+};
+
+Expanded expand(Bytes data, const Entry& en, const VerifyOptions& options) {
+  Expanded x;
+  Bytes payload = slice(data, en.offset + en.header_size, en.stored_size);
+  if (en.compression == Compression::none) {
+    x.bytes = payload;
+    return x;
+  }
+  Bytes src = payload.first(en.compressed_size);
+  if (en.uncompressed_size == 0) {
+    x.error = "compressed entry without an uncompressed size";
+    return x;
+  }
+  if (en.uncompressed_size > options.max_uncompressed) {
+    x.error = fmt::format("uncompressed size {} is over the limit of {} bytes", en.uncompressed_size,
+                          options.max_uncompressed);
+    return x;
+  }
+  x.owned.resize(static_cast<std::size_t>(en.uncompressed_size));
+  if (en.compression == Compression::zstd) {
+    std::size_t n = ZSTD_decompress(x.owned.data(), x.owned.size(), src.data(), src.size());
+    if (ZSTD_isError(n)) {
+      x.error = fmt::format("zstd payload does not decompress: {}", ZSTD_getErrorName(n));
+      return x;
+    }
+    if (n != x.owned.size()) {
+      x.error = fmt::format("zstd payload decompresses to {} bytes, header says {}", n, x.owned.size());
+      return x;
+    }
+  } else {
+    // LZ4 raw block (0x2000); the legacy flag is tried the same way.
+    if (src.size() > INT_MAX || x.owned.size() > INT_MAX) {
+      x.error = "LZ4 payload too large to decompress";
+      return x;
+    }
+    int n = LZ4_decompress_safe(reinterpret_cast<const char*>(src.data()), reinterpret_cast<char*>(x.owned.data()),
+                                static_cast<int>(src.size()), static_cast<int>(x.owned.size()));
+    if (n < 0) {
+      x.error = "LZ4 payload does not decompress";
+      return x;
+    }
+    if (static_cast<std::size_t>(n) != x.owned.size()) {
+      x.error = fmt::format("LZ4 payload decompresses to {} bytes, header says {}", n, x.owned.size());
+      return x;
+    }
+  }
+  x.bytes = x.owned;
+  return x;
+}
+
+// `.target sm_90a` (possibly followed by `, debug`): SM and variant, or nullopt.
+std::optional<std::pair<int, arch::Variant>> ptx_target(Bytes text) {
+  std::string_view s(reinterpret_cast<const char*>(text.data()), text.size());
+  if (auto nul = s.find('\0'); nul != std::string_view::npos) s = s.substr(0, nul);
+  for (std::size_t pos = s.find(".target"); pos != std::string_view::npos; pos = s.find(".target", pos + 1)) {
+    // A directive starts its line (after blanks); `.target` in a comment does not count.
+    std::size_t line = s.rfind('\n', pos);
+    line = line == std::string_view::npos ? 0 : line + 1;
+    if (s.find_first_not_of(" \t", line) != pos) continue;
+    std::size_t i = pos + 7;
+    while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
+    if (s.substr(i, 3) != "sm_") return std::nullopt;
+    i += 3;
+    int sm = 0;
+    std::size_t digits = 0;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9' && digits < 4) sm = sm * 10 + (s[i++] - '0'), ++digits;
+    if (digits == 0) return std::nullopt;
+    arch::Variant v = arch::Variant::none;
+    if (i < s.size() && s[i] == 'a') v = arch::Variant::a;
+    if (i < s.size() && s[i] == 'f') v = arch::Variant::f;
+    return std::pair{sm, v};
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+VerifyResult verify_entry(Bytes data, const Entry& en, const VerifyOptions& options) {
+  auto bad = [](std::string m) { return VerifyResult{VerifyStatus::mismatch, std::move(m)}; };
+  try {
+    if (en.flags & kFlagEncoded)
+      return {VerifyStatus::unchecked, "payload is encoded (flag 0x10000); it cannot be decompressed"};
+    Expanded x = expand(data, en, options);
+    if (!x.error.empty()) return bad(x.error);
+    switch (en.kind) {
+      case EntryKind::sass: {
+        auto h = read_elf_header(x.bytes);
+        if (!h) return bad(fmt::format("cubin is not a valid ELF: {}", h.error().message));
+        if (h->machine != kEmCuda) return bad(fmt::format("cubin ELF is for {}, not cuda", machine_name(h->machine)));
+        // Two layouts of e_flags (fatbin.md "Cross-checking a cubin").
+        bool new_layout = h->abi_version >= 8 || h->osabi == 0x41;
+        int sm = static_cast<int>(new_layout ? (h->flags >> 8) & 0xff : h->flags & 0xff);
+        if (sm != en.sm) return bad(fmt::format("cubin e_flags say sm_{}, the entry header says {}", sm, en.name()));
+        return {};
+      }
+      case EntryKind::ptx: {
+        if (looks_like_elf(x.bytes)) return bad("PTX entry holds an ELF file, not PTX text");
+        auto t = ptx_target(x.bytes);
+        if (!t) return bad("PTX has no `.target sm_NN` line");
+        if (t->first != en.sm || t->second != en.variant)
+          return bad(fmt::format("PTX says .target {}, the entry header says {}",
+                                 image_name(EntryKind::sass, t->first, t->second), en.name()));
+        return {};
+      }
+      case EntryKind::lto_ir:
+      case EntryKind::old_cubin:
+        return {};  // decompressing is the whole check: no arch inside to compare
+    }
+    return {};
+  } catch (const Malformed& e) {
+    return bad(e.what());
+  }
+}
+
+}  // namespace archbuild::binary

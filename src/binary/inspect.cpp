@@ -1,0 +1,276 @@
+#include "binary/inspect.hpp"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <memory>
+#include <tuple>
+
+#include "binary/elf.hpp"
+#include "binary/mapped_file.hpp"
+
+namespace archbuild::binary {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+bool is_host_machine(std::uint16_t m) { return m == kEmX86_64 || m == kEmAarch64; }
+
+// An ELF file that cannot carry host code for x86-64/aarch64 (a cubin, a 32-bit library):
+// skipped inside wheels and directories, refused when named on its own.
+bool foreign_elf(Bytes data) {
+  if (!looks_like_elf(data) || data.size() < 0x14) return false;
+  if (data[4] != 2 || data[5] != 1) return true;
+  std::uint16_t machine = load<std::uint16_t>(data, 0x12);
+  return !is_host_machine(machine);
+}
+
+std::vector<ImageCount> count_images(const FileReport& r, bool relocatable) {
+  std::map<std::tuple<EntryKind, int, arch::Variant>, ImageCount> seen;
+  for (const auto& c : r.containers) {
+    if ((c.placement == Placement::relocatable) != relocatable) continue;
+    for (const auto& e : c.entries) {
+      auto& ic = seen[{e.kind, e.sm, e.variant}];
+      ic.kind = e.kind;
+      ic.sm = e.sm;
+      ic.variant = e.variant;
+      ++ic.count;
+      ++ic.compression[e.compression];
+    }
+  }
+  std::vector<ImageCount> out;
+  for (auto& [key, ic] : seen) out.push_back(std::move(ic));
+  return out;
+}
+
+// Printable member names: unsafe_member_name already refused control characters.
+std::string member_path(const std::string& archive, const std::string& member) { return archive + "!" + member; }
+
+struct ArchiveFree {
+  void operator()(archive* a) const { archive_read_free(a); }
+};
+
+}  // namespace
+
+bool FileReport::has_device_code() const {
+  return std::any_of(containers.begin(), containers.end(), [](const Container& c) { return !c.entries.empty(); });
+}
+
+std::size_t FileReport::entry_count() const {
+  std::size_t n = 0;
+  for (const auto& c : containers) n += c.entries.size();
+  return n;
+}
+
+std::vector<ImageCount> FileReport::runtime_images() const { return count_images(*this, false); }
+std::vector<ImageCount> FileReport::relocatable_images() const { return count_images(*this, true); }
+
+std::map<Compression, std::size_t> FileReport::compression() const {
+  std::map<Compression, std::size_t> out;
+  for (const auto& c : containers)
+    for (const auto& e : c.entries) ++out[e.compression];
+  return out;
+}
+
+std::vector<arch::CodeImage> FileReport::code_images() const {
+  std::vector<arch::CodeImage> out;
+  for (const auto& ic : runtime_images()) {
+    if (ic.kind == EntryKind::lto_ir) continue;  // LTO-IR needs nvJitLink; the driver cannot load it
+    arch::CodeImage img;
+    img.kind = ic.kind == EntryKind::ptx ? arch::CodeKind::ptx : arch::CodeKind::sass;
+    img.cc = arch::Cc::from_sm(ic.sm);
+    img.variant = ic.variant;
+    out.push_back(img);
+  }
+  return out;
+}
+
+bool unsafe_member_name(std::string_view name) {
+  if (name.empty() || name.front() == '/') return true;
+  if (name.size() >= 2 && name[1] == ':') return true;  // C:foo on Windows
+  for (char ch : name) {
+    auto u = static_cast<unsigned char>(ch);
+    if (ch == '\\' || u < 0x20 || u == 0x7f) return true;
+  }
+  std::size_t start = 0;
+  while (start <= name.size()) {
+    std::size_t slash = name.find('/', start);
+    std::string_view part =
+        name.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
+    if (part == "..") return true;
+    if (slash == std::string_view::npos) break;
+    start = slash + 1;
+  }
+  return false;
+}
+
+Result<FileReport> inspect_elf(Bytes data, const std::string& path, const InspectOptions& options) {
+  auto elf = read_elf(data);
+  if (!elf) return Error::bad_input(fmt::format("{}: {}", path, elf.error().message));
+  if (!is_host_machine(elf->header.machine))
+    return Error::bad_input(
+        fmt::format("{}: ELF for {} (expected an x86-64 or aarch64 file)", path, machine_name(elf->header.machine)));
+  auto containers = read_containers(data, *elf);
+  if (!containers) return Error::bad_input(fmt::format("{}: {}", path, containers.error().message));
+  FileReport r;
+  r.path = path;
+  r.machine = machine_name(elf->header.machine);
+  r.containers = std::move(*containers);
+  if (options.verify) {
+    r.verified = true;
+    for (const auto& c : r.containers)
+      for (const auto& e : c.entries) {
+        auto v = verify_entry(data, e, options.verify_options);
+        if (v.status == VerifyStatus::mismatch) r.problems.push_back({e.offset, e.name(), std::move(v.message)});
+        if (v.status == VerifyStatus::unchecked && r.unchecked++ == 0) r.unchecked_reason = std::move(v.message);
+      }
+  }
+  return r;
+}
+
+Result<Inspection> inspect_zip(Bytes data, const std::string& path, const InspectOptions& options) {
+  std::unique_ptr<archive, ArchiveFree> a(archive_read_new());
+  if (!a) return Error::bad_input(fmt::format("{}: cannot allocate a zip reader", path));
+  archive_read_support_format_zip(a.get());
+  if (archive_read_open_memory(a.get(), data.data(), data.size()) != ARCHIVE_OK)
+    return Error::bad_input(fmt::format("{}: not a readable zip: {}", path, archive_error_string(a.get())));
+  Inspection out;
+  std::size_t elf_members = 0;
+  archive_entry* entry = nullptr;
+  for (;;) {
+    int r = archive_read_next_header(a.get(), &entry);
+    if (r == ARCHIVE_EOF) break;
+    if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
+      const char* why = archive_error_string(a.get());
+      return Error::bad_input(fmt::format("{}: not a readable zip: {}", path, why ? why : "unknown error"));
+    }
+    const char* raw = archive_entry_pathname(entry);
+    if (!raw) raw = archive_entry_pathname_utf8(entry);
+    if (!raw) return Error::bad_input(fmt::format("{}: a member has a name that cannot be decoded", path));
+    std::string name(raw);
+    if (unsafe_member_name(name)) {
+      std::string shown;
+      for (char ch : name) {
+        auto u = static_cast<unsigned char>(ch);
+        shown += (u < 0x20 || u == 0x7f) ? fmt::format("\\x{:02x}", u) : std::string(1, ch);
+      }
+      return Error::bad_input(fmt::format(
+          "{}: member '{}' has an unsafe path (absolute, '..', backslash or control character); refusing the archive",
+          path, shown));
+    }
+    if (archive_entry_filetype(entry) != AE_IFREG) continue;
+
+    // Read 4 bytes to see whether the member is ELF; skip it otherwise.
+    std::vector<std::uint8_t> buf(4);
+    std::size_t have = 0;
+    while (have < 4) {
+      la_ssize_t n = archive_read_data(a.get(), buf.data() + have, 4 - have);
+      if (n < 0) {
+        const char* why = archive_error_string(a.get());
+        return Error::bad_input(
+            fmt::format("{}: cannot read: {}", member_path(path, name), why ? why : "unknown error"));
+      }
+      if (n == 0) break;
+      have += static_cast<std::size_t>(n);
+    }
+    buf.resize(have);
+    if (!looks_like_elf(buf)) continue;
+    if (archive_entry_size_is_set(entry) &&
+        static_cast<std::uint64_t>(archive_entry_size(entry)) > options.max_member_size)
+      return Error::bad_input(fmt::format("{}: {} bytes is over the limit of {} bytes for a member",
+                                          member_path(path, name), archive_entry_size(entry), options.max_member_size));
+    constexpr std::size_t kChunk = 1 << 20;
+    if (archive_entry_size_is_set(entry) && archive_entry_size(entry) > 0)
+      buf.reserve(static_cast<std::size_t>(std::min<std::int64_t>(archive_entry_size(entry), std::int64_t{1} << 32)) +
+                  kChunk);
+    for (;;) {
+      // The declared size may lie: the limit holds for what is actually read.
+      if (buf.size() > options.max_member_size)
+        return Error::bad_input(
+            fmt::format("{}: member is over the limit of {} bytes", member_path(path, name), options.max_member_size));
+      std::size_t at = buf.size();
+      buf.resize(at + kChunk);
+      la_ssize_t n = archive_read_data(a.get(), buf.data() + at, kChunk);
+      if (n < 0) {
+        const char* why = archive_error_string(a.get());
+        return Error::bad_input(
+            fmt::format("{}: cannot read: {}", member_path(path, name), why ? why : "unknown error"));
+      }
+      buf.resize(at + static_cast<std::size_t>(n));
+      if (n == 0) break;
+    }
+    ++elf_members;
+    if (foreign_elf(buf)) {
+      out.skipped.push_back(member_path(path, name));
+      continue;
+    }
+    auto report = inspect_elf(buf, member_path(path, name), options);
+    if (!report) return report.error();
+    out.files.push_back(std::move(*report));
+  }
+  if (elf_members == 0)
+    return Error::bad_input(fmt::format("{}: no ELF files in this archive (nothing to inspect)", path));
+  std::sort(out.files.begin(), out.files.end(),
+            [](const FileReport& x, const FileReport& y) { return x.path < y.path; });
+  return out;
+}
+
+Result<Inspection> inspect_path(const fs::path& path, const InspectOptions& options) {
+  std::error_code ec;
+  auto st = fs::status(path, ec);
+  if (ec || !fs::exists(st)) return Error::bad_input(fmt::format("{}: no such file or directory", path.string()));
+  Inspection out;
+  if (fs::is_directory(st)) {
+    std::vector<fs::path> files;
+    fs::recursive_directory_iterator it(path, ec), end;
+    if (ec) return Error::bad_input(fmt::format("{}: cannot read directory: {}", path.string(), ec.message()));
+    for (; it != end; it.increment(ec)) {
+      if (ec) return Error::bad_input(fmt::format("{}: cannot read directory: {}", path.string(), ec.message()));
+      // Links are not followed: a library's soname links would count it twice, and a link to a
+      // directory could loop.
+      if (it->is_symlink(ec) || !it->is_regular_file(ec)) continue;
+      files.push_back(it->path());
+    }
+    std::sort(files.begin(), files.end());
+    std::size_t elf_files = 0;
+    for (const auto& f : files) {
+      auto mapped = MappedFile::open(f);
+      if (!mapped) return mapped.error();
+      Bytes b = mapped->bytes();
+      if (!looks_like_elf(b)) continue;
+      ++elf_files;
+      if (foreign_elf(b)) {
+        out.skipped.push_back(f.string());
+        continue;
+      }
+      auto report = inspect_elf(b, f.string(), options);
+      if (!report) return report.error();
+      out.files.push_back(std::move(*report));
+    }
+    if (elf_files == 0)
+      return Error::bad_input(
+          fmt::format("{}: no ELF files in this directory (expected shared libraries or executables)", path.string()));
+    return out;
+  }
+  auto mapped = MappedFile::open(path);
+  if (!mapped) return mapped.error();
+  Bytes b = mapped->bytes();
+  if (b.empty())
+    return Error::bad_input(fmt::format("{}: empty file (expected an ELF file, a wheel or a zip)", path.string()));
+  if (looks_like_elf(b)) {
+    auto report = inspect_elf(b, path.string(), options);
+    if (!report) return report.error();
+    out.files.push_back(std::move(*report));
+    return out;
+  }
+  if (b.size() >= 4 && b[0] == 'P' && b[1] == 'K') return inspect_zip(b, path.string(), options);
+  std::string start;
+  for (std::size_t i = 0; i < std::min<std::size_t>(4, b.size()); ++i) start += fmt::format("{:02x}", b[i]);
+  return Error::bad_input(fmt::format(
+      "{}: not an ELF file, a wheel or a zip (starts with {}; expected 7f454c46 or 504b)", path.string(), start));
+}
+
+}  // namespace archbuild::binary

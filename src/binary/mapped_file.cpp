@@ -1,0 +1,59 @@
+#include "binary/mapped_file.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace archbuild::binary {
+
+std::string hex(std::uint64_t v) { return fmt::format("{:#x}", v); }
+
+Result<MappedFile> MappedFile::open(const std::filesystem::path& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Error::bad_input(fmt::format("{}: cannot open: {}", path.string(), std::strerror(errno)));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Error::bad_input(fmt::format("{}: not a regular file", path.string()));
+  }
+  MappedFile m;
+  m.size_ = static_cast<std::size_t>(st.st_size);
+  if (m.size_ > 0) {
+    void* p = ::mmap(nullptr, m.size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+      int e = errno;
+      ::close(fd);
+      return Error::bad_input(fmt::format("{}: cannot map: {}", path.string(), std::strerror(e)));
+    }
+    m.data_ = p;
+  }
+  ::close(fd);
+  return m;
+}
+
+MappedFile::MappedFile(MappedFile&& other) noexcept : data_(other.data_), size_(other.size_) {
+  other.data_ = nullptr;
+  other.size_ = 0;
+}
+
+MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
+  if (this != &other) {
+    if (data_) ::munmap(data_, size_);
+    data_ = other.data_;
+    size_ = other.size_;
+    other.data_ = nullptr;
+    other.size_ = 0;
+  }
+  return *this;
+}
+
+MappedFile::~MappedFile() {
+  if (data_) ::munmap(data_, size_);
+}
+
+}  // namespace archbuild::binary

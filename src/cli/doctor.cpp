@@ -1,0 +1,376 @@
+// archbuild doctor [--python PY] [--sm LIST] — why the torch PY imports fails (or would fail) on
+// this GPU (or the --sm one), with the evidence and the shortest fix: an official wheel, else
+// the exact `archbuild wheel` command.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <memory>
+#include <set>
+
+#include "arch/arch_data.hpp"
+#include "binary/inspect.hpp"
+#include "cli/context.hpp"
+#include "cli/host.hpp"
+#include "core/text.hpp"
+#include "doctor/doctor.hpp"
+#include "plan/resolve.hpp"
+#include "run/capture.hpp"
+#include "toolchain/toolchain.hpp"
+
+namespace archbuild::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct DoctorArgs {
+  std::string python;
+  std::vector<std::string> sm;
+};
+
+// Runs the probe script with PY. The working directory is "/" so that a `torch` folder in the
+// user's current directory (a PyTorch checkout) does not shadow the installed one.
+doctor::TorchFacts probe_torch(const std::string& python) {
+  auto exe = run::find_program(python);
+  if (!exe)
+    throw Failure(Error::missing_tool(fmt::format("{}: no such interpreter{}", python,
+                                                  python.find('/') == std::string::npos ? " on PATH (give --python PY)"
+                                                                                        : "")));
+  run::CaptureOptions o;
+  o.cwd = "/";
+  o.timeout = std::chrono::seconds(180);  // importing torch initialises CUDA: seconds, sometimes more
+  auto ran = run::capture({fs::absolute(*exe).string(), "-c", doctor::kTorchProbeScript}, o).take();
+  auto facts = doctor::parse_torch_probe(ran.out, ran.status, python);
+  if (ran.timed_out) {
+    // What was read before the import hung still counts; lib/ is read without it.
+    if (!facts) throw Failure(Error::missing_tool(fmt::format("{}: the torch probe did not finish in 180 s", python)));
+    if (!facts->arch_list) {
+      facts->import_error = "`import torch` did not finish in 180 s";
+      facts->arch_list_missing = "torch cannot be imported: " + *facts->import_error;
+    }
+  }
+  if (!facts && ran.status != 0) {
+    auto lines = text::split_any(text::trim(ran.err), "\n");
+    throw Failure(Error::missing_tool(facts.error().message +
+                                      (lines.empty() ? "" : ": " + text::trim(lines.back()))));
+  }
+  return std::move(facts).take();
+}
+
+void inspect_lib(doctor::TorchFacts& t) {
+  fs::path lib = t.dir / "lib";
+  std::error_code ec;
+  if (t.dir.empty() || !fs::is_directory(lib, ec)) {
+    t.lib_error = fmt::format("{} has no lib/ folder", t.dir.string());
+    return;
+  }
+  auto got = binary::inspect_path(lib);
+  if (!got) {
+    t.lib_error = got.error().message;
+    return;
+  }
+  t.lib_inspected = true;
+  t.lib_files = std::move(got->files);
+}
+
+// Toolchain discovery's questions (nvcc --version, g++ --version …), asked through run/.
+toolchain::Probe probe() {
+  return [](const std::vector<std::string>& argv) -> Result<toolchain::ProbeOutput> {
+    run::CaptureOptions o;
+    o.timeout = std::chrono::seconds(30);
+    auto c = run::capture(argv, o);
+    if (!c) return c.error();
+    return toolchain::ProbeOutput{c->timed_out ? -1 : c->status, c->out, c->err};
+  };
+}
+
+// The toolkit torch.utils.cpp_extension would build with: CUDA_HOME, CUDA_PATH, the nvcc on
+// PATH, /usr/local/cuda (its _find_cuda_home order).
+void find_toolkit(doctor::Facts& f) {
+  auto env = toolchain::HostEnv::current();
+  std::optional<std::pair<fs::path, std::string>> root;
+  for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
+    if (auto v = env.get(var); v && !root) root = {fs::path(*v), var};
+  if (!root)
+    if (auto nvcc = env.find_program("nvcc")) root = {nvcc->parent_path().parent_path(), "nvcc on PATH"};
+  std::error_code ec;
+  if (!root && fs::is_directory("/usr/local/cuda", ec)) root = {fs::path("/usr/local/cuda"), "/usr/local/cuda"};
+  if (!root) {
+    f.toolkit_missing = "no CUDA toolkit (CUDA_HOME unset, no nvcc on PATH, no /usr/local/cuda): needed only to build "
+                        "CUDA extensions";
+    return;
+  }
+  toolchain::HostEnv only;
+  only.vars["CUDA_HOME"] = root->first.string();
+  only.roots.clear();
+  std::vector<std::string> notes;
+  auto found = toolchain::discover_toolkits(only, probe(), &notes);
+  if (found.empty()) {
+    f.toolkit_missing = fmt::format("{} = {}: no working CUDA toolkit there{}", root->second, root->first.string(),
+                                    notes.empty() ? "" : " (" + text::join(notes, "; ") + ")");
+    return;
+  }
+  f.toolkit = found.front();
+  f.toolkit->found_by = root->second;
+}
+
+// Resolution as `archbuild wheel` would do it, with the host discovered once.
+doctor::BuildAdvisor make_advisor(const std::vector<toolchain::Toolchain>& toolchains,
+                                  std::optional<Version> python) {
+  // Discovered on the first question only (a finding-free run never starts those probes).
+  struct Lazy {
+    bool tried = false;
+    std::optional<plan::Inputs> inputs;
+    std::string error;
+  };
+  auto lazy = std::make_shared<Lazy>();
+  return [lazy, toolchains, python](const std::vector<arch::Cc>& ccs,
+                                    const std::optional<Version>& line) -> doctor::BuildSuggestion {
+    doctor::BuildSuggestion s;
+    if (!lazy->tried) {
+      lazy->tried = true;
+      auto recipes = plan::select_recipes(std::nullopt);
+      if (!recipes) {
+        lazy->error = recipes.error().message;
+      } else {
+        plan::Inputs in;
+        in.recipes = std::move(*recipes);
+        in.toolchains = toolchains;
+        std::set<std::string> tools;
+        for (const auto& r : in.recipes)
+          for (const auto& t : plan::required_tools(r)) tools.insert(t);
+        in.host = toolchain::discover_host(toolchain::HostEnv::current(), probe(),
+                                           std::vector<std::string>(tools.begin(), tools.end()), python);
+        lazy->inputs = std::move(in);
+      }
+    }
+    if (!lazy->inputs) {
+      s.detail = lazy->error;
+      return s;
+    }
+    plan::Request req;
+    for (const auto& cc : ccs) req.targets.push_back({cc, arch::Variant::none, true, false, std::nullopt});
+    req.torch = line;
+    req.python = python;
+    req.recipe_label = "the torch recipes";
+    auto r = plan::resolve(req, *lazy->inputs);
+    if (r.status == Exit::bad_input) {
+      s.detail = r.message;
+      return s;
+    }
+    s.ok = true;
+    s.recipe = r.recipe.name;
+    s.command = fmt::format("archbuild wheel --sm {} --recipe {}{}", doctor::sm_option(ccs), r.recipe.name,
+                            python ? " --python " + python->str() : "");
+    s.detail = fmt::format("torch {} with CUDA {}", r.recipe.version.str(), r.toolchain.cuda.str());
+    if (r.status != Exit::ok) s.needs = r.message;
+    return s;
+  };
+}
+
+std::string rel(const doctor::TorchFacts& t, const std::string& p) {
+  fs::path r = fs::path(p).lexically_relative(t.dir);
+  return r.empty() || r.native().starts_with("..") ? p : r.string();
+}
+
+std::vector<std::string> image_names(const std::vector<arch::CodeImage>& images) {
+  std::vector<std::string> out;
+  for (const auto& i : images) out.push_back(i.name());
+  return out;
+}
+
+nlohmann::json opt_json(const std::optional<std::string>& s) { return s ? nlohmann::json(*s) : nlohmann::json(nullptr); }
+
+nlohmann::json report_json(const doctor::Facts& f, const doctor::Report& r, const std::string& python) {
+  const auto& t = f.torch;
+  nlohmann::json files = nlohmann::json::array();
+  for (const auto& file : t.lib_files)
+    if (file.has_device_code()) files.push_back({{"path", rel(t, file.path)}, {"images", image_names(file.code_images())}});
+  nlohmann::json torch = {
+      {"version", t.version.empty() ? nlohmann::json(nullptr) : nlohmann::json(t.version)},
+      {"cuda", opt_json(t.cuda)},
+      {"hip", opt_json(t.hip)},
+      {"dir", t.dir.string()},
+      {"import_error", opt_json(t.import_error)},
+      {"cuda_available", t.cuda_available ? nlohmann::json(*t.cuda_available) : nlohmann::json(nullptr)},
+      {"arch_list", t.arch_list ? nlohmann::json(*t.arch_list) : nlohmann::json(nullptr)},
+      {"arch_list_source", t.arch_list ? nlohmann::json(t.arch_list_source) : nlohmann::json(nullptr)},
+      {"lib", {{"inspected", t.lib_inspected}, {"error", t.lib_error.empty() ? nlohmann::json(nullptr) : nlohmann::json(t.lib_error)},
+               {"files_with_device_code", files}}},
+  };
+  if (!t.arch_list) torch["arch_list_missing"] = t.arch_list_missing;
+  nlohmann::json targets = nlohmann::json::array();
+  for (const auto& s : r.targets)
+    targets.push_back({{"cc", s.target.cc.str()},
+                       {"sm", fmt::format("sm_{}", s.target.cc.sm())},
+                       {"source", s.target.source},
+                       {"result", s.result ? nlohmann::json(arch::to_string(*s.result)) : nlohmann::json(nullptr)},
+                       {"image", s.image ? nlohmann::json(s.image->name()) : nlohmann::json(nullptr)},
+                       {"basis", s.basis.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.basis)}});
+  nlohmann::json findings = nlohmann::json::array();
+  for (const auto& fd : r.findings) {
+    nlohmann::json fixes = nlohmann::json::array();
+    for (const auto& fx : fd.fixes) {
+      nlohmann::json j = {{"kind", fx.kind}, {"text", fx.text}};
+      j["command"] = fx.command.empty() ? nlohmann::json(nullptr) : nlohmann::json(fx.command);
+      if (!fx.also.empty()) j["also"] = fx.also;
+      fixes.push_back(j);
+    }
+    findings.push_back({{"id", fd.id},
+                        {"cc", fd.cc ? nlohmann::json(fd.cc->str()) : nlohmann::json(nullptr)},
+                        {"summary", fd.summary},
+                        {"evidence", fd.evidence},
+                        {"fixes", fixes},
+                        {"notes", fd.notes}});
+  }
+  nlohmann::json doc = {
+      {"python", python},
+      {"executable", t.python},
+      {"python_version", t.python_version ? nlohmann::json(t.python_version->str()) : nlohmann::json(nullptr)},
+      {"torch", torch},
+      {"targets", targets},
+      {"findings", findings},
+      {"notes", r.notes},
+      {"ok", r.findings.empty() && !r.targets.empty()},
+  };
+  doc["driver"] = f.driver_version ? nlohmann::json{{"version", *f.driver_version}, {"source", f.driver_source}}
+                                   : nlohmann::json(nullptr);
+  doc["toolkit"] = f.toolkit ? nlohmann::json{{"root", f.toolkit->root.string()},
+                                              {"version", f.toolkit->version.str()},
+                                              {"found_by", f.toolkit->found_by}}
+                             : nlohmann::json(nullptr);
+  return doc;
+}
+
+void print_report(const doctor::Facts& f, const doctor::Report& r, const Context& ctx) {
+  const auto& t = f.torch;
+  const auto& data = arch::ArchData::shipped();
+  out(fmt::format("python   {}{}", t.python, t.python_version ? " (" + t.python_version->str() + ")" : ""));
+  std::string build = t.cuda ? "CUDA " + *t.cuda : t.hip ? "ROCm " + *t.hip : t.version_read ? "CPU only" : "?";
+  out(fmt::format("torch    {} ({}) at {}", t.version.empty() ? "?" : t.version, build, t.dir.string()));
+  if (t.import_error) out(fmt::format("         import torch failed: {}", *t.import_error));
+  if (t.arch_list)
+    out(fmt::format("archs    {} ({})", t.arch_list->empty() ? "(none)" : text::join(*t.arch_list, " "),
+                    t.arch_list_source));
+  else if (t.cuda)
+    out(fmt::format("archs    ? ({})", t.arch_list_missing));
+  std::vector<const binary::FileReport*> coded;
+  for (const auto& file : t.lib_files)
+    if (file.has_device_code()) coded.push_back(&file);
+  if (!t.lib_inspected)
+    out(fmt::format("lib/     not read: {}", t.lib_error));
+  else if (coded.empty())
+    out("lib/     no device code");
+  const std::size_t shown = ctx.verbosity > 0 ? coded.size() : std::min<std::size_t>(coded.size(), 6);
+  for (std::size_t i = 0; i < shown; ++i)
+    out(fmt::format("{}{}: {}", i == 0 ? "lib/     " : "         ", rel(t, coded[i]->path),
+                    text::join(image_names(coded[i]->code_images()), " ")));
+  if (shown < coded.size()) out(fmt::format("         … and {} more files with device code (-v lists them)", coded.size() - shown));
+  out(f.driver_version ? fmt::format("driver   {} ({})", *f.driver_version, f.driver_source) : "driver   (no GPU detected)");
+  if (f.toolkit)
+    out(fmt::format("toolkit  CUDA {} at {} ({})", f.toolkit->version.str(), f.toolkit->root.string(), f.toolkit->found_by));
+  for (const auto& s : r.targets) {
+    std::string result = s.result ? std::string(arch::to_string(*s.result)) : "?";
+    if (s.image) result += " (" + s.image->name() + ")";
+    out(fmt::format("target   {} ({}) from {}: {}", s.target.cc.str(), data.architecture(s.target.cc), s.target.source,
+                    t.cuda || !t.version_read ? result : "no CUDA in this torch"));
+  }
+  for (const auto& fd : r.findings) {
+    out("");
+    out(fmt::format("finding  {}: {}", fd.id, fd.summary));
+    for (const auto& e : fd.evidence) out("  evidence: " + e);
+    for (std::size_t i = 0; i < fd.fixes.size(); ++i) {
+      const auto& fx = fd.fixes[i];
+      out(fmt::format("  fix {}: {}", i + 1, fx.text));
+      if (!fx.command.empty()) out("      $ " + fx.command);
+      if (!fx.also.empty()) out("      " + fx.also);
+    }
+    for (const auto& n : fd.notes) out("  note: " + n);
+  }
+  if (r.findings.empty() && !r.targets.empty()) {
+    out("");
+    out("no finding: this torch runs on every target");
+  }
+}
+
+void run_doctor(const DoctorArgs& a, Context& ctx) {
+  const auto& data = arch::ArchData::shipped();
+  doctor::Facts f;
+  // Bad --sm is bad input (exit 2) before anything runs.
+  if (!a.sm.empty()) {
+    auto parsed = parse_targets(a.sm, data);
+    if (!parsed)
+      throw Failure(Error{parsed.error().exit, parsed.error().message.starts_with("--sm")
+                                                   ? parsed.error().message
+                                                   : "--sm: " + parsed.error().message});
+    for (auto cc : validate::target_ccs(*parsed)) f.targets.push_back({cc, "--sm"});
+  }
+  f.releases = doctor::Releases::load_shipped(data).take();
+  f.toolchains = toolchain::load_shipped(data).take();
+
+  const std::string python = a.python.empty() ? "python3" : a.python;
+  f.torch = probe_torch(python);  // no interpreter, no torch: exit 3
+  f.pip = python + " -m pip";
+  inspect_lib(f.torch);
+
+  auto d = detect_host(data);
+  if (!d.gpus.empty() && !d.driver_version.empty()) {
+    f.driver_version = d.driver_version;
+    f.driver_source = d.source;
+  } else {
+    f.driver_missing = d.gpus.empty() ? fmt::format("no GPU detected on this host ({})", text::join(d.tried, "; "))
+                                      : fmt::format("{} reported no driver version", d.source);
+  }
+  if (a.sm.empty()) {
+    for (const auto& g : d.gpus) f.targets.push_back({g.cc, fmt::format("GPU {}: {}", g.index, g.name)});
+    if (d.gpus.empty())
+      f.no_targets_reason = fmt::format("no GPU found on this host ({}); give --sm to ask about one, e.g. --sm 90",
+                                        text::join(d.tried, "; "));
+  }
+  find_toolkit(f);
+
+  std::optional<Version> py_release;
+  if (!a.python.empty() && f.torch.python_version) py_release = f.torch.python_version->prefix(2);
+  auto report = doctor::diagnose(f, make_advisor(f.toolchains, py_release));
+
+  if (ctx.json) {
+    auto doc = report_json(f, report, python);
+    if (f.targets.empty()) doc["error"] = f.no_targets_reason;
+    print_json(doc);
+  } else {
+    print_report(f, report, ctx);
+  }
+  for (const auto& n : report.notes)
+    if (!f.targets.empty()) note(ctx, "note: " + n);
+  if (f.targets.empty()) {
+    error_line(ctx, f.no_targets_reason);
+    ctx.exit = Exit::missing_tool;
+    return;
+  }
+  if (!report.findings.empty()) {
+    std::vector<std::string> ids;
+    for (const auto& fd : report.findings) ids.push_back(fd.cc ? fd.id + " (" + fd.cc->str() + ")" : fd.id);
+    error_line(ctx, fmt::format("{} finding{}: {}", report.findings.size(), report.findings.size() == 1 ? "" : "s",
+                                text::join(ids, ", ")));
+    ctx.exit = Exit::not_fine;
+  }
+}
+
+}  // namespace
+
+void add_doctor_command(CLI::App& app, Context& ctx) {
+  auto args = std::make_shared<DoctorArgs>();
+  auto* cmd = app.add_subcommand(
+      "doctor", "Diagnose the installed torch against this GPU (or --sm): why \"no kernel image\", and the shortest fix");
+  cmd->add_option("--python", args->python, "The interpreter whose torch to examine (default: python3 on PATH)")
+      ->type_name("PY");
+  cmd->add_option("--sm", args->sm, "Ask about these CCs instead of this host's GPUs: 90, 12.0, sm_120, native")
+      ->type_name("LIST");
+  add_json_flag(*cmd, ctx);
+  cmd->footer("Exit status: 0 no finding; 1 findings (each with its evidence and fix); 2 bad --sm; "
+              "3 no interpreter or no torch to examine, or no GPU and no --sm.");
+  cmd->callback([args, &ctx] { run_doctor(*args, ctx); });
+}
+
+}  // namespace archbuild::cli

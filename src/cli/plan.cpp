@@ -1,0 +1,122 @@
+// archbuild plan --sm LIST [same options as resolve] [--jobs N] [--json]: the resolved recipe,
+// source, toolkit and compiler paths, the full build environment, each step's argv, the build
+// key, and whether that key is already built.
+#include <fmt/format.h>
+
+#include "cli/resolve_common.hpp"
+#include "core/text.hpp"
+#include "store/key_record.hpp"
+#include "store/layout.hpp"
+
+namespace archbuild::cli {
+
+namespace {
+
+struct PlanArgs {
+  ResolveArgs resolve;
+  unsigned jobs = 0;
+};
+
+struct Built {
+  std::optional<std::filesystem::path> manifest;  // keys/<key>.json, when the cache dir is known
+  bool manifest_exists = false;
+  std::optional<store::WheelRef> wheel;           // the finished wheel it records, present in the cache
+  std::string problem;                            // why it could not be told
+};
+
+// Whether the key is built: its manifest (keys/<key>.json) records a finished wheel. Read only;
+// store/ decides where the cache is and what its files say.
+Built built_state(const Context& ctx, const std::string& key) {
+  Built b;
+  auto dir = store::choose_cache_dir(ctx.cache_dir);
+  if (!dir) {
+    b.problem = dir.error().message;
+    return b;
+  }
+  store::Layout layout(dir->dir);
+  store::KeyRecord rec(layout, key);
+  b.manifest = rec.path();
+  b.manifest_exists = rec.exists();
+  if (b.manifest_exists) {
+    auto w = rec.wheel();
+    std::error_code ec;
+    if (!w) b.problem = w.error().message;
+    else if (*w && std::filesystem::is_regular_file(layout.wheel((*w)->sha256), ec)) b.wheel = *w;
+  }
+  return b;
+}
+
+void run_plan(const PlanArgs& args, Context& ctx) {
+  plan::Resolution r = resolve_from_args(args.resolve, ctx);
+  if (r.status != Exit::ok) {
+    if (ctx.json)
+      print_json({{"resolution", plan::to_json(r)}, {"error", r.message}, {"exit", static_cast<int>(r.status)}});
+    else
+      print_resolution(r, ctx);
+    error_line(ctx, r.message);
+    ctx.exit = r.status;
+    return;
+  }
+  plan::PlanOptions opts;
+  if (args.jobs) opts.jobs = args.jobs;
+  plan::Plan p = plan::make_plan(r, opts).take();
+  Built built = built_state(ctx, p->key);
+  if (!built.problem.empty()) warn(ctx, "cannot tell whether the key is built: " + built.problem);
+
+  if (ctx.json) {
+    auto doc = p.to_json();
+    doc["built"] = built.wheel.has_value();
+    doc["manifest"] = built.manifest ? nlohmann::json(built.manifest->string()) : nlohmann::json(nullptr);
+    doc["manifest_exists"] = built.manifest_exists;
+    doc["wheel"] = built.wheel ? nlohmann::json{{"sha256", built.wheel->sha256}, {"filename", built.wheel->filename},
+                                                {"size", built.wheel->size}}
+                               : nlohmann::json(nullptr);
+    print_json(doc);
+    return;
+  }
+  const auto& rc = r.recipe;
+  out(fmt::format("plan       {} {} from {}", rc.package, p->version, rc.name));
+  out(fmt::format("recipe     {}", rc.file.string()));
+  out(fmt::format("source     {} @ {}{}{}", p->url, p->tag, p->commit ? " (commit " + *p->commit + ")" : "",
+                  p->submodules ? ", submodules recursive" : ""));
+  out(fmt::format("toolkit    CUDA {} at {} (nvcc {})", r.toolkit->version.str(), r.toolkit->root.string(),
+                  r.toolkit->compiler_version().str()));
+  out(fmt::format("compiler   {} at {}", r.compiler->name(), r.compiler->path.string()));
+  out(fmt::format("python     {} at {}", r.python->version.str(), r.python->path.string()));
+  out(fmt::format("arch list  {}={}", rc.arch.env, r.arch_list));
+  out(fmt::format("jobs       {}", p->jobs.rule()));
+  out("environment:");
+  for (const auto& [k, v] : p->env)
+    out(fmt::format("  {}={}{}", k, v.value, v.keyed ? "" : fmt::format("    (not in key: {})", v.why)));
+  out(fmt::format("  from the caller's environment, not in key: {}", text::join(p->passthrough, " ")));
+  out("steps (cwd relative to the source tree):");
+  for (const auto& s : p->steps) out(fmt::format("  {:<10} [{}] {}", s.stage, s.cwd, text::join(s.argv(), " ")));
+  out(fmt::format("build dir  {}", p->build_dir));
+  out(fmt::format("wheel dir  {}", p->wheel_dir.empty() ? "(none: the cmake driver makes no wheel)" : p->wheel_dir));
+  out(fmt::format("build key  {}", p->key));
+  if (built.wheel)
+    out(fmt::format("built      yes: {} (sha256 {}), recorded in {}", built.wheel->filename, built.wheel->sha256,
+                    built.manifest->string()));
+  else if (built.manifest)
+    out(fmt::format("built      no{} ({})", built.manifest_exists ? " (a run started but left no wheel)" : "",
+                    built.manifest->string()));
+  else
+    out("built      unknown (no cache directory)");
+  if (ctx.verbosity > 0) print_resolution(r, ctx);
+  for (const auto& n : r.notes) note(ctx, "note: " + n);
+}
+
+}  // namespace
+
+void add_plan_command(CLI::App& app, Context& ctx) {
+  auto args = std::make_shared<PlanArgs>();
+  auto* cmd = app.add_subcommand(
+      "plan", "Resolve, then show the full build: environment, each step's argv, the build key and whether it is built");
+  add_resolve_options(*cmd, args->resolve);
+  cmd->add_option("--jobs", args->jobs, "Parallel jobs (default: from cores and memory, ~4 GiB per nvcc job)")
+      ->check(CLI::Range(1u, 4096u));
+  add_json_flag(*cmd, ctx);
+  cmd->callback([args, &ctx] { run_plan(*args, ctx); });
+}
+
+}  // namespace archbuild::cli

@@ -1,0 +1,131 @@
+#include "cli/resolve_common.hpp"
+
+#include "cli/host.hpp"
+
+#include <set>
+
+#include <fmt/format.h>
+
+#include "arch/parse.hpp"
+#include "core/text.hpp"
+#include "run/capture.hpp"
+
+namespace archbuild::cli {
+
+namespace fs = std::filesystem;
+
+void add_resolve_options(CLI::App& cmd, ResolveArgs& a) {
+  cmd.add_option("--sm", a.sm, "Target compute capabilities: 90, 9.0, sm_90, 90a, 12.0f, lists 80,90")
+      ->required();
+  cmd.add_option("--recipe", a.recipe,
+                 "A recipe name (torch-2.7), a package (torchvision) or a recipe file (path/recipe.toml)");
+  cmd.add_option("--torch", a.torch, "The torch release line, e.g. 2.7");
+  cmd.add_option("--cuda", a.cuda, "The CUDA release, e.g. 12.8");
+  cmd.add_option("--python", a.python,
+                 "The build interpreter: a version (3.11: python3.11 on PATH) or a path (/usr/bin/python3); "
+                 "default: python3 on PATH");
+  cmd.add_flag("--ptx", a.ptx, "Also embed PTX for the newest target (JIT on newer GPUs)");
+  cmd.add_option("--source-url", a.source_url,
+                 "Fetch the source from this repository URL instead of the recipe's (e.g. file:///srv/git/x.git)");
+}
+
+namespace {
+
+std::optional<Version> version_option(const std::string& value, const char* option, std::size_t parts,
+                                      const char* example) {
+  if (value.empty()) return std::nullopt;
+  auto v = Version::parse(value);
+  if (!v || (parts && v->size() > parts))
+    throw Failure(Error::bad_input(fmt::format("{} '{}': expected a version like {}", option, value, example)));
+  return v;
+}
+
+}  // namespace
+
+plan::Resolution resolve_from_args(const ResolveArgs& a, const Context& ctx) {
+  plan::Request req;
+  auto targets = parse_targets(a.sm, arch::ArchData::shipped());
+  if (!targets) throw Failure(Error{targets.error().exit, "--sm: " + targets.error().message});
+  req.targets = std::move(*targets);
+  req.torch = version_option(a.torch, "--torch", 3, "2.7");
+  req.cuda = version_option(a.cuda, "--cuda", 2, "12.8");
+  // --python takes a version (3.11: pythonX.Y on PATH) or an interpreter's path.
+  std::optional<std::filesystem::path> python_path;
+  if (a.python.find('/') != std::string::npos) {
+    std::error_code ec;
+    if (!std::filesystem::exists(a.python, ec))
+      throw Failure(Error::bad_input(fmt::format("--python {}: no such file", a.python)));
+    python_path = std::filesystem::absolute(a.python);
+  } else {
+    req.python = version_option(a.python, "--python", 2, "3.11");
+  }
+  if (req.cuda && req.cuda->size() != 2)
+    throw Failure(Error::bad_input(fmt::format("--cuda '{}': expected MAJOR.MINOR like 12.8", a.cuda)));
+  if (req.python && req.python->size() != 2)
+    throw Failure(Error::bad_input(fmt::format("--python '{}': expected MAJOR.MINOR like 3.11", a.python)));
+  req.ptx = a.ptx;
+  if (!a.source_url.empty()) req.source_url = a.source_url;
+  req.recipe_label = a.recipe.empty() ? "the torch recipes" : a.recipe;
+
+  plan::Inputs in;
+  in.recipes = plan::select_recipes(a.recipe.empty() ? std::nullopt : std::optional(a.recipe)).take();
+  in.toolchains = toolchain::load_shipped().take();
+
+  std::set<std::string> tools;
+  for (const auto& r : in.recipes)
+    for (const auto& t : plan::required_tools(r)) tools.insert(t);
+  toolchain::Probe probe = [](const std::vector<std::string>& argv) -> Result<toolchain::ProbeOutput> {
+    run::CaptureOptions opts;
+    opts.timeout = std::chrono::seconds(30);
+    auto c = run::capture(argv, opts);
+    if (!c) return c.error();
+    return toolchain::ProbeOutput{c->timed_out ? -1 : c->status, c->out, c->err};
+  };
+  in.host = toolchain::discover_host(toolchain::HostEnv::current(), probe,
+                                     std::vector<std::string>(tools.begin(), tools.end()), req.python, python_path);
+  if (ctx.verbosity > 0)
+    for (const auto& n : in.host.notes) note(ctx, "discovery: " + n);
+  return plan::resolve(req, in);
+}
+
+void print_resolution(const plan::Resolution& r, const Context& ctx) {
+  if (r.status != Exit::bad_input) {
+    const auto& rc = r.recipe;
+    out(fmt::format("recipe     {} ({} {}, tag {})  {}", rc.name, rc.package, rc.version.str(), rc.source.tag,
+                    rc.file.string()));
+    out(fmt::format("source     {}", r.url().empty() ? "(none: give --source-url)" : r.url()));
+    if (r.toolkit)
+      out(fmt::format("toolkit    CUDA {} (nvcc {}) at {} ({})", r.toolkit->version.str(),
+                      r.toolkit->compiler_version().str(), r.toolkit->root.string(), r.toolkit->found_by));
+    else
+      out(fmt::format("toolkit    CUDA {} (not installed)", r.toolchain.cuda.str()));
+    if (r.compiler)
+      out(fmt::format("compiler   {} at {} ({})", r.compiler->name(), r.compiler->path.string(), r.compiler->found_by));
+    else
+      out("compiler   (none accepted)");
+    if (r.python)
+      out(fmt::format("python     {} at {}", r.python->version.str(), r.python->path.string()));
+    else
+      out("python     (not found)");
+    out(fmt::format("arch list  {}={}", rc.arch.env, r.arch_list));
+    out(fmt::format("driver     {} (CUDA {} needs driver >= {})", recipe::to_string(rc.driver), r.toolchain.cuda.str(),
+                    r.toolchain.min_driver_text));
+  }
+  std::string chosen =
+      r.status == Exit::bad_input ? "" : fmt::format("{} + CUDA {}", r.recipe.name, r.toolchain.cuda.str());
+  out("rules checked:");
+  std::size_t hidden = 0;
+  for (const auto& rule : r.rules) {
+    bool show = ctx.verbosity > 0 || rule.subject.empty() || rule.subject == chosen || !rule.ok;
+    if (!show) {
+      ++hidden;
+      continue;
+    }
+    std::string subj = rule.subject.empty() || rule.subject == chosen ? "" : rule.subject + ": ";
+    out(fmt::format("  {:<4} {:<18} {}{}", rule.ok ? "ok" : "no", rule.id, subj, rule.detail));
+  }
+  if (hidden) out(fmt::format("  ({} passed rules of other candidates not shown; -v shows them)", hidden));
+  for (const auto& n : r.notes) note(ctx, "note: " + n);
+}
+
+}  // namespace archbuild::cli

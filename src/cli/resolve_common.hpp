@@ -1,0 +1,38 @@
+// What `resolve`, `plan` (and `wheel`, `matrix` …) share: the resolution options, loading the
+// recipes and toolchains, discovering this host through run::capture, and printing.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/context.hpp"
+#include "plan/plan.hpp"
+#include "plan/resolve.hpp"
+
+namespace archbuild::cli {
+
+struct ResolveArgs {
+  std::vector<std::string> sm;  // --sm LIST (repeatable)
+  std::string recipe;           // --recipe NAME|FILE|PACKAGE
+  std::string torch;            // --torch X.Y
+  std::string cuda;             // --cuda X.Y
+  std::string python;           // --python X.Y
+  bool ptx = false;             // --ptx
+  std::string source_url;       // --source-url URL
+};
+
+// Adds --sm (required), --recipe, --torch, --cuda, --python, --ptx and --source-url.
+void add_resolve_options(CLI::App& cmd, ResolveArgs& args);
+
+// Parses the options, loads recipes and toolchains, discovers this host and resolves. Bad
+// options or data throw Failure (exit 2); refusals and missing tools come back in the result.
+plan::Resolution resolve_from_args(const ResolveArgs& args, const Context& ctx);
+
+// Human output: the choice and the rules checked (all of them with -v).
+void print_resolution(const plan::Resolution& r, const Context& ctx);
+
+}  // namespace archbuild::cli

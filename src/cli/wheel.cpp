@@ -1,0 +1,173 @@
+// archbuild wheel --sm LIST [resolve options] [--out DIR] [--jobs N] [--offline]
+//   [--compiler-cache ccache|sccache|none] [--progress auto|tty|plain|json] [--no-validate] [--json]
+// Resolve → plan → fetch → configure → build → package → validate → the wheel in --out.
+#include <cstdlib>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "binary/inspect.hpp"
+#include "cli/resolve_common.hpp"
+#include "core/text.hpp"
+#include "run/capture.hpp"
+#include "run/interrupt.hpp"
+#include "run/reporter.hpp"
+#include "run/runner.hpp"
+#include "stages/pipeline.hpp"
+#include "store/layout.hpp"
+#include "validate/coverage.hpp"
+
+namespace archbuild::cli {
+
+namespace {
+
+struct WheelArgs {
+  ResolveArgs resolve;
+  std::string out = "dist";
+  unsigned jobs = 0;
+  bool offline = false;
+  std::string compiler_cache = "ccache";
+  std::string progress = "auto";
+  bool no_validate = false;
+};
+
+std::optional<std::string> env_of(const std::string& name) {
+  const char* v = std::getenv(name.c_str());
+  if (!v || !*v) return std::nullopt;
+  return std::string(v);
+}
+
+// Coverage of the wheel's device code for the targets: the offline proof that it carries code
+// for them (inspect). A gap is exit 1 and keeps the wheel out of --out.
+Result<nlohmann::json> check_coverage(const std::filesystem::path& wheel, const std::vector<arch::Arch>& archs) {
+  auto inspection = binary::inspect_path(wheel);
+  if (!inspection) return inspection.error();
+  auto targets = validate::target_ccs(archs);
+  auto cov = validate::coverage(inspection->files, targets);
+  nlohmann::json verdicts = nlohmann::json::array();
+  std::vector<std::string> gaps;
+  for (const auto& t : cov.targets) {
+    verdicts.push_back({{"sm", t.cc.str()}, {"result", std::string(arch::to_string(t.worst))}, {"covered", t.covered}});
+    if (!t.covered) {
+      for (const auto& f : t.files) {
+        if (f.verdict.result != arch::RunResult::no_kernel_image) continue;
+        std::vector<std::string> carried;
+        for (const auto& c : f.carried) carried.push_back(c.name());
+        gaps.push_back(fmt::format("{}: no kernel image for {} (carries {})", f.path, t.cc.str(),
+                                   carried.empty() ? "nothing runnable" : text::join(carried, ", ")));
+      }
+    }
+  }
+  if (cov.files_with_device_code == 0)
+    return Error::not_fine(fmt::format("validation: {} carries no device code at all", wheel.filename().string()));
+  if (!cov.covered)
+    return Error::not_fine(fmt::format("validation: {}", text::join(gaps, "; ")));
+  return nlohmann::json{{"ok", true}, {"coverage", verdicts}, {"files_with_device_code", cov.files_with_device_code}};
+}
+
+stages::CompilerCache compiler_cache(const std::string& kind, const store::Layout& layout) {
+  stages::CompilerCache cc;
+  cc.kind = kind;
+  if (kind == "none") return cc;
+  if (auto p = run::find_program(kind)) cc.program = *p;
+  // Configured by the user (CCACHE_DIR / SCCACHE_DIR) or archbuild's own under the cache.
+  std::string var = kind == "ccache" ? "CCACHE_DIR" : "SCCACHE_DIR";
+  if (auto d = env_of(var)) cc.dir = *d;
+  else cc.dir = layout.ccache_dir();
+  return cc;
+}
+
+void run_wheel(const WheelArgs& args, Context& ctx) {
+  plan::Resolution r = resolve_from_args(args.resolve, ctx);
+  if (r.status != Exit::ok) {
+    print_resolution(r, ctx);
+    throw Failure({r.status, r.message});
+  }
+  plan::PlanOptions po;
+  if (args.jobs) po.jobs = args.jobs;
+  plan::Plan plan = plan::make_plan(r, po).take();
+
+  auto dir = store::choose_cache_dir(ctx.cache_dir).take();
+  store::Layout layout(dir.dir);
+
+  stages::PipelineOptions opts;
+  opts.out_dir = std::filesystem::absolute(args.out);
+  opts.offline = args.offline;
+  opts.compiler_cache = compiler_cache(args.compiler_cache, layout);
+  opts.getenv = env_of;
+  opts.archbuild_version = ARCHBUILD_VERSION;
+  if (!args.no_validate) {
+    auto archs = plan->resolution.archs;
+    opts.validate = [archs](const std::filesystem::path& wheel) { return check_coverage(wheel, archs); };
+  }
+  if (args.compiler_cache != "none" && opts.compiler_cache.program.empty())
+    warn(ctx, fmt::format("{} not found on PATH: building without a compiler cache", args.compiler_cache));
+
+  run::ReporterKind kind = run::ReporterKind::automatic;
+  if (args.progress == "tty") kind = run::ReporterKind::tty;
+  else if (args.progress == "plain") kind = run::ReporterKind::plain;
+  else if (args.progress == "json") kind = run::ReporterKind::json;
+  auto reporter = run::make_reporter(run::choose_reporter(kind, ctx.json), std::cerr);
+  if (ctx.verbosity >= 0)
+    reporter->message(run::Level::info, fmt::format("building {} {} for {} (key {})", plan->resolution.recipe.package,
+                                                    plan->version, plan->resolution.arch_list, plan->key.substr(0, 16)));
+
+  run::InterruptGuard guard;
+  run::ProcessRunner runner;
+  auto result = stages::run_pipeline(plan, layout, runner, *reporter, opts);
+  if (!result) {
+    if (ctx.json)
+      print_json({{"ok", false}, {"key", plan->key}, {"error", result.error().message},
+                  {"exit", static_cast<int>(result.error().exit)}});
+    throw Failure(result.error());
+  }
+  const auto& res = *result;
+  if (ctx.json) {
+    nlohmann::json cc = nullptr;
+    if (res.compiler_cache) cc = {{"hits", res.compiler_cache->hits}, {"misses", res.compiler_cache->misses}};
+    print_json({{"ok", true},
+                {"wheel", res.out_wheel.string()},
+                {"sha256", res.stored.sha256},
+                {"size", res.stored.size},
+                {"key", plan->key},
+                {"version", plan->version},
+                {"arch_list", plan->resolution.arch_list},
+                {"reused", res.reused},
+                {"stages_run", res.ran},
+                {"stages_resumed_past", res.resumed_past},
+                {"compiler_cache", cc},
+                {"manifest", layout.manifest(plan->key).string()},
+                {"validation", res.manifest.value("validation", nlohmann::json())}});
+    return;
+  }
+  out(res.out_wheel.string());
+  if (res.reused)
+    note(ctx, fmt::format("reused the wheel built earlier for key {} (sha256 {})", plan->key.substr(0, 16),
+                          res.stored.sha256.substr(0, 16)));
+  else
+    note(ctx, fmt::format("built {} (sha256 {}); manifest {}", res.filename, res.stored.sha256.substr(0, 16),
+                          layout.manifest(plan->key).string()));
+  if (res.compiler_cache)
+    note(ctx, fmt::format("compiler cache: {} hits, {} misses", res.compiler_cache->hits, res.compiler_cache->misses));
+}
+
+}  // namespace
+
+void add_wheel_command(CLI::App& app, Context& ctx) {
+  auto args = std::make_shared<WheelArgs>();
+  auto* cmd = app.add_subcommand("wheel", "Build a wheel for the target archs: fetch, configure, build, package, validate");
+  add_resolve_options(*cmd, args->resolve);
+  cmd->add_option("--out", args->out, "Directory for the finished wheel (default: dist)");
+  cmd->add_option("--jobs,-j", args->jobs, "Parallel jobs (default: from cores and memory; see `archbuild plan`)")
+      ->check(CLI::Range(1u, 1024u));
+  cmd->add_flag("--offline", args->offline, "Use only the cache's git mirrors; never connect");
+  cmd->add_option("--compiler-cache", args->compiler_cache, "Compiler launcher: ccache (default), sccache or none")
+      ->check(CLI::IsMember({"ccache", "sccache", "none"}));
+  cmd->add_option("--progress", args->progress, "Progress on stderr: auto, tty, plain or json")
+      ->check(CLI::IsMember({"auto", "tty", "plain", "json"}));
+  cmd->add_flag("--no-validate", args->no_validate, "Skip the validate stage");
+  add_json_flag(*cmd, ctx);
+  cmd->callback([args, &ctx] { run_wheel(*args, ctx); });
+}
+
+}  // namespace archbuild::cli

@@ -1,0 +1,135 @@
+#include "doctor/releases.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "arch/parse.hpp"
+#include "core/data_dir.hpp"
+#include "core/toml_load.hpp"
+
+namespace archbuild::doctor {
+
+namespace fs = std::filesystem;
+
+std::string WheelVariant::cu() const { return fmt::format("cu{}{}", cuda.major(), cuda.minor()); }
+
+namespace {
+
+Error at(const toml::node& n, const std::string& file, const std::string& msg) {
+  return Error::bad_input(fmt::format("{}: {}", tomlx::where(n, file), msg));
+}
+
+// "X.Y" with exactly two numeric parts.
+std::optional<Version> two_part(std::string_view s) {
+  auto v = Version::parse(s);
+  if (!v || v->size() != 2) return std::nullopt;
+  return v;
+}
+
+Result<Release> read_release(const std::string& key, const toml::node& node, const std::string& file,
+                             const arch::ArchData& data) {
+  auto line = two_part(key);
+  if (!line) return at(node, file, fmt::format("torch.\"{}\": the key must be a release line like \"2.7\"", key));
+  const toml::table* t = node.as_table();
+  if (!t) return at(node, file, fmt::format("torch.\"{}\" must be a table", key));
+  tomlx::TableReader rd(*t, file, fmt::format("[torch.\"{}\"]", key));
+  Release r;
+  r.line = *line;
+  auto cudas = rd.strings("cuda", true);
+  if (auto n = rd.string("note")) r.note = *n;
+  const toml::table* lists = rd.table("arch_list");
+  if (rd.failure()) return *rd.failure();
+  for (const auto& c : *cudas) {
+    auto v = two_part(c);
+    if (!v) return rd.error_at("cuda", fmt::format("torch.\"{}\".cuda: \"{}\" is not a CUDA version like \"12.8\"", key, c));
+    if (std::any_of(r.variants.begin(), r.variants.end(), [&](const WheelVariant& w) { return w.cuda == *v; }))
+      return rd.error_at("cuda", fmt::format("torch.\"{}\".cuda lists {} twice", key, c));
+    r.variants.push_back({*v, std::nullopt, {}});
+  }
+  if (lists) {
+    for (const auto& [k, n] : *lists) {
+      std::string cuda(k.str());
+      auto v = two_part(cuda);
+      auto it = std::find_if(r.variants.begin(), r.variants.end(),
+                             [&](const WheelVariant& w) { return v && w.cuda == *v; });
+      if (it == r.variants.end())
+        return at(n, file, fmt::format("torch.\"{}\".arch_list.\"{}\": not one of its cuda variants ({})", key, cuda,
+                                       fmt::join(*cudas, ", ")));
+      auto s = n.value<std::string>();
+      if (!n.is_string() || !s)
+        return at(n, file, fmt::format("torch.\"{}\".arch_list.\"{}\" must be a TORCH_CUDA_ARCH_LIST string", key, cuda));
+      auto parsed = arch::parse_arch_list(*s, data, {arch::Grammar::build, {}});
+      if (!parsed) return at(n, file, fmt::format("torch.\"{}\".arch_list.\"{}\": {}", key, cuda, parsed.error().message));
+      it->arch_list = *s;
+      it->archs = std::move(*parsed);
+    }
+  }
+  if (auto e = rd.finish()) return *e;
+  return r;
+}
+
+}  // namespace
+
+Result<Releases> Releases::load(const fs::path& path, const arch::ArchData& data) {
+  auto parsed = tomlx::parse_file(path);
+  if (!parsed) return parsed.error();
+  const std::string file = path.string();
+  tomlx::TableReader rd(*parsed, file, "torch-releases");
+  Releases out;
+  out.file = path;
+  if (auto s = rd.string("index_url", true)) {
+    if (s->find("{cu}") == std::string::npos)
+      return rd.error_at("index_url", fmt::format("index_url \"{}\" must contain {{cu}} (becomes cu128 …)", *s));
+    out.index_url = *s;
+  }
+  const toml::table* compat = rd.table("minor_version_compat", true);
+  const toml::table* torch = rd.table("torch", true);
+  if (rd.failure()) return *rd.failure();
+  for (const auto& [k, n] : *compat) {
+    std::string key(k.str());
+    auto major = Version::parse(key);
+    auto s = n.value<std::string>();
+    if (!major || major->size() != 1)
+      return at(n, file, fmt::format("minor_version_compat: key \"{}\" must be a CUDA major like \"12\"", key));
+    if (!n.is_string() || !s || !Version::parse(*s))
+      return at(n, file, fmt::format("minor_version_compat.\"{}\" must be a driver version like \"525.60.13\"", key));
+    out.minor_compat[major->major()] = *s;
+  }
+  for (const auto& [k, n] : *torch) {
+    auto r = read_release(std::string(k.str()), n, file, data);
+    if (!r) return r.error();
+    if (out.find(r->line)) return at(n, file, fmt::format("torch.\"{}\" is listed twice", k.str()));
+    out.releases.push_back(std::move(*r));
+  }
+  if (auto e = rd.finish()) return *e;
+  std::sort(out.releases.begin(), out.releases.end(),
+            [](const Release& a, const Release& b) { return a.line < b.line; });
+  return out;
+}
+
+Result<Releases> Releases::load_shipped(const arch::ArchData& data) {
+  return load(data_root() / "data" / "torch-releases.toml", data);
+}
+
+const Release* Releases::find(const Version& line) const {
+  Version l = line.prefix(2);
+  for (const auto& r : releases)
+    if (r.line == l) return &r;
+  return nullptr;
+}
+
+std::string Releases::index_for(const WheelVariant& v) const {
+  std::string s = index_url;
+  auto pos = s.find("{cu}");
+  if (pos != std::string::npos) s.replace(pos, 4, v.cu());
+  return s;
+}
+
+std::optional<Version> Releases::minor_compat_driver(int cuda_major) const {
+  auto it = minor_compat.find(cuda_major);
+  if (it == minor_compat.end()) return std::nullopt;
+  return Version::parse(it->second);
+}
+
+}  // namespace archbuild::doctor

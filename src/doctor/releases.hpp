@@ -1,0 +1,51 @@
+// The official PyTorch wheels as data (data/torch-releases.toml, cuda-arch.md §6): per release
+// line its CUDA variants and their arch lists, so that "which official wheel runs on this GPU"
+// is computed with the run-compatibility rule, never written in code.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "arch/arch.hpp"
+#include "arch/arch_data.hpp"
+#include "arch/compat.hpp"
+#include "core/error.hpp"
+#include "core/version.hpp"
+
+namespace archbuild::doctor {
+
+struct WheelVariant {
+  Version cuda;                          // 12.8
+  std::optional<std::string> arch_list;  // TORCH_CUDA_ARCH_LIST as written; unset: not recorded
+  std::vector<arch::Arch> archs;         // parsed (empty when not recorded)
+
+  std::string cu() const;                // "cu128"
+  bool recorded() const { return arch_list.has_value(); }
+  std::vector<arch::CodeImage> images() const { return arch::images_of(archs); }
+};
+
+struct Release {
+  Version line;                       // 2.7
+  std::vector<WheelVariant> variants; // as listed in `cuda`
+  std::string note;
+};
+
+struct Releases {
+  std::filesystem::path file;
+  std::string index_url;                      // with "{cu}" in it
+  std::map<int, std::string> minor_compat;    // CUDA major -> oldest driver (as written)
+  std::vector<Release> releases;              // oldest line first
+
+  static Result<Releases> load(const std::filesystem::path& file, const arch::ArchData& data);
+  // data_root()/data/torch-releases.toml
+  static Result<Releases> load_shipped(const arch::ArchData& data = arch::ArchData::shipped());
+
+  const Release* find(const Version& line) const;           // by X.Y
+  std::string index_for(const WheelVariant& v) const;       // the pip index of a variant
+  std::optional<Version> minor_compat_driver(int cuda_major) const;
+};
+
+}  // namespace archbuild::doctor

@@ -1,0 +1,316 @@
+#include "plan/plan.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "core/sha256.hpp"
+#include "core/text.hpp"
+
+namespace archbuild::plan {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::vector<std::string> Step::argv() const {
+  std::vector<std::string> v{program.string()};
+  v.insert(v.end(), args.begin(), args.end());
+  return v;
+}
+
+HostResources HostResources::current() {
+  HostResources h;
+  h.cores = std::max(1u, std::thread::hardware_concurrency());
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  std::uint64_t kib = 0;
+  std::string unit;
+  while (in >> key >> kib >> unit) {
+    if (key == "MemAvailable:") {
+      h.mem_available = kib * 1024;
+      break;
+    }
+  }
+  return h;
+}
+
+std::string Jobs::rule() const {
+  if (from_option) return fmt::format("{} (--jobs)", jobs);
+  unsigned by_mem = static_cast<unsigned>(std::floor(mem_gib / gib_per_job));
+  return fmt::format("{} = min({} cores, {:.1f} GiB available / {:g} GiB per nvcc job = {}), at least 1", jobs,
+                     cores, mem_gib, gib_per_job, by_mem);
+}
+
+Jobs jobs_rule(const HostResources& host, std::optional<unsigned> requested) {
+  Jobs j;
+  j.cores = std::max(1u, host.cores);
+  j.mem_gib = static_cast<double>(host.mem_available) / (1024.0 * 1024.0 * 1024.0);
+  if (requested && *requested > 0) {
+    j.jobs = *requested;
+    j.from_option = true;
+    return j;
+  }
+  auto by_mem = static_cast<unsigned>(std::floor(j.mem_gib / j.gib_per_job));
+  j.jobs = std::max(1u, std::min(j.cores, by_mem));
+  return j;
+}
+
+std::string local_version(const recipe::Recipe& r, const toolchain::Toolchain& tc, const std::vector<arch::Arch>& archs) {
+  // PEP 440 local label: alphanumerics separated by dots, e.g. 2.7.1+cu128.sm120.
+  std::vector<std::string> parts{tc.cu_tag()};
+  for (const auto& a : archs) {
+    std::string v(arch::suffix(a.variant));
+    if (a.sass) parts.push_back(fmt::format("sm{}{}", a.cc.sm(), v));
+    if (a.ptx) parts.push_back(fmt::format("ptx{}{}", a.cc.sm(), v));
+  }
+  return fmt::format("{}+{}", r.version.str(), text::join(parts, "."));
+}
+
+std::string build_key(const json& key_inputs) {
+  // nlohmann's objects are sorted maps: dump() is canonical (sorted keys, no whitespace).
+  return sha256_hex("archbuild build key v1\n" + key_inputs.dump());
+}
+
+std::map<std::string, std::string> Plan::environment() const {
+  std::map<std::string, std::string> out;
+  for (const auto& [k, v] : d_->env) out[k] = v.value;
+  return out;
+}
+
+namespace {
+
+std::vector<std::string> versions(const std::vector<Version>& vs) {
+  std::vector<std::string> out;
+  for (const auto& v : vs) out.push_back(v.str());
+  return out;
+}
+
+json arch_json(const std::vector<arch::Arch>& archs) {
+  json a = json::array();
+  for (const auto& x : archs)
+    a.push_back({{"cc", x.cc_name()}, {"sass", x.sass}, {"ptx", x.ptx}});
+  return a;
+}
+
+}  // namespace
+
+json to_json(const recipe::Recipe& r) {
+  json j;
+  j["name"] = r.name;
+  j["file"] = r.file.string();
+  std::vector<std::string> chain;
+  for (const auto& c : r.chain) chain.push_back(c.string());
+  j["chain"] = chain;
+  j["description"] = r.description;
+  j["package"] = r.package;
+  j["module"] = r.module;
+  j["version"] = r.version.str();
+  j["torch"] = r.torch ? json(r.torch->str()) : json(nullptr);
+  j["abstract"] = r.abstract;
+  j["cuda"] = versions(r.cuda);
+  j["python"] = versions(r.python);
+  j["source"] = {{"url", r.source.url},
+                 {"tag", r.source.tag},
+                 {"commit", r.source.commit ? json(*r.source.commit) : json(nullptr)},
+                 {"submodules", r.source.submodules}};
+  j["build"] = {{"driver", std::string(recipe::to_string(r.driver))},
+                {"tools", r.tools},
+                {"env", r.env},
+                {"version_env", r.version_env},
+                {"build_number_env", r.build_number_env},
+                {"build_number", r.build_number},
+                {"wheel_dir", r.wheel_dir},
+                {"min_gcc", r.min_gcc ? json(r.min_gcc->str()) : json(nullptr)}};
+  std::vector<std::string> accepts;
+  if (r.arch.two_digit_major) accepts.push_back("two-digit-major");
+  if (r.arch.variant_a) accepts.push_back("a");
+  if (r.arch.variant_f) accepts.push_back("f");
+  j["arch"] = {{"env", r.arch.env},
+               {"format", r.arch.format == recipe::ArchFormat::torch ? "torch" : "cmake"},
+               {"grammar", r.arch.grammar == arch::Grammar::build       ? "build"
+                           : r.arch.grammar == arch::Grammar::extension ? "extension"
+                                                                        : "cmake"},
+               {"accepts", accepts},
+               {"official", r.official}};
+  return j;
+}
+
+json to_json(const Resolution& r) {
+  json j;
+  j["status"] = r.status == Exit::ok ? "ok" : r.status == Exit::missing_tool ? "missing-tool" : "refused";
+  j["exit"] = static_cast<int>(r.status);
+  if (!r.message.empty()) j["message"] = r.message;
+  json rules = json::array();
+  for (const auto& x : r.rules)
+    rules.push_back({{"rule", x.id}, {"subject", x.subject}, {"ok", x.ok}, {"detail", x.detail}});
+  j["rules"] = rules;
+  j["notes"] = r.notes;
+  j["targets"] = arch_json(r.archs);
+  if (r.status == Exit::bad_input) return j;
+  j["recipe"] = {{"name", r.recipe.name}, {"file", r.recipe.file.string()}, {"package", r.recipe.package},
+                 {"version", r.recipe.version.str()}, {"tag", r.recipe.source.tag}, {"url", r.url()}};
+  j["cuda"] = {{"release", r.toolchain.cuda.str()},
+               {"min_driver", r.toolchain.min_driver_text},
+               {"toolchain_file", r.toolchain.file.string()}};
+  if (r.toolkit)
+    j["toolkit"] = {{"root", r.toolkit->root.string()},
+                    {"nvcc", r.toolkit->nvcc.string()},
+                    {"version", r.toolkit->version.str()},
+                    {"nvcc_version", r.toolkit->nvcc_version ? json(r.toolkit->nvcc_version->str()) : json(nullptr)},
+                    {"found_by", r.toolkit->found_by}};
+  else
+    j["toolkit"] = nullptr;
+  if (r.compiler)
+    j["compiler"] = {{"kind", std::string(toolchain::to_string(r.compiler->kind))},
+                     {"path", r.compiler->path.string()},
+                     {"c_path", r.compiler->c_path.string()},
+                     {"version", r.compiler->version.str()},
+                     {"found_by", r.compiler->found_by}};
+  else
+    j["compiler"] = nullptr;
+  if (r.python)
+    j["python"] = {{"path", r.python->path.string()}, {"version", r.python->version.str()}, {"found_by", r.python->found_by}};
+  else
+    j["python"] = nullptr;
+  json tools = json::object();
+  for (const auto& [k, v] : r.tools) tools[k] = v.string();
+  j["tools"] = tools;
+  j["arch_list"] = {{"env", r.recipe.arch.env}, {"value", r.arch_list}};
+  return j;
+}
+
+json Plan::to_json() const {
+  const PlanData& p = *d_;
+  json j;
+  j["resolution"] = plan::to_json(p.resolution);
+  j["recipe"] = plan::to_json(p.resolution.recipe);
+  j["source"] = {{"url", p.url}, {"tag", p.tag}, {"commit", p.commit ? json(*p.commit) : json(nullptr)},
+                 {"submodules", p.submodules}};
+  j["version"] = p.version;
+  json env = json::object(), unkeyed = json::object();
+  for (const auto& [k, v] : p.env) {
+    env[k] = v.value;
+    if (!v.keyed) unkeyed[k] = v.why;
+  }
+  j["env"] = env;
+  j["env_not_in_key"] = unkeyed;
+  j["passthrough_env"] = p.passthrough;
+  json steps = json::array();
+  for (const auto& s : p.steps) steps.push_back({{"stage", s.stage}, {"argv", s.argv()}, {"cwd", s.cwd}});
+  j["steps"] = steps;
+  j["build_dir"] = p.build_dir;
+  j["wheel_dir"] = p.wheel_dir.empty() ? json(nullptr) : json(p.wheel_dir);
+  j["jobs"] = {{"jobs", p.jobs.jobs}, {"cores", p.jobs.cores}, {"mem_available_gib", p.jobs.mem_gib},
+               {"gib_per_job", p.jobs.gib_per_job}, {"from_option", p.jobs.from_option}, {"rule", p.jobs.rule()}};
+  j["key"] = p.key;
+  j["key_inputs"] = p.key_inputs;
+  return j;
+}
+
+Result<Plan> make_plan(const Resolution& res, const PlanOptions& options) {
+  if (res.status != Exit::ok) return Error{res.status, res.message};
+  if (!res.toolkit || !res.compiler || !res.python)
+    return Error::missing_tool("the resolution has no toolkit, host compiler or Python to plan with");
+  const recipe::Recipe& r = res.recipe;
+  auto d = std::make_shared<PlanData>();
+  PlanData& p = *d;
+  p.resolution = res;
+  p.url = res.url();
+  p.tag = r.source.tag;
+  p.commit = r.source.commit;
+  p.submodules = r.source.submodules;
+  if (p.url.empty()) return Error::bad_input(fmt::format("{} has no source.url; give --source-url URL", r.name));
+  p.version = local_version(r, res.toolchain, res.archs);
+  p.jobs = jobs_rule(options.resources ? *options.resources : HostResources::current(), options.jobs);
+
+  auto keyed = [&](const std::string& k, std::string v) { p.env[k] = EnvVar{std::move(v), true, ""}; };
+  auto unkeyed = [&](const std::string& k, std::string v, std::string why) {
+    p.env[k] = EnvVar{std::move(v), false, std::move(why)};
+  };
+  for (const auto& [k, v] : r.env) keyed(k, v);
+  keyed(r.arch.env, res.arch_list);
+  if (!r.version_env.empty()) keyed(r.version_env, p.version);
+  if (!r.build_number_env.empty()) keyed(r.build_number_env, std::to_string(r.build_number));
+
+  const auto& tk = *res.toolkit;
+  const auto& cc = *res.compiler;
+  unkeyed("CUDA_HOME", tk.root.string(), "a path; the key holds the CUDA version");
+  unkeyed("CUDACXX", tk.nvcc.string(), "a path; the key holds nvcc's version");
+  unkeyed("CUDAHOSTCXX", cc.path.string(), "a path; the key holds the compiler's kind and version");
+  unkeyed("CXX", cc.path.string(), "the same compiler as CUDAHOSTCXX, so C++ and CUDA objects agree");
+  if (!cc.c_path.empty()) unkeyed("CC", cc.c_path.string(), "the C compiler of the same installation");
+  unkeyed("MAX_JOBS", std::to_string(p.jobs.jobs), "parallelism does not change the output");
+  unkeyed("CMAKE_BUILD_PARALLEL_LEVEL", std::to_string(p.jobs.jobs), "parallelism does not change the output");
+  // PATH: the chosen toolkit, Python, compiler and tools first, then the system's.
+  std::vector<std::string> dirs;
+  auto add_dir = [&](const fs::path& d) {
+    std::string s = d.string();
+    if (!s.empty() && std::find(dirs.begin(), dirs.end(), s) == dirs.end()) dirs.push_back(s);
+  };
+  add_dir(tk.nvcc.parent_path());
+  add_dir(res.python->path.parent_path());
+  add_dir(cc.path.parent_path());
+  for (const auto& [name, path] : res.tools) add_dir(path.parent_path());
+  for (const char* sys : {"/usr/local/bin", "/usr/bin", "/bin"}) add_dir(sys);
+  unkeyed("PATH", text::join(dirs, ":"), "paths; the key holds the versions of what they lead to");
+  p.passthrough = {"HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TMPDIR"};
+
+  // Steps per driver era (pytorch-build.md "Entry points, by era").
+  const fs::path py = res.python->path;
+  auto tool = [&](const std::string& t) -> fs::path {
+    auto it = res.tools.find(t);
+    return it == res.tools.end() ? fs::path(t) : it->second;
+  };
+  switch (r.driver) {
+    case recipe::Driver::setup_py:
+      p.steps.push_back({"configure", "python", py, {"setup.py", "build", "--cmake-only"}, "."});
+      p.steps.push_back({"build", "cmake", tool("cmake"), {"--build", p.build_dir}, "."});
+      p.steps.push_back({"package", "python", py, {"setup.py", "bdist_wheel"}, "."});
+      p.wheel_dir = r.wheel_dir;
+      break;
+    case recipe::Driver::python_build:
+      p.steps.push_back({"build", "python", py,
+                         {"-m", "build", "--wheel", "--no-isolation", "--outdir", r.wheel_dir, "."}, "."});
+      p.wheel_dir = r.wheel_dir;
+      break;
+    case recipe::Driver::cmake:
+      p.steps.push_back({"configure", "cmake", tool("cmake"),
+                         {"-S", ".", "-B", p.build_dir, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release"}, "."});
+      p.steps.push_back({"build", "cmake", tool("cmake"), {"--build", p.build_dir}, "."});
+      p.wheel_dir.clear();
+      break;
+  }
+
+  // The key: everything that shapes the wheel, nothing that only locates things.
+  json k;
+  k["format"] = 1;
+  k["package"] = r.package;
+  k["module"] = r.module;
+  k["version"] = p.version;
+  k["driver"] = std::string(recipe::to_string(r.driver));
+  k["source"] = {{"url", p.url}, {"tag", p.tag}, {"commit", p.commit ? json(*p.commit) : json(nullptr)},
+                 {"submodules", p.submodules}};
+  k["cuda"] = {{"release", res.toolchain.cuda.str()}, {"nvcc", tk.compiler_version().str()}};
+  k["host_compiler"] = {{"kind", std::string(toolchain::to_string(cc.kind))}, {"version", cc.version.str()}};
+  k["python"] = res.python->release().str();
+  k["arch_list"] = {{"env", r.arch.env}, {"value", res.arch_list}};
+  json env = json::object();
+  for (const auto& [name, v] : p.env)
+    if (v.keyed) env[name] = v.value;
+  k["env"] = env;
+  json steps = json::array();
+  for (const auto& s : p.steps) steps.push_back({{"stage", s.stage}, {"tool", s.tool}, {"args", s.args}, {"cwd", s.cwd}});
+  k["steps"] = steps;
+  k["build_dir"] = p.build_dir;
+  k["wheel_dir"] = p.wheel_dir;
+  p.key_inputs = k;
+  p.key = build_key(k);
+  return Plan(std::move(d));
+}
+
+}  // namespace archbuild::plan

@@ -1,0 +1,105 @@
+// The Plan: an immutable value fixing every input of one build — source, toolkit, compiler,
+// Python, the full build environment, each step's argv — and the build key, a SHA-256 over the
+// canonical form of everything that affects the output. Nothing after the plan decides anything.
+//
+// The key leaves out what does not change the wheel: paths (the toolkit's path is replaced by
+// its version, the compiler's by its kind and version), the jobs count, the cache location and
+// time. Equal inputs on two machines give the same key; any change of an input gives a new one.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "plan/resolve.hpp"
+
+namespace archbuild::plan {
+
+struct Step {
+  std::string stage;                 // "configure", "build", "package"
+  std::string tool;                  // "python" or "cmake": the program by role (keyed)
+  std::filesystem::path program;     // its path on this host (not keyed)
+  std::vector<std::string> args;     // after the program
+  std::string cwd = ".";             // relative to the source tree
+  std::vector<std::string> argv() const;
+};
+
+struct EnvVar {
+  std::string value;
+  bool keyed = true;  // part of the build key
+  std::string why;    // for the unkeyed: what stands for it in the key, or why it cannot matter
+};
+
+// MAX_JOBS from cores and memory: each nvcc job can need 3–5 GiB (pytorch-build.md).
+struct HostResources {
+  unsigned cores = 1;
+  std::uint64_t mem_available = 0;  // bytes
+  static HostResources current();   // hardware_concurrency and /proc/meminfo MemAvailable
+};
+struct Jobs {
+  unsigned jobs = 1;
+  unsigned cores = 1;
+  double mem_gib = 0;
+  double gib_per_job = 4;
+  bool from_option = false;  // --jobs N
+  std::string rule() const;  // "2 = min(2 cores, 23.0 GiB available / 4 GiB per nvcc job = 5)"
+};
+Jobs jobs_rule(const HostResources& host, std::optional<unsigned> requested);
+
+struct PlanData {
+  Resolution resolution;   // recipe, toolchain, toolkit, compiler, python, archs, rules
+  std::string url;         // --source-url or the recipe's
+  std::string tag;
+  std::optional<std::string> commit;
+  bool submodules = true;
+  std::string version;     // the wheel version: "2.7.1+cu128.sm120"
+  std::map<std::string, EnvVar> env;     // the full environment the build gets
+  std::vector<std::string> passthrough;  // names copied from archbuild's environment at run time
+  std::vector<Step> steps;
+  std::string build_dir = "build";  // relative to the source tree
+  std::string wheel_dir;            // relative to the source tree; empty: the driver makes no wheel
+  Jobs jobs;
+  nlohmann::json key_inputs;        // exactly what the key hashes
+  std::string key;                  // 64 hex digits
+};
+
+struct PlanOptions;
+
+class Plan {
+ public:
+  const PlanData& operator*() const { return *d_; }
+  const PlanData* operator->() const { return d_.get(); }
+  // name -> value, for the runner (plus `passthrough` taken from the caller's environment).
+  std::map<std::string, std::string> environment() const;
+  nlohmann::json to_json() const;
+
+ private:
+  explicit Plan(std::shared_ptr<const PlanData> d) : d_(std::move(d)) {}
+  std::shared_ptr<const PlanData> d_;
+  friend Result<Plan> make_plan(const Resolution&, const PlanOptions&);
+};
+
+struct PlanOptions {
+  std::optional<unsigned> jobs;              // --jobs N
+  std::optional<HostResources> resources;    // default: HostResources::current()
+};
+
+// Needs a resolution without refusal or missing tool (else its error comes back).
+Result<Plan> make_plan(const Resolution& resolution, const PlanOptions& options = {});
+
+// SHA-256 of the canonical serialization of `key_inputs`.
+std::string build_key(const nlohmann::json& key_inputs);
+
+// The wheel version: release + "+cu128" + one label per image ("sm90", "sm120a", "ptx120").
+std::string local_version(const recipe::Recipe& r, const toolchain::Toolchain& tc, const std::vector<arch::Arch>& archs);
+
+nlohmann::json to_json(const Resolution& r);
+nlohmann::json to_json(const recipe::Recipe& r);
+
+}  // namespace archbuild::plan

@@ -1,0 +1,614 @@
+#include "plan/resolve.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "core/text.hpp"
+
+namespace archbuild::plan {
+
+namespace {
+
+using recipe::Recipe;
+using toolchain::Toolchain;
+
+std::string join_versions(const std::vector<Version>& vs, std::string_view sep = ", ") {
+  std::vector<std::string> s;
+  for (const auto& v : vs) s.push_back(v.str());
+  return text::join(s, sep);
+}
+
+std::string arch_names(const std::vector<arch::Arch>& archs) {
+  std::vector<std::string> s;
+  for (const auto& a : archs) {
+    if (a.sass) s.push_back(a.sm_name());
+    if (a.ptx) s.push_back(a.compute_name() + " (PTX)");
+  }
+  return text::join(s, ", ");
+}
+
+// "torch 2.7" for --torch suggestions.
+Version line_of(const Recipe& r) { return r.torch_version().prefix(2); }
+
+const Toolchain* find_toolchain(const std::vector<Toolchain>& tcs, const Version& cuda) {
+  for (const auto& t : tcs)
+    if (t.cuda == cuda) return &t;
+  return nullptr;
+}
+
+// Why CUDA `c` cannot compile `a`, from the span of releases that can.
+std::string arch_bound(const arch::Arch& a, const Version& c, const std::vector<Toolchain>& tcs) {
+  std::optional<Version> first, last;
+  for (const auto& t : tcs)
+    if (t.compiles(a)) {
+      if (!first) first = t.cuda;
+      last = t.cuda;
+    }
+  std::string name = a.sass ? a.sm_name() : a.compute_name();
+  if (!first) return fmt::format("no CUDA release archbuild knows compiles {}", name);
+  if (c < *first) return fmt::format("{} needs CUDA >= {}", name, first->str());
+  if (c > *last)
+    return fmt::format("CUDA {} dropped {} (CUDA <= {} compiles it)", c.str(), name, last->str());
+  return fmt::format("CUDA {} does not compile {}", c.str(), name);
+}
+
+struct Failure {
+  std::string rule;
+  std::string problem;  // the same words for every candidate it stops (grouped in refusals)
+  std::string detail;   // this candidate's own words (the rules list)
+};
+
+struct Pair {
+  const Recipe* recipe = nullptr;
+  Version cuda;
+  const Toolchain* tc = nullptr;
+  std::vector<Rule> passed;
+  std::vector<Failure> failed;
+  std::string subject() const { return fmt::format("{} + CUDA {}", recipe->name, cuda.str()); }
+};
+
+struct Constraints {
+  std::optional<Version> torch, cuda, python;
+};
+
+// Every (recipe, CUDA) pair the constraints leave, with each static rule's verdict. Rules that
+// depend on what is installed come later, for the chosen pair only.
+class Evaluator {
+ public:
+  Evaluator(const Request& req, const Inputs& in, const std::vector<const Recipe*>& recipes,
+            const std::vector<arch::Arch>& archs, std::optional<Version> default_python)
+      : req_(req), in_(in), recipes_(recipes), archs_(archs), default_python_(default_python) {}
+
+  std::vector<Pair> pairs(const Constraints& c, std::vector<Failure>* recipe_level = nullptr) const {
+    std::vector<Pair> out;
+    for (const Recipe* r : recipes_) {
+      if (c.torch && !r->torch_version().starts_with(*c.torch)) continue;
+      if (c.cuda && std::find(r->cuda.begin(), r->cuda.end(), *c.cuda) == r->cuda.end()) {
+        if (recipe_level)
+          recipe_level->push_back({"recipe-cuda", fmt::format("{} supports CUDA {}, not {}", r->name,
+                                                              join_versions(r->cuda), c.cuda->str())});
+        continue;
+      }
+      for (const auto& cuda : r->cuda) {
+        if (c.cuda && cuda != *c.cuda) continue;
+        out.push_back(evaluate(*r, cuda, c));
+      }
+    }
+    return out;
+  }
+
+  static std::vector<const Pair*> passing(const std::vector<Pair>& ps) {
+    std::vector<const Pair*> out;
+    for (const auto& p : ps)
+      if (p.failed.empty()) out.push_back(&p);
+    return out;
+  }
+
+ private:
+  Pair evaluate(const Recipe& r, const Version& cuda, const Constraints& c) const {
+    Pair p;
+    p.recipe = &r;
+    p.cuda = cuda;
+    auto ok = [&](std::string id, std::string detail) { p.passed.push_back({std::move(id), p.subject(), true, std::move(detail)}); };
+    auto fail = [&](std::string id, std::string problem, std::string detail = "") {
+      if (detail.empty()) detail = problem;
+      p.failed.push_back({std::move(id), std::move(problem), std::move(detail)});
+    };
+
+    if (c.torch) ok("torch-version", fmt::format("{} is torch {}", r.name, r.torch_version().str()));
+    if (c.cuda) ok("recipe-cuda", fmt::format("{} supports CUDA {}", r.name, cuda.str()));
+    p.tc = find_toolchain(in_.toolchains, cuda);
+    if (!p.tc) {
+      fail("toolchain-data", fmt::format("no toolchains/cuda-{}.toml describes CUDA {}", cuda.str(), cuda.str()));
+    } else {
+      ok("toolchain-data", fmt::format("CUDA {}: {}", cuda.str(), p.tc->file.filename().string()));
+      std::vector<std::string> bad;
+      for (const auto& a : archs_)
+        if (!p.tc->compiles(a)) bad.push_back(arch_bound(a, cuda, in_.toolchains));
+      if (bad.empty())
+        ok("toolkit-arch", fmt::format("CUDA {} compiles {}", cuda.str(), arch_names(archs_)));
+      else
+        for (auto& b : bad) fail("toolkit-arch", b);
+    }
+    // The arch list must be spelled so that this release's parser accepts it.
+    std::vector<std::string> syntax;
+    std::string reader = r.arch.grammar == arch::Grammar::extension ? "torch.utils.cpp_extension"
+                         : r.arch.grammar == arch::Grammar::cmake   ? "CMake"
+                                                                    : "the TORCH_CUDA_ARCH_LIST parser";
+    auto list_of = [&](auto pred) {
+      std::vector<std::string> s;
+      for (const auto& a : archs_)
+        if (pred(a)) s.push_back(a.cc_name());
+      return text::join(s, ", ");
+    };
+    if (r.arch.format == recipe::ArchFormat::torch) {
+      if (!r.arch.two_digit_major && std::any_of(archs_.begin(), archs_.end(), [](auto& a) { return a.cc.major >= 10; }))
+        syntax.push_back(fmt::format("{} rejects two-digit majors ({})", reader,
+                                     list_of([](auto& a) { return a.cc.major >= 10; })));
+    }
+    if (!r.arch.variant_a && std::any_of(archs_.begin(), archs_.end(), [](auto& a) { return a.variant == arch::Variant::a; }))
+      syntax.push_back(fmt::format("{} does not accept 'a' suffixes ({})", reader,
+                                   list_of([](auto& a) { return a.variant == arch::Variant::a; })));
+    if (!r.arch.variant_f && std::any_of(archs_.begin(), archs_.end(), [](auto& a) { return a.variant == arch::Variant::f; }))
+      syntax.push_back(fmt::format("{} does not accept 'f' suffixes ({})", reader,
+                                   list_of([](auto& a) { return a.variant == arch::Variant::f; })));
+    if (r.arch.grammar == arch::Grammar::extension &&
+        std::any_of(archs_.begin(), archs_.end(), [](auto& a) { return a.sass_from.has_value(); }))
+      syntax.push_back(fmt::format("{} does not accept the A(B) form", reader));
+    if (syntax.empty())
+      ok("arch-syntax", fmt::format("{} of {} accepts {}", reader, r.name, arch_names(archs_)));
+    else
+      for (auto& s : syntax) fail("arch-syntax", s, fmt::format("{} of {}", s, r.name));
+
+    std::optional<Version> py = c.python ? c.python : default_python_;
+    if (py) {
+      if (std::find(r.python.begin(), r.python.end(), *py) != r.python.end())
+        ok("python-version", fmt::format("{} supports Python {}", r.name, py->str()));
+      else
+        fail("python-version",
+             fmt::format("Python {}{} is not supported", py->str(), c.python ? "" : " (the default python3)"),
+             fmt::format("{} supports Python {}, not {}{}", r.name, join_versions(r.python), py->str(),
+                         c.python ? "" : " (the default python3)"));
+    }
+    if (req_.source_url)
+      ok("source-url", fmt::format("--source-url {}", *req_.source_url));
+    else if (r.source.url.empty())
+      fail("source-url", "no source.url in the recipe; give --source-url URL");
+    else
+      ok("source-url", r.source.url);
+    return p;
+  }
+
+  const Request& req_;
+  const Inputs& in_;
+  const std::vector<const Recipe*>& recipes_;
+  const std::vector<arch::Arch>& archs_;
+  std::optional<Version> default_python_;
+};
+
+// "sm_120 needs CUDA >= 12.8 (torch-2.5 + CUDA 12.4, 12.1, 11.8)": failures grouped by rule and
+// problem, each with the pairs it stopped.
+std::string explain(const std::vector<Pair>& pairs, const std::vector<Failure>& recipe_level) {
+  static const std::vector<std::string> order = {"recipe-cuda", "toolchain-data", "toolkit-arch",
+                                                 "arch-syntax", "python-version", "source-url"};
+  std::map<std::pair<std::string, std::string>, std::vector<const Pair*>> groups;
+  for (const auto& p : pairs)
+    for (const auto& f : p.failed) groups[{f.rule, f.problem}].push_back(&p);
+  std::vector<std::string> parts;
+  for (const auto& rule : order) {
+    for (const auto& f : recipe_level)
+      if (f.rule == rule) parts.push_back(fmt::format("rule {}: {}", f.rule, f.problem));
+    for (const auto& [key, ps] : groups) {
+      if (key.first != rule) continue;
+      std::string where;
+      // CUDA-level problems list the pairs they stop, recipe-level ones the recipes.
+      if (rule == "toolkit-arch" || rule == "toolchain-data") {
+        std::vector<std::string> by_recipe;
+        std::map<std::string, std::vector<Version>> m;
+        std::vector<std::string> names;
+        for (const Pair* p : ps) {
+          if (!m.count(p->recipe->name)) names.push_back(p->recipe->name);
+          m[p->recipe->name].push_back(p->cuda);
+        }
+        for (const auto& n : names) by_recipe.push_back(fmt::format("{} with CUDA {}", n, join_versions(m[n])));
+        where = fmt::format(" [{}]", text::join(by_recipe, "; "));
+      } else {
+        std::vector<std::string> names;
+        for (const Pair* p : ps)
+          if (std::find(names.begin(), names.end(), p->recipe->name) == names.end()) names.push_back(p->recipe->name);
+        where = fmt::format(" [{}]", text::join(names, ", "));
+      }
+      parts.push_back(fmt::format("rule {}: {}{}", key.first, key.second, where));
+    }
+  }
+  return text::join(parts, "; ");
+}
+
+std::string suggest_torch(const std::vector<const Pair*>& feasible, const std::vector<const Recipe*>& all) {
+  std::set<Version> ok;
+  for (const Pair* p : feasible) ok.insert(line_of(*p->recipe));
+  std::set<Version> every;
+  for (const Recipe* r : all) every.insert(line_of(*r));
+  std::vector<Version> okv(ok.begin(), ok.end());
+  std::vector<Version> newer;
+  for (const auto& v : every)
+    if (v >= okv.front()) newer.push_back(v);
+  if (newer == okv && okv.size() > 1)
+    return fmt::format("--torch {} or newer ({} can)", okv.front().str(), join_versions(okv));
+  std::vector<Version> older;
+  for (const auto& v : every)
+    if (v <= okv.back()) older.push_back(v);
+  if (older == okv && okv.size() > 1)
+    return fmt::format("--torch {} or older ({} can)", okv.back().str(), join_versions(okv));
+  std::vector<std::string> s;
+  for (const auto& v : okv) s.push_back("--torch " + v.str());
+  return text::join(s, " or ");
+}
+
+std::string suggest_cuda(const std::vector<const Pair*>& feasible, const Version& asked) {
+  std::map<Version, const Recipe*, std::greater<>> best;  // CUDA -> newest recipe that can use it
+  for (const Pair* p : feasible)
+    if (!best.count(p->cuda)) best[p->cuda] = p->recipe;
+  std::vector<std::string> s;
+  for (const auto& [c, r] : best) {
+    if (s.size() == 3) break;
+    s.push_back(fmt::format("--cuda {} ({})", c.str(), r->name));
+  }
+  std::string prefix;
+  if (best.begin()->first < asked) prefix = fmt::format("CUDA <= {}: ", best.begin()->first.str());
+  else if (std::prev(best.end())->first > asked) prefix = fmt::format("CUDA >= {}: ", std::prev(best.end())->first.str());
+  return prefix + text::join(s, " or ");
+}
+
+// The installed default when it would do, else the newest the newest candidate supports.
+std::string suggest_python(const std::vector<const Pair*>& feasible, const std::optional<Version>& installed) {
+  std::set<Version, std::greater<>> ok;
+  for (const Pair* p : feasible)
+    for (const auto& v : p->recipe->python) ok.insert(v);
+  std::vector<std::string> s;
+  for (const auto& v : ok) s.push_back(v.str());
+  if (installed && ok.count(*installed))
+    return fmt::format("--python {} (installed; supported: {})", installed->str(), text::join(s, ", "));
+  return fmt::format("--python {} (supported: {})", feasible.front()->recipe->python.back().str(), text::join(s, ", "));
+}
+
+// The newest that is accepted: GCC first (what PyTorch's own builds use), then Clang.
+std::optional<toolchain::Compiler> pick_compiler(const std::vector<toolchain::Compiler>& cs, const Toolchain& tc,
+                                                 const Recipe& r, std::vector<std::string>& rejected) {
+  std::optional<toolchain::Compiler> best;
+  for (const auto& c : cs) {
+    std::optional<std::string> why = tc.rejects(c.kind, c.version);
+    if (!why && c.kind == toolchain::CompilerKind::gcc && r.min_gcc && c.version < *r.min_gcc)
+      why = fmt::format("GCC {} is older than {} needs (at least GCC {})", c.version.str(), r.name, r.min_gcc->str());
+    if (why) {
+      rejected.push_back(fmt::format("{}: {}", c.path.string(), *why));
+      continue;
+    }
+    auto rank = [](const toolchain::Compiler& x) { return std::pair(x.kind == toolchain::CompilerKind::gcc, x.version); };
+    if (!best || rank(c) > rank(*best)) best = c;
+  }
+  return best;
+}
+
+}  // namespace
+
+std::vector<std::string> required_tools(const recipe::Recipe& r) {
+  std::vector<std::string> out = r.tools;
+  auto need = [&](const char* t) {
+    if (std::find(out.begin(), out.end(), t) == out.end()) out.emplace_back(t);
+  };
+  if (r.driver == recipe::Driver::setup_py || r.driver == recipe::Driver::cmake) need("cmake");
+  if (r.driver == recipe::Driver::cmake) need("ninja");  // -G Ninja
+  return out;
+}
+
+Resolution resolve(const Request& req, const Inputs& in) {
+  Resolution R;
+  R.source_url = req.source_url;
+  auto refuse = [&](std::string msg) {
+    R.status = Exit::bad_input;
+    R.message = std::move(msg);
+    return R;
+  };
+
+  // The arch list: the targets as SASS, plus PTX on the newest when asked. Never empty.
+  std::vector<arch::Arch> archs = arch::normalize(req.targets);
+  if (archs.empty()) return refuse("no target architecture: give --sm, e.g. --sm 90");
+  if (req.ptx) archs.back().ptx = true;
+  R.archs = archs;
+  R.rules.push_back({"targets", "", true, arch_names(archs)});
+
+  std::vector<const Recipe*> recipes;
+  for (const auto& r : in.recipes)
+    if (!r.abstract) recipes.push_back(&r);
+  // Newest release first: that is the one resolution prefers.
+  std::stable_sort(recipes.begin(), recipes.end(), [](const Recipe* a, const Recipe* b) {
+    if (a->torch_version() != b->torch_version()) return a->torch_version() > b->torch_version();
+    return a->version > b->version;
+  });
+  if (recipes.empty()) return refuse(fmt::format("no recipe to resolve from ({})", req.recipe_label));
+
+  if (req.torch) {
+    bool any = std::any_of(recipes.begin(), recipes.end(),
+                           [&](const Recipe* r) { return r->torch_version().starts_with(*req.torch); });
+    if (!any) {
+      std::set<Version> lines;
+      for (const Recipe* r : recipes) lines.insert(line_of(*r));
+      R.rules.push_back({"torch-version", "", false, fmt::format("no recipe for torch {}", req.torch->str())});
+      return refuse(fmt::format("rule torch-version: no recipe ({}) is for torch {}; they cover torch {}",
+                                req.recipe_label, req.torch->str(),
+                                join_versions(std::vector<Version>(lines.begin(), lines.end()))));
+    }
+  }
+
+  const toolchain::Python* default_python = in.host.pythons.empty() ? nullptr : &in.host.pythons.front();
+  std::optional<Version> default_py;
+  if (!req.python && default_python) default_py = default_python->release();
+
+  Evaluator ev(req, in, recipes, archs, default_py);
+  Constraints asked{req.torch, req.cuda, req.python};
+  std::vector<Failure> recipe_level;
+  std::vector<Pair> pairs = ev.pairs(asked, &recipe_level);
+  for (const auto& p : pairs) {
+    for (const auto& ok : p.passed) R.rules.push_back(ok);
+    for (const auto& f : p.failed) R.rules.push_back({f.rule, p.subject(), false, f.detail});
+  }
+  for (const auto& f : recipe_level) R.rules.push_back({f.rule, "", false, f.problem});
+
+  std::vector<const Pair*> feasible = Evaluator::passing(pairs);
+  if (feasible.empty()) {
+    std::string why = explain(pairs, pairs.empty() ? recipe_level : std::vector<Failure>{});
+    if (pairs.empty() && recipe_level.empty()) why = "no recipe matches the request";
+    // The way out: the smallest relaxation of what was asked that works.
+    std::vector<std::string> outs;
+    if (req.torch) {
+      auto ps = ev.pairs({std::nullopt, req.cuda, req.python});
+      if (auto f = Evaluator::passing(ps); !f.empty()) outs.push_back(suggest_torch(f, recipes));
+    }
+    if (req.cuda) {
+      auto ps = ev.pairs({req.torch, std::nullopt, req.python});
+      if (auto f = Evaluator::passing(ps); !f.empty()) outs.push_back(suggest_cuda(f, *req.cuda));
+    }
+    auto py_way = [&](const Constraints& c) {
+      Evaluator loose(req, in, recipes, archs, std::nullopt);
+      auto ps = loose.pairs(c);
+      auto f = Evaluator::passing(ps);
+      return f.empty() ? std::string()
+                       : suggest_python(f, default_python ? std::optional(default_python->release()) : std::nullopt) +
+                             (req.python ? "" : ", installed alongside the default python3 " + default_py->str());
+    };
+    if (req.python || default_py)
+      if (auto s = py_way({req.torch, req.cuda, std::nullopt}); !s.empty()) outs.push_back(s);
+    if (outs.empty() && (req.torch || req.cuda || req.python)) {
+      Evaluator loose(req, in, recipes, archs, std::nullopt);
+      auto ps = loose.pairs({});
+      if (auto f = Evaluator::passing(ps); !f.empty())
+        outs.push_back(fmt::format("drop --torch/--cuda/--python: {} can build it", f.front()->subject()));
+    }
+    if (outs.empty())
+      for (const auto& p : pairs)
+        if (!p.failed.empty() && std::all_of(p.failed.begin(), p.failed.end(),
+                                             [](const Failure& f) { return f.rule == "source-url"; })) {
+          outs.push_back(fmt::format("give --source-url URL, the repository to fetch {} from", p.recipe->name));
+          break;
+        }
+    std::string way = outs.empty()
+                          ? "no recipe archbuild knows can build this; write one (--recipe FILE) for a release and "
+                            "CUDA that support it"
+                          : text::join(outs, ", or ");
+    return refuse(fmt::format("cannot build {}: {}. Way out: {}", arch_names(archs), why, way));
+  }
+
+  // Newest recipe first; within it, an installed toolkit before the recipe's preferred CUDA.
+  const Recipe* chosen_recipe = feasible.front()->recipe;
+  const Pair* chosen = nullptr;
+  const toolchain::Toolkit* installed = nullptr;
+  for (const Pair* p : feasible) {
+    if (p->recipe != chosen_recipe) continue;
+    for (const auto& tk : in.host.toolkits) {
+      if (tk.release() != p->cuda) continue;
+      std::vector<std::string> unlisted;
+      for (const auto& a : archs)
+        if (!tk.lists(a.cc)) unlisted.push_back("compute_" + std::to_string(a.cc.sm()));
+      if (!unlisted.empty()) {
+        R.rules.push_back({"nvcc-arch-list", p->subject(), false,
+                           fmt::format("`{} --list-gpu-arch` lacks {}", tk.nvcc.string(), text::join(unlisted, ", "))});
+        continue;
+      }
+      chosen = p;
+      installed = &tk;
+      break;
+    }
+    if (chosen) break;
+  }
+  if (!chosen) {
+    for (const Pair* p : feasible)
+      if (p->recipe == chosen_recipe) {
+        chosen = p;
+        break;
+      }
+  }
+  const Recipe& r = *chosen->recipe;
+  const Toolchain& tc = *chosen->tc;
+  R.recipe = r;
+  R.toolchain = tc;
+  std::vector<std::string> missing;
+  const std::string subj = chosen->subject();
+  if (installed) {
+    R.toolkit = *installed;
+    std::string listed = installed->listed ? "; nvcc --list-gpu-arch confirms the targets" : "";
+    R.rules.push_back({"toolkit-installed", subj, true,
+                       fmt::format("CUDA {} at {} ({}){}", installed->version.str(), installed->root.string(),
+                                   installed->found_by, listed)});
+  } else {
+    std::vector<std::string> have;
+    for (const auto& tk : in.host.toolkits) have.push_back(tk.version.str());
+    std::string alt;
+    for (const Pair* p : feasible)
+      for (const auto& tk : in.host.toolkits)
+        if (alt.empty() && tk.release() == p->cuda)
+          alt = fmt::format(" (or use the installed CUDA {}: --torch {} --cuda {})", tk.version.str(),
+                            line_of(*p->recipe).str(), p->cuda.str());
+    R.rules.push_back({"toolkit-installed", subj, false,
+                       fmt::format("CUDA {} is not installed (found: {})", tc.cuda.str(),
+                                   have.empty() ? "none" : text::join(have, ", "))});
+    missing.push_back(fmt::format("CUDA {} is not installed: install it (e.g. to /usr/local/cuda-{}) or point "
+                                  "CUDA_HOME at it{}",
+                                  tc.cuda.str(), tc.cuda.str(), alt));
+  }
+
+  // Host compiler: the user's CUDAHOSTCXX is a decision to honour or refuse, never to override.
+  std::vector<std::string> rejected;
+  if (in.host.cudahostcxx) {
+    const toolchain::Compiler* hc = nullptr;
+    for (const auto& c : in.host.compilers)
+      if (c.found_by == "CUDAHOSTCXX") hc = &c;
+    if (!hc) {
+      R.rules.push_back({"host-compiler", subj, false, "CUDAHOSTCXX is not a GCC or Clang archbuild can run"});
+      return refuse(fmt::format("rule host-compiler: CUDAHOSTCXX={} is not a GCC or Clang archbuild can run. Way "
+                                "out: point CUDAHOSTCXX at a g++ that CUDA {} accepts, or unset it",
+                                *in.host.cudahostcxx, tc.cuda.str()));
+    }
+    auto picked = pick_compiler({*hc}, tc, r, rejected);
+    if (!picked) {
+      std::vector<toolchain::Compiler> others;
+      for (const auto& c : in.host.compilers)
+        if (c.found_by != "CUDAHOSTCXX") others.push_back(c);
+      std::vector<std::string> unused;
+      auto alt = pick_compiler(others, tc, r, unused);
+      R.rules.push_back({"host-compiler", subj, false, rejected.front()});
+      return refuse(fmt::format("rule host-compiler: CUDAHOSTCXX={}: {}. Way out: {}", *in.host.cudahostcxx,
+                                rejected.front().substr(rejected.front().find(": ") + 2),
+                                alt ? fmt::format("CUDAHOSTCXX={} ({}) or unset CUDAHOSTCXX", alt->path.string(),
+                                                  alt->name())
+                                    : fmt::format("point CUDAHOSTCXX at g++ {} or older", tc.gcc.max ? tc.gcc.max->str() : "")));
+    }
+    R.compiler = picked;
+  } else {
+    R.compiler = pick_compiler(in.host.compilers, tc, r, rejected);
+  }
+  for (const auto& rej : rejected) R.rules.push_back({"host-compiler", subj, false, "not accepted: " + rej});
+  if (R.compiler) {
+    R.rules.push_back({"host-compiler", subj, true,
+                       fmt::format("{} at {} ({}) is accepted by CUDA {}", R.compiler->name(),
+                                   R.compiler->path.string(), R.compiler->found_by, tc.cuda.str())});
+  } else {
+    std::string newest = tc.gcc.max ? tc.gcc.max->str() : "";
+    missing.push_back(fmt::format("no host compiler CUDA {} accepts{}: install g++-{} and set CUDAHOSTCXX=/usr/bin/g++-{}",
+                                  tc.cuda.str(),
+                                  rejected.empty() ? " (no g++ or clang++ on PATH)" : " (" + text::join(rejected, "; ") + ")",
+                                  newest, newest));
+  }
+
+  // Python.
+  if (req.python) {
+    for (const auto& py : in.host.pythons)
+      if (py.release() == *req.python) {
+        R.python = py;
+        break;
+      }
+  } else if (default_python) {
+    R.python = *default_python;
+  }
+  if (R.python) {
+    R.rules.push_back({"python-installed", subj, true,
+                       fmt::format("Python {} at {} ({})", R.python->version.str(), R.python->path.string(),
+                                   R.python->found_by)});
+    // The modules the driver's steps import: a pyenv python3 without `wheel` fails only at the
+    // package step, after the whole build; say so now, with where the module comes from.
+    std::vector<std::string> needed;
+    if (r.driver == recipe::Driver::setup_py) needed = {"setuptools", "wheel"};
+    else if (r.driver == recipe::Driver::python_build) needed = {"build", "setuptools", "wheel"};
+    std::vector<std::string> lacking;
+    for (const auto& m : needed)
+      if (!R.python->has_module(m)) lacking.push_back(m);
+    if (lacking.empty()) {
+      if (!needed.empty())
+        R.rules.push_back({"python-modules", subj, true,
+                           fmt::format("{} can import {}", R.python->path.string(), text::join(needed, ", "))});
+    } else {
+      std::vector<std::string> packages;
+      for (const auto& m : lacking) packages.push_back(toolchain::debian_package_for_module(m));
+      std::string alternative;
+      for (const auto& other : in.host.other_pythons) {
+        bool has_all = std::all_of(needed.begin(), needed.end(), [&](const std::string& m) { return other.has_module(m); });
+        if (has_all) alternative = fmt::format(", or use --python {} (Python {}, which has them)", other.path.string(),
+                                               other.version.str());
+      }
+      std::string detail = fmt::format("{} (Python {}) lacks the module{} {} that {} needs", R.python->path.string(),
+                                       R.python->version.str(), lacking.size() > 1 ? "s" : "", text::join(lacking, ", "),
+                                       r.driver == recipe::Driver::setup_py ? "`setup.py bdist_wheel`" : "`python -m build`");
+      R.rules.push_back({"python-modules", subj, false, detail});
+      missing.push_back(fmt::format("{}: install {} (Debian) or `{} -m pip install {}`{}", detail,
+                                    text::join(packages, " "), R.python->path.string(), text::join(lacking, " "),
+                                    alternative));
+    }
+  } else {
+    std::string want = req.python ? req.python->str() : r.python.back().str();
+    R.rules.push_back({"python-installed", subj, false, fmt::format("no python{} on PATH", want)});
+    missing.push_back(fmt::format("python{} is not on PATH: install it (supported by {}: {})", want, r.name,
+                                  join_versions(r.python)));
+  }
+
+  // The programs the build runs.
+  for (const auto& t : required_tools(r)) {
+    auto it = in.host.tools.find(t);
+    if (it != in.host.tools.end()) {
+      R.tools[t] = it->second;
+      R.rules.push_back({"tool-installed", subj, true, fmt::format("{} at {}", t, it->second.string())});
+    } else {
+      R.rules.push_back({"tool-installed", subj, false, fmt::format("{} is not on PATH", t)});
+      missing.push_back(fmt::format("{} is not on PATH: install it", t));
+    }
+  }
+
+  // The list in the syntax of this release's reader.
+  arch::Printed printed = r.arch.format == recipe::ArchFormat::cmake ? arch::to_cmake(archs) : arch::to_torch(archs);
+  R.arch_list = printed.text;
+  for (auto& n : printed.notes) R.notes.push_back(n);
+  R.rules.push_back({"arch-list", subj, true, fmt::format("{}={}", r.arch.env, R.arch_list)});
+
+  if (!missing.empty()) {
+    R.status = Exit::missing_tool;
+    R.message = text::join(missing, "; ");
+  }
+  return R;
+}
+
+Result<std::vector<recipe::Recipe>> select_recipes(const std::optional<std::string>& arg, const recipe::Search& search) {
+  auto shipped_of = [&](auto pred) -> Result<std::vector<recipe::Recipe>> {
+    std::vector<recipe::Recipe> out;
+    for (const auto& d : search.dirs) {
+      auto all = recipe::load_dir(d, search);
+      if (!all) return all.error();
+      for (auto& r : *all)
+        if (!r.abstract && pred(r)) out.push_back(std::move(r));
+    }
+    return out;
+  };
+  if (!arg) return shipped_of([](const recipe::Recipe& r) { return r.package == "torch"; });
+  std::error_code ec;
+  bool is_file = recipe::looks_like_path(*arg) || std::filesystem::is_regular_file(*arg, ec);
+  bool named = false;
+  for (const auto& d : search.dirs) named = named || std::filesystem::is_regular_file(d / (*arg + ".toml"), ec);
+  if (is_file || named) {
+    auto r = recipe::load(*arg, search);
+    if (!r) return r.error();
+    if (r->abstract)
+      return Error::bad_input(fmt::format("recipe '{}' ({}) is abstract: a base that others extend; pick a recipe "
+                                          "that extends it (see `archbuild recipes`)", r->name, r->file.string()));
+    return std::vector<recipe::Recipe>{std::move(*r)};
+  }
+  // A package name: every recipe of it.
+  auto pkg = shipped_of([&](const recipe::Recipe& r) { return r.package == *arg; });
+  if (!pkg) return pkg.error();
+  if (!pkg->empty()) return pkg;
+  auto r = recipe::load(*arg, search);  // for its "no recipe named …" message
+  if (!r) return r.error();
+  return std::vector<recipe::Recipe>{std::move(*r)};
+}
+
+}  // namespace archbuild::plan

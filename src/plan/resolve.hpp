@@ -1,0 +1,75 @@
+// Resolution: from target archs and the user's constraints to one recipe, one CUDA toolkit, one
+// host compiler, one Python and the arch list in the syntax the recipe's parser reads — or a
+// refusal naming the rule that failed and the way out (exit 2), or the one missing tool (exit 3).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "arch/arch.hpp"
+#include "core/error.hpp"
+#include "core/version.hpp"
+#include "recipe/recipe.hpp"
+#include "toolchain/toolchain.hpp"
+
+namespace archbuild::plan {
+
+struct Request {
+  std::vector<arch::Arch> targets;        // parsed --sm (SASS wishes; PTX when written +PTX)
+  std::optional<Version> torch;           // --torch 2.7 (prefix match on the torch release)
+  std::optional<Version> cuda;            // --cuda 12.8
+  std::optional<Version> python;          // --python 3.11
+  bool ptx = false;                       // --ptx: PTX for the newest target too
+  std::optional<std::string> source_url;  // --source-url: overrides the recipe's source.url
+  std::string recipe_label;               // how the recipes were chosen, for messages
+};
+
+// One rule checked, for printing: "toolkit-arch  ok  CUDA 13.0 compiles sm_90".
+struct Rule {
+  std::string id;       // toolkit-arch, arch-syntax, host-compiler, …
+  std::string subject;  // "torch-2.9 + CUDA 13.0", or "" for the request itself
+  bool ok = true;
+  std::string detail;
+};
+
+struct Resolution {
+  // ok; bad_input (refused: `message` names the rule and the way out); missing_tool (the
+  // choice below stands, but something must be installed: `message` says what and how).
+  Exit status = Exit::ok;
+  std::string message;
+  std::vector<Rule> rules;
+  std::vector<std::string> notes;
+
+  // The choice (valid unless status == bad_input).
+  recipe::Recipe recipe;
+  toolchain::Toolchain toolchain;             // facts of the chosen CUDA release
+  std::optional<toolchain::Toolkit> toolkit;  // the installed one, when there is
+  std::optional<toolchain::Compiler> compiler;
+  std::optional<toolchain::Python> python;
+  std::map<std::string, std::filesystem::path> tools;  // the recipe's tools found on PATH
+  std::vector<arch::Arch> archs;              // what will be built (SASS + PTX wishes)
+  std::string arch_list;                      // in the recipe's syntax: "9.0" / "90-real"
+  std::optional<std::string> source_url;      // --source-url, when given
+
+  bool ok() const { return status == Exit::ok; }
+  std::string url() const { return source_url ? *source_url : recipe.source.url; }
+};
+
+struct Inputs {
+  std::vector<recipe::Recipe> recipes;        // the candidates (abstract ones are skipped)
+  std::vector<toolchain::Toolchain> toolchains;
+  toolchain::Host host;
+};
+
+Resolution resolve(const Request& request, const Inputs& inputs);
+
+// The programs a recipe's build runs: build.tools plus what its driver itself calls.
+std::vector<std::string> required_tools(const recipe::Recipe& r);
+
+// The candidates `--recipe NAME|FILE` and `--torch` start from: a recipe file or name → that
+// recipe; a package name ("torchvision") → every recipe of it; nothing → every torch recipe.
+Result<std::vector<recipe::Recipe>> select_recipes(const std::optional<std::string>& recipe_arg,
+                                                   const recipe::Search& search = recipe::Search::shipped());
+
+}  // namespace archbuild::plan

@@ -1,0 +1,463 @@
+#include "recipe/recipe.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "core/data_dir.hpp"
+#include "core/text.hpp"
+#include "core/toml_load.hpp"
+
+namespace archbuild::recipe {
+
+namespace fs = std::filesystem;
+
+std::string_view to_string(Driver d) {
+  switch (d) {
+    case Driver::setup_py: return "setup-py";
+    case Driver::python_build: return "python-build";
+    case Driver::cmake: return "cmake";
+  }
+  return "?";
+}
+
+Search Search::shipped() { return Search{{data_root() / "recipes"}}; }
+
+bool looks_like_path(const std::string& s) {
+  return s.find('/') != std::string::npos || (s.size() > 5 && s.ends_with(".toml"));
+}
+
+namespace {
+
+// Variables archbuild sets itself from the resolution (or that must never be set): a recipe
+// that set them would silently fight the plan.
+const std::set<std::string>& reserved_env() {
+  static const std::set<std::string> names = {
+      "TORCH_CUDA_ARCH_LIST", "CUDAARCHS", "CUDA_HOME", "CUDA_PATH", "CUDACXX", "CUDAHOSTCXX",
+      "CUDA_HOST_COMPILER", "CUDA_NVCC_EXECUTABLE", "CC", "CXX", "MAX_JOBS",
+      "CMAKE_BUILD_PARALLEL_LEVEL", "PATH", "PYTORCH_BUILD_VERSION", "PYTORCH_BUILD_NUMBER",
+      "BUILD_VERSION", "CMAKE_INSTALL_PREFIX"};
+  return names;
+}
+
+std::string where(const toml::node& n, const std::string& file) { return tomlx::where(n, file); }
+
+Error at(const toml::node& n, const std::string& file, const std::string& msg) {
+  return Error::bad_input(fmt::format("{}: {}", where(n, file), msg));
+}
+
+bool valid_env_name(std::string_view s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
+
+bool valid_package(std::string_view s) {
+  if (s.empty() || !std::isalnum(static_cast<unsigned char>(s[0]))) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+  });
+}
+
+bool valid_module(std::string_view s) {
+  for (const auto& part : text::split_any(s, ".")) {
+    if (std::isdigit(static_cast<unsigned char>(part[0]))) return false;
+    if (!std::all_of(part.begin(), part.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }))
+      return false;
+  }
+  return !s.empty() && s.front() != '.' && s.back() != '.' && s.find("..") == std::string_view::npos;
+}
+
+bool is_hex40(std::string_view s) {
+  return s.size() == 40 && std::all_of(s.begin(), s.end(), [](char c) {
+           return std::isxdigit(static_cast<unsigned char>(c)) != 0;
+         });
+}
+
+// Reads one recipe table. `partial`: a file of an `extends` chain or an abstract base, where
+// required keys may live elsewhere; every present key is still fully checked.
+class RecipeReader {
+ public:
+  RecipeReader(const std::string& file, bool partial) : file_(file), partial_(partial) {}
+
+  std::optional<Error> read(const toml::table& t, Recipe& r) {
+    tomlx::TableReader rd(t, file_, "recipe");
+    rd.node("extends");  // resolved by the loader
+    if (auto v = rd.boolean("abstract")) r.abstract = *v;
+    if (auto v = rd.string("description")) r.description = *v;
+    if (auto v = rd.string("package", !partial_)) {
+      if (!valid_package(*v))
+        return rd.error_at("package", fmt::format("'{}' is not a wheel package name; expected letters, "
+                                                  "digits, '.', '_' or '-', e.g. torch", *v));
+      r.package = *v;
+    }
+    if (auto v = rd.string("module", !partial_)) {
+      if (!valid_module(*v))
+        return rd.error_at("module", fmt::format("'{}' is not a Python module name; expected e.g. torch "
+                                                 "or torch.cuda", *v));
+      r.module = *v;
+    }
+    if (auto e = version_key(rd, t, "version", !partial_, 0, "a release version like 2.7.1", r.version)) return e;
+    if (t.contains("torch")) {
+      Version v;
+      if (auto e = version_key(rd, t, "torch", false, 0, "the torch release it builds against, like 2.7.1", v))
+        return e;
+      r.torch = v;
+    }
+    if (auto e = version_list(rd, t, "cuda", !partial_, "a CUDA version MAJOR.MINOR like 12.8", r.cuda)) return e;
+    if (auto e = version_list(rd, t, "python", !partial_, "a Python version MAJOR.MINOR like 3.11", r.python))
+      return e;
+    if (const toml::table* s = rd.table("source", !partial_))
+      if (auto e = read_source(*s, r.source)) return e;
+    if (const toml::table* b = rd.table("build", !partial_))
+      if (auto e = read_build(*b, r)) return e;
+    if (const toml::table* a = rd.table("arch"))
+      if (auto e = read_arch(*a, r)) return e;
+    if (auto e = rd.finish()) return e;
+    return std::nullopt;
+  }
+
+ private:
+  // A version-valued key; `parts` = 0 allows 1 to 4 parts, else exactly that many.
+  std::optional<Error> version_key(tomlx::TableReader& rd, const toml::table& t, std::string_view key,
+                                   bool required, std::size_t parts, std::string_view expected,
+                                   Version& out) {
+    auto s = rd.string(key, required);
+    if (rd.failure()) return rd.failure();
+    if (!s) return std::nullopt;
+    auto v = parse_version(*s, parts);
+    if (!v)
+      return at(*t.get(key), file_, fmt::format("'{}' = \"{}\" is not a version; expected {}", key, *s, expected));
+    out = *v;
+    return std::nullopt;
+  }
+
+  static std::optional<Version> parse_version(std::string_view s, std::size_t parts) {
+    auto v = Version::parse(s);
+    if (!v) return std::nullopt;
+    if (parts ? v->size() != parts : v->size() > 4) return std::nullopt;
+    return v;
+  }
+
+  std::optional<Error> version_list(tomlx::TableReader& rd, const toml::table&, std::string_view key,
+                                    bool required, std::string_view expected, std::vector<Version>& out) {
+    const toml::array* arr = rd.array(key, required);
+    if (rd.failure()) return rd.failure();
+    if (!arr) return std::nullopt;
+    if (arr->empty())
+      return rd.error_at(key, fmt::format("'{}' is empty; list at least one, each {}", key, expected));
+    out.clear();
+    for (const auto& el : *arr) {
+      auto s = el.value<std::string>();
+      if (!el.is_string() || !s)
+        return at(el, file_, fmt::format("'{}' entries must be strings, each {}", key, expected));
+      auto v = parse_version(*s, 2);
+      if (!v) return at(el, file_, fmt::format("'{}' entry \"{}\" is not a version; expected {}", key, *s, expected));
+      if (std::find(out.begin(), out.end(), *v) != out.end())
+        return at(el, file_, fmt::format("'{}' lists {} twice", key, *s));
+      out.push_back(*v);
+    }
+    return std::nullopt;
+  }
+
+  std::optional<Error> read_source(const toml::table& t, Source& s) {
+    tomlx::TableReader rd(t, file_, "[source]");
+    if (auto v = rd.string("url")) {
+      if (text::trim(*v).empty() || v->find_first_of(" \t\n") != std::string::npos)
+        return rd.error_at("url", "source.url must be a repository URL without spaces, e.g. "
+                                  "https://github.com/pytorch/pytorch.git or file:///srv/git/x.git");
+      s.url = *v;
+    }
+    if (auto v = rd.string("tag", !partial_)) {
+      if (text::trim(*v).empty()) return rd.error_at("tag", "source.tag must name a git tag, e.g. v2.7.1");
+      s.tag = *v;
+    }
+    if (auto v = rd.string("commit")) {
+      if (!is_hex40(*v))
+        return rd.error_at("commit", fmt::format("source.commit \"{}\" must be a full 40-hex-digit commit id "
+                                                 "(it is verified at fetch)", *v));
+      s.commit = text::lower(*v);
+    }
+    if (auto v = rd.boolean("submodules")) s.submodules = *v;
+    return rd.finish();
+  }
+
+  std::optional<Error> read_build(const toml::table& t, Recipe& r) {
+    tomlx::TableReader rd(t, file_, "[build]");
+    if (auto v = rd.string("driver", !partial_)) {
+      if (*v == "setup-py") r.driver = Driver::setup_py;
+      else if (*v == "python-build") r.driver = Driver::python_build;
+      else if (*v == "cmake") r.driver = Driver::cmake;
+      else {
+        auto near = text::nearest(*v, {"setup-py", "python-build", "cmake"}, 1);
+        return rd.error_at("driver", fmt::format("build.driver \"{}\" is not a driver{}; expected setup-py "
+                                                 "(setup.py build --cmake-only / bdist_wheel), python-build "
+                                                 "(python -m build --wheel) or cmake",
+                                                 *v, near.empty() ? "" : " (did you mean '" + near[0] + "'?)"));
+      }
+    }
+    if (auto v = rd.strings("tools")) {
+      for (const auto& tool : *v)
+        if (tool.empty() || tool.find('/') != std::string::npos)
+          return rd.error_at("tools", fmt::format("build.tools entry \"{}\" must be a program name looked "
+                                                  "up on PATH, e.g. ninja", tool));
+      r.tools = *v;
+    }
+    if (auto v = rd.string("version_env")) {
+      if (!valid_env_name(*v)) return rd.error_at("version_env", fmt::format("'{}' is not a variable name", *v));
+      r.version_env = *v;
+    }
+    if (auto v = rd.string("build_number_env")) {
+      if (!valid_env_name(*v))
+        return rd.error_at("build_number_env", fmt::format("'{}' is not a variable name", *v));
+      r.build_number_env = *v;
+    }
+    if (auto v = rd.integer("build_number")) {
+      if (*v < 0) return rd.error_at("build_number", "build.build_number must be 0 or more");
+      r.build_number = *v;
+    }
+    if (auto v = rd.string("wheel_dir")) {
+      fs::path p(*v);
+      if (v->empty() || p.is_absolute() || v->find("..") != std::string::npos)
+        return rd.error_at("wheel_dir", "build.wheel_dir must be a folder inside the source tree, e.g. dist");
+      r.wheel_dir = *v;
+    }
+    if (t.contains("min_gcc")) {
+      auto s = rd.string("min_gcc");
+      if (rd.failure()) return rd.failure();
+      auto v = parse_version(*s, 0);
+      if (!v) return rd.error_at("min_gcc", fmt::format("build.min_gcc \"{}\" is not a version; expected e.g. 9.3", *s));
+      r.min_gcc = *v;
+    }
+    if (const toml::table* env = rd.table("env")) {
+      for (const auto& [k, node] : *env) {
+        std::string name(k.str());
+        if (!valid_env_name(name))
+          return at(node, file_, fmt::format("build.env: '{}' is not an environment variable name", name));
+        if (reserved_env().count(name))
+          return at(node, file_, fmt::format("build.env: {} is set by archbuild from the resolution (or must "
+                                             "never be set for a PyTorch build); remove it", name));
+        auto s = node.value<std::string>();
+        if (!node.is_string() || !s)
+          return at(node, file_, fmt::format("build.env.{} must be a string (write \"1\", not 1)", name));
+        r.env[name] = *s;
+      }
+    }
+    return rd.finish();
+  }
+
+  std::optional<Error> read_arch(const toml::table& t, Recipe& r) {
+    tomlx::TableReader rd(t, file_, "[arch]");
+    if (auto v = rd.string("env")) {
+      if (!valid_env_name(*v)) return rd.error_at("env", fmt::format("'{}' is not a variable name", *v));
+      r.arch.env = *v;
+    }
+    if (auto v = rd.string("format")) {
+      if (*v == "torch") r.arch.format = ArchFormat::torch;
+      else if (*v == "cmake") r.arch.format = ArchFormat::cmake;
+      else return rd.error_at("format", fmt::format("arch.format \"{}\": expected torch (8.0;9.0+PTX) or cmake (80-real;90)", *v));
+    }
+    if (auto v = rd.string("grammar")) {
+      if (*v == "build") r.arch.grammar = arch::Grammar::build;
+      else if (*v == "extension") r.arch.grammar = arch::Grammar::extension;
+      else if (*v == "cmake") r.arch.grammar = arch::Grammar::cmake;
+      else
+        return rd.error_at("grammar", fmt::format("arch.grammar \"{}\": expected build (select_compute_arch.cmake), "
+                                                  "extension (torch.utils.cpp_extension) or cmake", *v));
+    }
+    if (const toml::array* acc = rd.array("accepts")) {
+      r.arch.two_digit_major = r.arch.variant_a = r.arch.variant_f = false;
+      static const std::vector<std::string> known = {"two-digit-major", "a", "f"};
+      for (const auto& el : *acc) {
+        auto s = el.value<std::string>();
+        if (!el.is_string() || !s) return at(el, file_, "arch.accepts entries must be strings: two-digit-major, a, f");
+        if (*s == "two-digit-major") r.arch.two_digit_major = true;
+        else if (*s == "a") r.arch.variant_a = true;
+        else if (*s == "f") r.arch.variant_f = true;
+        else {
+          auto near = text::nearest(*s, known, 1);
+          return at(el, file_, fmt::format("arch.accepts: \"{}\" is not an arch spelling{}; expected two-digit-major "
+                                           "(10.0, 12.0), a (9.0a) or f (12.0f)",
+                                           *s, near.empty() ? "" : " (did you mean '" + near[0] + "'?)"));
+        }
+      }
+    }
+    if (const toml::table* off = rd.table("official")) {
+      for (const auto& [k, node] : *off) {
+        std::string cuda(k.str());
+        if (!parse_version(cuda, 2))
+          return at(node, file_, fmt::format("arch.official: key \"{}\" must be a CUDA version like \"12.8\"", cuda));
+        auto s = node.value<std::string>();
+        if (!node.is_string() || !s)
+          return at(node, file_, fmt::format("arch.official.\"{}\" must be a TORCH_CUDA_ARCH_LIST string", cuda));
+        auto parsed = arch::parse_arch_list(*s, arch::ArchData::shipped(), {arch::Grammar::build, {}});
+        if (!parsed) return at(node, file_, fmt::format("arch.official.\"{}\": {}", cuda, parsed.error().message));
+        r.official[cuda] = *s;
+      }
+    }
+    return rd.finish();
+  }
+
+  const std::string& file_;
+  bool partial_;
+};
+
+// Tables merge key by key, everything else is replaced. Every table of the result is created
+// fresh, so an error about a merged table names the recipe file, never a base's line.
+void merge_into(toml::table& base, const toml::table& over) {
+  for (const auto& [k, v] : over) {
+    if (const toml::table* ot = v.as_table()) {
+      toml::table* bt = base.get_as<toml::table>(k);
+      if (!bt) {
+        base.insert_or_assign(k, toml::table{});
+        bt = base.get_as<toml::table>(k);
+      }
+      merge_into(*bt, *ot);
+      continue;
+    }
+    v.visit([&](const auto& concrete) { base.insert_or_assign(k, concrete); });
+  }
+}
+
+struct Loaded {
+  toml::table merged;
+  std::vector<fs::path> chain;
+};
+
+std::optional<fs::path> find_named(const std::string& name, const fs::path& near, const Search& search) {
+  std::error_code ec;
+  if (!near.empty() && fs::is_regular_file(near / (name + ".toml"), ec)) return near / (name + ".toml");
+  for (const auto& d : search.dirs)
+    if (fs::is_regular_file(d / (name + ".toml"), ec)) return d / (name + ".toml");
+  return std::nullopt;
+}
+
+std::vector<std::string> names_in(const Search& search) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& d : search.dirs)
+    for (const auto& e : fs::directory_iterator(d, ec))
+      if (e.path().extension() == ".toml") out.push_back(e.path().stem().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Result<Loaded> load_chain(const fs::path& file, const Search& search, std::vector<fs::path>& stack) {
+  auto parsed = tomlx::parse_file(file);
+  if (!parsed) return parsed.error();
+  const toml::table& t = *parsed;
+  const std::string fname = file.string();
+  // Every file is checked on its own first, so that errors carry its own line and column.
+  {
+    Recipe scratch;
+    if (auto e = RecipeReader(fname, true).read(t, scratch)) return *e;
+  }
+  Loaded out;
+  out.chain.push_back(file);
+  const toml::node* ext = t.get("extends");
+  if (ext) {
+    auto name = ext->value<std::string>();
+    if (!ext->is_string() || !name || name->empty())
+      return at(*ext, fname, "'extends' must name a recipe (e.g. \"torch-common\") or a .toml file");
+    std::optional<fs::path> base;
+    if (looks_like_path(*name)) {
+      fs::path p = fs::path(*name).is_absolute() ? fs::path(*name) : file.parent_path() / *name;
+      std::error_code ec;
+      if (fs::is_regular_file(p, ec)) base = p;
+    } else {
+      base = find_named(*name, file.parent_path(), search);
+    }
+    if (!base) {
+      auto near = text::nearest(*name, names_in(search), 1);
+      return at(*ext, fname, fmt::format("extends \"{}\": no such recipe next to this file or among the "
+                                         "shipped recipes{}", *name,
+                                         near.empty() ? "" : " (did you mean '" + near[0] + "'?)"));
+    }
+    std::error_code ec;
+    fs::path canon = fs::weakly_canonical(*base, ec);
+    if (std::find(stack.begin(), stack.end(), canon) != stack.end()) {
+      std::vector<std::string> names;
+      for (const auto& s : stack) names.push_back(s.filename().string());
+      names.push_back(canon.filename().string());
+      return at(*ext, fname, fmt::format("extends cycle: {}", text::join(names, " -> ")));
+    }
+    stack.push_back(canon);
+    auto parent = load_chain(*base, search, stack);
+    stack.pop_back();
+    if (!parent) return parent.error();
+    // Being a base and naming a base are properties of one file, not inherited.
+    parent->merged.erase("abstract");
+    parent->merged.erase("extends");
+    merge_into(out.merged, parent->merged);
+    out.chain.insert(out.chain.end(), parent->chain.begin(), parent->chain.end());
+  }
+  merge_into(out.merged, t);
+  return out;
+}
+
+}  // namespace
+
+Result<Recipe> load_file(const fs::path& file, const Search& search) {
+  std::error_code ec;
+  std::vector<fs::path> stack{fs::weakly_canonical(file, ec)};
+  auto loaded = load_chain(file, search, stack);
+  if (!loaded) return loaded.error();
+  Recipe r;
+  // A project's own recipe is often <project>/recipe.toml: name it after the project.
+  r.name = file.stem() == "recipe" && !fs::absolute(file).parent_path().filename().empty()
+               ? fs::absolute(file).parent_path().filename().string()
+               : file.stem().string();
+  r.file = file;
+  r.chain = loaded->chain;
+  bool abstract = loaded->merged.get_as<bool>("abstract") && **loaded->merged.get_as<bool>("abstract");
+  // Required keys may come from any file of the chain; a base (abstract) may leave them out.
+  if (auto e = RecipeReader(file.string(), abstract).read(loaded->merged, r)) {
+    Error err = *e;
+    if (loaded->chain.size() > 1 && err.message.find("missing required key") != std::string::npos)
+      err.message += " (set it in this file or in the recipe it extends)";
+    return err;
+  }
+  return r;
+}
+
+Result<Recipe> load(const std::string& name_or_path, const Search& search) {
+  std::error_code ec;
+  if (looks_like_path(name_or_path) || fs::is_regular_file(name_or_path, ec)) {
+    if (!fs::is_regular_file(name_or_path, ec))
+      return Error::bad_input(fmt::format("{}: no such recipe file", name_or_path));
+    return load_file(name_or_path, search);
+  }
+  if (auto p = find_named(name_or_path, {}, search)) return load_file(*p, search);
+  auto all = names_in(search);
+  auto near = text::nearest(name_or_path, all, 3);
+  return Error::bad_input(fmt::format("no recipe named '{}'{}; recipes: {} (or give a path to a .toml file)",
+                                      name_or_path,
+                                      near.empty() ? "" : " (did you mean " + text::join(near, ", ") + "?)",
+                                      text::join(all, ", ")));
+}
+
+Result<std::vector<Recipe>> load_dir(const fs::path& dir, const Search& search) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return Error::bad_input(fmt::format("{}: no such recipe folder", dir.string()));
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.path().extension() == ".toml") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  std::vector<Recipe> out;
+  for (const auto& f : files) {
+    auto r = load_file(f, search);
+    if (!r) return r.error();
+    out.push_back(std::move(*r));
+  }
+  return out;
+}
+
+Result<std::vector<Recipe>> load_shipped() {
+  Search s = Search::shipped();
+  return load_dir(s.dirs.front(), s);
+}
+
+}  // namespace archbuild::recipe

@@ -1,0 +1,330 @@
+#include "run/runner.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <fcntl.h>
+#include <fstream>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/process.hpp>
+#include <boost/process/extend.hpp>
+#include <fmt/format.h>
+
+#include "core/text.hpp"
+#include "run/interrupt.hpp"
+
+namespace bp = boost::process;
+
+namespace archbuild::run {
+
+std::string CommandResult::describe() const {
+  if (!started) return "could not start: " + error;
+  if (interrupted) {
+    if (signal != 0) return fmt::format("interrupted (stopped with signal {}, {})", signal, strsignal(signal));
+    return "interrupted";
+  }
+  if (signal != 0) return fmt::format("killed by signal {} ({})", signal, strsignal(signal));
+  return fmt::format("exit status {}", exit_status);
+}
+
+std::string quote_argv(const std::vector<std::string>& argv) {
+  std::vector<std::string> words;
+  for (const auto& a : argv) {
+    bool plain = !a.empty() && a.find_first_of(" \t\n'\"\\$`;&|<>()*?[]{}~#!") == std::string::npos;
+    if (plain) {
+      words.push_back(a);
+    } else {
+      std::string q = "'";
+      for (char c : a) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+      words.push_back(q + "'");
+    }
+  }
+  return text::join(words, " ");
+}
+
+namespace {
+
+bool executable_file(const std::filesystem::path& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
+}
+
+void write_all(int fd, std::string_view data) {
+  while (!data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return;  // a full disk must not stop the build's own output handling
+    }
+    data.remove_prefix(static_cast<std::size_t>(n));
+  }
+}
+
+}  // namespace
+
+std::filesystem::path find_in_path(const std::string& name, const std::string& path_value,
+                                   const std::filesystem::path& cwd) {
+  if (name.empty()) return {};
+  if (name.find('/') != std::string::npos) {
+    std::filesystem::path p(name);
+    if (p.is_relative()) p = (cwd.empty() ? std::filesystem::current_path() : cwd) / p;
+    return executable_file(p) ? p : std::filesystem::path();
+  }
+  for (const auto& dir : text::split_any(path_value, ":")) {
+    std::filesystem::path p = std::filesystem::path(dir) / name;
+    if (p.is_relative()) p = (cwd.empty() ? std::filesystem::current_path() : cwd) / p;
+    if (executable_file(p)) return p;
+  }
+  return {};
+}
+
+ProcessRunner::ProcessRunner(ProcessRunnerOptions options) : options_(options) {}
+
+CommandResult ProcessRunner::run(const Command& cmd, const LineCallback& on_line,
+                                 const TickCallback& on_tick) {
+  using clock = std::chrono::steady_clock;
+  const auto t0 = clock::now();
+  CommandResult result;
+  InterruptGuard guard;
+  if (interrupt_requested()) {  // asked to stop before we began: start nothing
+    result.started = true;
+    result.interrupted = true;
+    return result;
+  }
+  if (cmd.argv.empty()) {
+    result.error = "empty command";
+    return result;
+  }
+  std::filesystem::path cwd = cmd.cwd.empty() ? std::filesystem::current_path() : cmd.cwd;
+  std::error_code fs_ec;
+  if (!std::filesystem::is_directory(cwd, fs_ec)) {
+    result.error = fmt::format("{}: working directory {} does not exist", cmd.argv[0], cwd.string());
+    return result;
+  }
+  auto path_it = cmd.env.find("PATH");
+  std::filesystem::path exe =
+      find_in_path(cmd.argv[0], path_it == cmd.env.end() ? std::string() : path_it->second, cwd);
+  if (exe.empty()) {
+    result.error = cmd.argv[0].find('/') != std::string::npos
+                       ? fmt::format("{}: not found or not executable", cmd.argv[0])
+                       : fmt::format("{}: not found on the command's PATH ({})", cmd.argv[0],
+                                     path_it == cmd.env.end() ? "PATH not set" : path_it->second);
+    return result;
+  }
+
+  int log_fd = -1;
+  if (!cmd.log.empty()) {
+    std::filesystem::create_directories(cmd.log.parent_path(), fs_ec);
+    log_fd = ::open(cmd.log.c_str(),
+                    O_WRONLY | O_CREAT | O_CLOEXEC | (cmd.append_log ? O_APPEND : O_TRUNC), 0644);
+    if (log_fd < 0) {
+      result.error = fmt::format("cannot write log {}: {}", cmd.log.string(), std::strerror(errno));
+      return result;
+    }
+    write_all(log_fd, fmt::format("# archbuild ran: {}\n# in: {}\n", quote_argv(cmd.argv), cwd.string()));
+  }
+
+  // One pipe for stdout and stderr, so lines keep their order. O_CLOEXEC: only the dup2'ed
+  // copies (fds 1 and 2) reach the child.
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    result.error = fmt::format("pipe: {}", std::strerror(errno));
+    if (log_fd >= 0) ::close(log_fd);
+    return result;
+  }
+  const int out_w = fds[1];
+  const pid_t parent = ::getpid();
+
+  // The environment as execve wants it, built here and handed to the executor in the child
+  // (not through bp::environment, whose lookup in Boost 1.74 reads past short entries).
+  std::vector<std::string> env_strings;
+  env_strings.reserve(cmd.env.size());
+  for (const auto& [k, v] : cmd.env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> env_ptrs;
+  for (auto& e : env_strings) env_ptrs.push_back(e.data());
+  env_ptrs.push_back(nullptr);
+  char** envp = env_ptrs.data();
+  std::vector<std::string> args(cmd.argv.begin() + 1, cmd.argv.end());
+  std::error_code ec;
+  bp::child child(
+      bp::exe = exe.string(), bp::args = args, bp::start_dir = cwd.string(),
+      bp::std_in < bp::null,
+      bp::extend::on_exec_setup =
+          [out_w, parent, envp](auto& exec) {
+            // In the forked child, before exec: async-signal-safe calls only.
+            exec.env = envp;
+            ::setpgid(0, 0);
+            ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+            if (::getppid() != parent) ::_exit(127);  // archbuild died before prctl
+            ::dup2(out_w, 1);
+            ::dup2(out_w, 2);
+            sigset_t none;
+            sigemptyset(&none);
+            ::sigprocmask(SIG_SETMASK, &none, nullptr);
+          },
+      ec);
+  ::close(out_w);
+  if (ec) {
+    ::close(fds[0]);
+    result.error = fmt::format("{}: cannot start: {}", cmd.argv[0], ec.message());
+    if (log_fd >= 0) {
+      write_all(log_fd, "# archbuild: " + result.error + "\n");
+      ::close(log_fd);
+    }
+    return result;
+  }
+  const pid_t pid = child.id();
+  child.detach();  // we reap it ourselves with waitpid (the raw status tells signals apart)
+  result.started = true;
+  const int out_r = fds[0];
+  ::fcntl(out_r, F_SETFL, ::fcntl(out_r, F_GETFL) | O_NONBLOCK);
+
+  std::string pending;
+  std::string log_buf;  // written once per read chunk: the log stays current, with few syscalls
+  auto emit = [&](std::string_view line) {
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (log_fd >= 0) {
+      log_buf.append(line);
+      log_buf += '\n';
+    }
+    if (on_line) on_line(line);
+  };
+  auto flush_log = [&] {
+    if (log_fd >= 0 && !log_buf.empty()) write_all(log_fd, log_buf);
+    log_buf.clear();
+  };
+  // Reads what is available; false at end of file.
+  auto drain = [&]() -> bool {
+    char buf[65536];
+    for (;;) {
+      ssize_t n = ::read(out_r, buf, sizeof buf);
+      if (n > 0) {
+        pending.append(buf, static_cast<std::size_t>(n));
+        std::size_t start = 0, nl;
+        while ((nl = pending.find('\n', start)) != std::string::npos) {
+          emit(std::string_view(pending).substr(start, nl - start));
+          start = nl + 1;
+        }
+        pending.erase(0, start);
+        if (pending.size() > (1u << 20)) {  // a runaway line without newline
+          emit(pending);
+          pending.clear();
+        }
+        flush_log();
+        continue;
+      }
+      if (n == 0) return false;
+      if (errno == EINTR) continue;
+      return true;  // EAGAIN: nothing more for now
+    }
+  };
+
+  bool pipe_open = true;
+  bool exited = false;
+  int status = 0;
+  bool stopping = false, killed = false;
+  clock::time_point deadline{};
+  auto last_tick = clock::now();
+  const int wake_fd = interrupt_wake_fd();
+  while (true) {
+    pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid || (r < 0 && errno == ECHILD)) exited = true;
+    if (exited) {
+      // Everything the child wrote is in the pipe now. Stop at EAGAIN too: a grandchild that
+      // outlives the build (a compiler-cache server) may keep the pipe open forever.
+      if (pipe_open) drain();
+      break;
+    }
+    pollfd pfds[2];
+    nfds_t n = 0;
+    if (pipe_open) pfds[n++] = {out_r, POLLIN, 0};
+    if (wake_fd >= 0) pfds[n++] = {wake_fd, POLLIN, 0};
+    // Once the output is closed the child is exiting: look again soon rather than in 100 ms.
+    int pr = ::poll(pfds, n, pipe_open ? 100 : 2);
+    if (pr > 0) {
+      for (nfds_t i = 0; i < n; ++i) {
+        if (pfds[i].fd == out_r && (pfds[i].revents & (POLLIN | POLLHUP | POLLERR))) {
+          if (!drain()) pipe_open = false;
+        } else if (pfds[i].fd == wake_fd && (pfds[i].revents & POLLIN)) {
+          char buf[64];
+          while (::read(wake_fd, buf, sizeof buf) > 0) {
+          }
+        }
+      }
+    }
+    auto now = clock::now();
+    if (interrupt_requested()) {
+      if (!stopping) {
+        stopping = true;
+        int sig = interrupt_signal() == SIGINT ? SIGINT : SIGTERM;
+        ::kill(-pid, sig);
+        deadline = now + options_.grace;
+        if (log_fd >= 0)
+          write_all(log_fd, fmt::format("# archbuild: interrupted, sent signal {} to the command\n", sig));
+      }
+      if (!killed && (now >= deadline || interrupt_count() >= 2)) {
+        ::kill(-pid, SIGKILL);
+        killed = true;
+      }
+    }
+    if (on_tick && now - last_tick >= options_.tick) {
+      last_tick = now;
+      on_tick();
+    }
+  }
+  if (!pending.empty()) emit(pending);
+  flush_log();
+  ::close(out_r);
+  if (stopping) ::kill(-pid, SIGKILL);  // stragglers of the group (the leader is gone)
+
+  if (WIFEXITED(status)) result.exit_status = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
+  result.interrupted = stopping;
+  if (log_fd >= 0) {
+    if (!result.ok()) write_all(log_fd, "# archbuild: " + result.describe() + "\n");
+    ::close(log_fd);
+  }
+  result.elapsed = clock::now() - t0;
+  return result;
+}
+
+std::vector<std::string> tail(const std::filesystem::path& log, std::size_t n) {
+  std::vector<std::string> lines;
+  std::ifstream f(log, std::ios::binary);
+  if (!f || n == 0) return lines;
+  f.seekg(0, std::ios::end);
+  std::streamoff size = f.tellg();
+  // Read backwards in blocks until n+1 newlines are seen (the last line may lack one).
+  std::string data;
+  std::streamoff pos = size;
+  const std::streamoff block = 16384;
+  while (pos > 0) {
+    std::streamoff start = std::max<std::streamoff>(0, pos - block);
+    std::string chunk(static_cast<std::size_t>(pos - start), '\0');
+    f.seekg(start);
+    f.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    data.insert(0, chunk);
+    pos = start;
+    if (static_cast<std::size_t>(std::count(data.begin(), data.end(), '\n')) > n) break;
+  }
+  if (!data.empty() && data.back() == '\n') data.pop_back();
+  std::size_t end = data.size();
+  while (lines.size() < n) {
+    std::size_t nl = end == 0 ? std::string::npos : data.rfind('\n', end - 1);
+    std::size_t begin = nl == std::string::npos ? 0 : nl + 1;
+    lines.push_back(data.substr(begin, end - begin));
+    if (nl == std::string::npos) break;
+    end = nl;
+  }
+  if (lines.size() == 1 && lines[0].empty() && size == 0) lines.clear();
+  std::reverse(lines.begin(), lines.end());
+  return lines;
+}
+
+}  // namespace archbuild::run

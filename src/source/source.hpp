@@ -1,0 +1,90 @@
+// The fetch stage (libgit2 only; no `git` subprocess): a bare mirror per repository URL, fetched
+// incrementally; a checkout of a tag/commit into a per-key tree (written beside it and renamed,
+// so a half-written checkout is never reused); submodules recursively, each from its own mirror,
+// at the commits the superproject records; a pinned commit verified.
+//
+// Where mirrors live is not decided here: the caller (store's Layout) says, per URL.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+
+namespace archbuild::source {
+
+struct MirrorSlot {
+  std::filesystem::path dir;   // the bare mirror (store: git/<url-hash>.git)
+  std::filesystem::path lock;  // held while the mirror is created or fetched (git/<url-hash>.lock)
+};
+using MirrorFor = std::function<MirrorSlot(const std::string& url)>;
+
+// Network and I/O errors are retried: `attempts` tries in all, waiting delay, delay*factor, …
+struct RetryPolicy {
+  int attempts = 3;
+  std::chrono::milliseconds delay{2000};
+  double factor = 2.0;
+};
+
+struct TransferProgress {
+  std::string url;
+  std::size_t received_objects = 0, total_objects = 0, indexed_deltas = 0, total_deltas = 0;
+  std::size_t received_bytes = 0;
+};
+
+struct SourceOptions {
+  bool offline = false;     // mirrors only; a missing tag/commit is an error saying so
+  bool submodules = true;   // check out submodules recursively
+  RetryPolicy retry;
+  std::function<void(const std::string& note)> note;             // "fetching tag v2.7.1 from …"
+  std::function<void(const TransferProgress&)> progress;         // during downloads
+  std::function<bool()> cancelled;                               // Ctrl-C: stop as soon as possible
+};
+
+struct SourceSpec {
+  std::string url;     // https://…, file:///…, or a local path
+  std::string ref;     // a tag ("v2.7.1"), a branch, a full ref ("refs/tags/v2.7.1") or a 40-hex commit
+  std::string commit;  // pinned commit (full or ≥ 7 hex digits); empty: not pinned
+};
+
+struct SubmoduleCommit {
+  std::string path;    // relative to the top of the checkout ("third_party/minidep/third_party/x")
+  std::string url;     // resolved (relative .gitmodules URLs made absolute against the parent's)
+  std::string commit;  // what the parent's tree records
+};
+
+struct Checkout {
+  std::string url;
+  std::string ref;
+  std::string commit;  // what `ref` resolved to (peeled to a commit)
+  std::vector<SubmoduleCommit> submodules;  // depth-first, parents before children
+};
+
+// Makes sure the mirror at slot.dir has `ref` — fetching only that tag/branch (or, for a commit
+// it lacks, the remote's branches and tags) — and returns the commit it names. Offline: never
+// connects. Errors are exit 4 and name the URL.
+Result<std::string> update_mirror(const std::string& url, const std::string& ref, const MirrorSlot& slot,
+                                  const SourceOptions& options);
+
+// The whole fetch stage: mirror(s) updated, pin verified (a mismatch names both commits),
+// `target` replaced by a complete checkout of the commit (a git work tree at a detached HEAD
+// whose objects come from the mirror via alternates), submodules in place. The caller holds the
+// build key's lock (target is per key). On error nothing is left at `target` or beside it.
+Result<Checkout> fetch_source(const SourceSpec& spec, const std::filesystem::path& target,
+                              const MirrorFor& mirror_for, const SourceOptions& options);
+
+// HEAD commit of an existing checkout (to check a reused tree), or an error.
+Result<std::string> checkout_commit(const std::filesystem::path& dir);
+
+// git's rules for a relative submodule URL ("../dep", "./x"): resolved against the parent URL
+// (its last path component dropped per "../"). Absolute URLs come back unchanged.
+std::string resolve_submodule_url(const std::string& parent_url, const std::string& url);
+
+// True for 40 hex digits.
+bool is_full_commit(const std::string& s);
+
+}  // namespace archbuild::source

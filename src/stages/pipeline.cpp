@@ -1,0 +1,362 @@
+#include "stages/pipeline.hpp"
+
+#include <algorithm>
+#include <regex>
+
+#include <fmt/format.h>
+
+#include "run/interrupt.hpp"
+#include "store/key_record.hpp"
+#include "store/lock.hpp"
+
+namespace archbuild::stages {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const std::vector<std::string>& stage_names() {
+  static const std::vector<std::string> names = {"fetch", "configure", "build", "package", "validate"};
+  return names;
+}
+
+std::map<std::string, std::string> step_environment(const plan::Plan& plan, const PipelineOptions& options) {
+  std::map<std::string, std::string> env = plan.environment();
+  if (options.getenv)
+    for (const auto& name : plan->passthrough)
+      if (auto v = options.getenv(name)) env[name] = *v;
+  const CompilerCache& cc = options.compiler_cache;
+  if (cc.kind != "none" && !cc.program.empty()) {
+    for (const char* lang : {"C", "CXX", "CUDA"})
+      env[fmt::format("CMAKE_{}_COMPILER_LAUNCHER", lang)] = cc.program.string();
+    if (cc.kind == "ccache") {
+      env["CCACHE_DIR"] = cc.dir.string();
+      // Hits across source trees: each build key has its own checkout path.
+      env["CCACHE_BASEDIR"] = "/";
+      env["CCACHE_NOHASHDIR"] = "1";
+      env["CCACHE_COMPILERCHECK"] = "content";
+    } else if (cc.kind == "sccache") {
+      env["SCCACHE_DIR"] = cc.dir.string();
+    }
+  }
+  return env;
+}
+
+namespace {
+
+// Counts from `ccache --print-stats` (tab-separated "name\tvalue" lines).
+std::optional<CacheCounts> read_ccache_counts(run::Runner& runner, const CompilerCache& cc,
+                                              const std::map<std::string, std::string>& env) {
+  if (cc.kind != "ccache" || cc.program.empty()) return std::nullopt;
+  run::Command cmd;
+  cmd.argv = {cc.program.string(), "--print-stats"};
+  cmd.env = env;
+  CacheCounts counts;
+  bool any = false;
+  auto result = runner.run(cmd, [&](std::string_view line) {
+    auto tab = line.find('\t');
+    if (tab == std::string_view::npos) return;
+    std::string name(line.substr(0, tab));
+    long value = std::atol(std::string(line.substr(tab + 1)).c_str());
+    if (name == "direct_cache_hit" || name == "preprocessed_cache_hit") counts.hits += value, any = true;
+    if (name == "cache_miss") counts.misses += value, any = true;
+  });
+  if (!result.ok() || !any) return std::nullopt;
+  return counts;
+}
+
+Error stage_error(const std::string& stage, const run::CommandResult& r, const fs::path& log, run::Reporter& reporter) {
+  if (r.interrupted)
+    return Error::build_failed(fmt::format("{} stage interrupted ({}); run the same command again to resume at {}",
+                                           stage, r.describe(), stage));
+  auto lines = run::tail(log, 30);
+  if (!lines.empty()) {
+    reporter.message(run::Level::error, fmt::format("last {} lines of {}:", lines.size(), log.string()));
+    for (const auto& l : lines) reporter.message(run::Level::error, "  " + l);
+  }
+  return Error::build_failed(fmt::format("{} stage failed: {}; full log: {}", stage, r.describe(), log.string()));
+}
+
+// The single wheel the package stage left in dir.
+Result<fs::path> find_wheel(const fs::path& dir) {
+  std::vector<fs::path> wheels;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.path().extension() == ".whl") wheels.push_back(e.path());
+  if (wheels.size() == 1) return wheels.front();
+  if (wheels.empty())
+    return Error::build_failed(fmt::format("the package stage made no wheel in {}", dir.string()));
+  return Error::build_failed(fmt::format("the package stage left {} wheels in {}; expected one", wheels.size(), dir.string()));
+}
+
+class Pipeline {
+ public:
+  Pipeline(const plan::Plan& plan, const store::Layout& layout, run::Runner& runner, run::Reporter& reporter,
+           const PipelineOptions& options)
+      : plan_(plan), layout_(layout), runner_(runner), reporter_(reporter), options_(options),
+        key_(plan->key), record_(layout, plan->key), src_(layout.source_dir(plan->key)) {}
+
+  Result<PipelineResult> run() {
+    if (auto e = layout_.create(); !e) return e.error();
+    // A finished key is a copy: no lock, no process.
+    if (auto reused = try_reuse()) return *reused;
+    if (failed_) return *failed_;
+
+    auto lock = store::lock_key(
+        layout_, key_, [&](const std::string& m) { reporter_.message(run::Level::info, m); },
+        [] { return run::interrupt_requested(); });
+    if (!lock) return lock.error();
+    // Another archbuild may have finished this key while we waited.
+    if (auto reused = try_reuse()) return *reused;
+    if (failed_) return *failed_;
+
+    if (auto r = record_.update([&](json& doc) { doc["plan"] = plan_.to_json(); }); !r) return r.error();
+    auto resume = record_.resume_point(stage_names());
+    if (!resume) return resume.error();
+    std::string start = resume->value_or("validate");
+    // A stamp is only as good as the tree it describes.
+    if (start != "fetch" && !source_matches()) {
+      if (auto r = record_.clear_stages(); !r) return r.error();
+      start = "fetch";
+    }
+    env_ = step_environment(plan_, options_);
+    auto before = read_ccache_counts(runner_, options_.compiler_cache, env_);
+
+    const auto& names = stage_names();
+    auto first = std::find(names.begin(), names.end(), start);
+    for (auto it = names.begin(); it != first; ++it) result_.resumed_past.push_back(*it);
+    int index = 0;
+    for (auto it = names.begin(); it != names.end(); ++it) {
+      ++index;
+      run::StageInfo info{*it, index, static_cast<int>(names.size()), ""};
+      if (it < first) {
+        reporter_.stage_finished(info, {run::StageStatus::skipped, 0, "done by an earlier run", {}});
+        continue;
+      }
+      if (auto r = run_stage(info, it == first); !r) return r.error();
+      result_.ran.push_back(*it);
+    }
+
+    auto after = read_ccache_counts(runner_, options_.compiler_cache, env_);
+    if (before && after)
+      result_.compiler_cache = CacheCounts{after->hits - before->hits, after->misses - before->misses};
+    if (auto r = publish(); !r) return r.error();
+    return result_;
+  }
+
+ private:
+  std::optional<PipelineResult> try_reuse() {
+    auto ref = record_.wheel();
+    if (!ref) {
+      failed_ = ref.error();
+      return std::nullopt;
+    }
+    if (!*ref) return std::nullopt;
+    auto check = store::get_wheel(layout_, (*ref)->sha256);
+    if (check.state != store::WheelState::ok) {
+      // Corrupted or gone: forget it and rebuild the package (the build tree is kept).
+      result_.notes.push_back(check.message);
+      reporter_.message(run::Level::warning, check.message);
+      (void)record_.clear_wheel();
+      (void)record_.clear_stage("package");
+      return std::nullopt;
+    }
+    if (options_.validate) {
+      auto doc = record_.read();
+      if (doc && !doc->value("validation", json()).is_object()) {
+        // Built with --no-validate before: validate now, before anything reaches --out.
+        auto v = options_.validate(check.path);
+        if (!v) {
+          failed_ = v.error();
+          return std::nullopt;
+        }
+        (void)record_.update([&](json& d) { d["validation"] = *v; });
+      }
+    }
+    auto out = store::copy_to_out(check.path, options_.out_dir, (*ref)->filename);
+    if (!out) {
+      failed_ = out.error();
+      return std::nullopt;
+    }
+    PipelineResult r = result_;
+    r.reused = true;
+    r.out_wheel = *out;
+    r.stored = {(*ref)->sha256, check.path, check.size};
+    r.filename = (*ref)->filename;
+    auto doc = record_.read();
+    if (doc) r.manifest = *doc;
+    return r;
+  }
+
+  bool source_matches() {
+    std::error_code ec;
+    if (!fs::is_directory(src_, ec)) return false;
+    auto doc = record_.read();
+    if (!doc) return false;
+    auto recorded = doc->value("/stages/fetch/commit"_json_pointer, std::string());
+    auto head = source::checkout_commit(src_);
+    return head && !recorded.empty() && *head == recorded;
+  }
+
+  Result<Ok> run_stage(const run::StageInfo& info, bool first_of_run) {
+    const std::string& stage = info.name;
+    if (stage == "fetch") return fetch(info);
+    if (stage == "validate") return validate(info);
+    fs::path log = layout_.log(key_, stage);
+    std::error_code ec;
+    fs::create_directories(log.parent_path(), ec);
+    if (stage == "configure" && first_of_run) {
+      // A configure that failed half-way leaves a CMakeCache that setup.py would trust.
+      fs::remove_all(src_ / plan_->build_dir, ec);
+    }
+    if (stage == "package" && !plan_->wheel_dir.empty()) fs::remove_all(src_ / plan_->wheel_dir, ec);
+
+    reporter_.stage_started(info);
+    double seconds = 0;
+    bool append = false;
+    for (const auto& step : plan_->steps) {
+      if (step.stage != stage) continue;
+      run::Command cmd;
+      cmd.argv = step.argv();
+      cmd.env = env_;
+      cmd.cwd = src_ / step.cwd;
+      cmd.log = log;
+      cmd.append_log = append;
+      append = true;
+      auto r = run::run_reported(runner_, cmd, reporter_);
+      seconds += r.elapsed.count();
+      if (!r.ok()) {
+        reporter_.stage_finished(info, {r.interrupted ? run::StageStatus::interrupted : run::StageStatus::failed,
+                                        seconds, r.describe(), log});
+        return stage_error(stage, r, log, reporter_);
+      }
+    }
+    json extra = json::object();
+    if (stage == "package") {
+      auto built = find_wheel(src_ / plan_->wheel_dir);
+      if (!built) {
+        reporter_.stage_finished(info, {run::StageStatus::failed, seconds, built.error().message, log});
+        return built.error();
+      }
+      auto stored = store::put_wheel(layout_, *built);
+      if (!stored) return stored.error();
+      // The key counts as built only once the wheel is validated (validate stage).
+      extra = {{"wheel_sha256", stored->sha256}, {"filename", built->filename().string()}};
+    }
+    if (auto r = record_.mark_done(stage, extra); !r) return r.error();
+    reporter_.stage_finished(info, {run::StageStatus::ok, seconds, "", log});
+    return Ok{};
+  }
+
+  Result<Ok> fetch(const run::StageInfo& info) {
+    reporter_.stage_started(info);
+    auto t0 = std::chrono::steady_clock::now();
+    source::SourceSpec spec{plan_->url, plan_->tag, plan_->commit.value_or("")};
+    source::SourceOptions so;
+    so.offline = options_.offline;
+    so.submodules = plan_->submodules;
+    so.retry = options_.retry;
+    so.note = [&](const std::string& n) { reporter_.message(run::Level::info, n); };
+    so.cancelled = [] { return run::interrupt_requested(); };
+    auto mirror_for = [&](const std::string& url) {
+      return source::MirrorSlot{layout_.git_mirror(url), layout_.git_mirror_lock(url)};
+    };
+    auto checkout = source::fetch_source(spec, src_, mirror_for, so);
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!checkout) {
+      reporter_.stage_finished(info, {run::StageStatus::failed, seconds, checkout.error().message, {}});
+      return checkout.error();
+    }
+    json subs = json::array();
+    for (const auto& s : checkout->submodules) subs.push_back({{"path", s.path}, {"url", s.url}, {"commit", s.commit}});
+    if (auto r = record_.mark_done("fetch", {{"commit", checkout->commit}, {"submodules", subs}}); !r) return r.error();
+    reporter_.stage_finished(info, {run::StageStatus::ok, seconds, checkout->commit.substr(0, 12), {}});
+    return Ok{};
+  }
+
+  // Validates the packaged wheel; only a validated wheel becomes the key's wheel.
+  Result<Ok> validate(const run::StageInfo& info) {
+    auto doc = record_.read();
+    if (!doc) return doc.error();
+    std::string sha = doc->value("/stages/package/wheel_sha256"_json_pointer, std::string());
+    std::string filename = doc->value("/stages/package/filename"_json_pointer, std::string());
+    auto check = store::get_wheel(layout_, sha);
+    if (sha.empty() || check.state != store::WheelState::ok) {
+      (void)record_.clear_stage("package");
+      return Error::build_failed(fmt::format("the packaged wheel is gone from the cache ({}); run again to repackage",
+                                             check.message));
+    }
+    reporter_.stage_started(info);
+    auto t0 = std::chrono::steady_clock::now();
+    json report = "skipped (--no-validate)";
+    if (options_.validate) {
+      auto r = options_.validate(check.path);
+      double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (!r) {
+        reporter_.stage_finished(info, {run::StageStatus::failed, seconds, r.error().message, {}});
+        (void)record_.update([&](json& d) { d["validation"] = {{"ok", false}, {"error", r.error().message}}; });
+        return r.error();
+      }
+      report = *r;
+    }
+    store::StoredWheel stored{sha, check.path, check.size};
+    if (auto r = record_.update([&](json& d) { d["validation"] = report; }); !r) return r.error();
+    if (auto r = record_.set_wheel(stored, filename); !r) return r.error();
+    if (auto r = record_.mark_done("validate"); !r) return r.error();
+    result_.stored = stored;
+    result_.filename = filename;
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    reporter_.stage_finished(info, {run::StageStatus::ok, seconds, options_.validate ? "" : "skipped (--no-validate)", {}});
+    return Ok{};
+  }
+
+  // The manifest (provenance) and the copy in --out.
+  Result<Ok> publish() {
+    auto doc = record_.read();
+    if (!doc) return doc.error();
+    const auto& res = plan_->resolution;
+    json m;
+    m["archbuild_version"] = options_.archbuild_version;
+    m["build_key"] = key_;
+    m["recipe"] = {{"name", res.recipe.name}, {"file", res.recipe.file.string()}};
+    m["source"] = {{"url", plan_->url},
+                   {"tag", plan_->tag},
+                   {"commit", doc->value("/stages/fetch/commit"_json_pointer, std::string())},
+                   {"submodules", doc->value("/stages/fetch/submodules"_json_pointer, json::array())}};
+    m["toolkit"] = res.toolkit ? json{{"version", res.toolkit->version.str()}, {"path", res.toolkit->root.string()}}
+                               : json(nullptr);
+    m["compiler"] = res.compiler ? json{{"name", res.compiler->name()}, {"path", res.compiler->path.string()}}
+                                 : json(nullptr);
+    m["arch_list"] = res.arch_list;
+    m["environment"] = plan_.environment();
+    m["wheel"] = {{"filename", result_.filename}, {"sha256", result_.stored.sha256}, {"size", result_.stored.size}};
+    if (auto r = record_.update([&](json& d) { d["manifest"] = m; }); !r) return r.error();
+    auto out = store::copy_to_out(result_.stored.path, options_.out_dir, result_.filename);
+    if (!out) return out.error();
+    result_.out_wheel = *out;
+    auto final_doc = record_.read();
+    if (final_doc) result_.manifest = *final_doc;
+    return Ok{};
+  }
+
+  const plan::Plan& plan_;
+  const store::Layout& layout_;
+  run::Runner& runner_;
+  run::Reporter& reporter_;
+  const PipelineOptions& options_;
+  std::string key_;
+  store::KeyRecord record_;
+  fs::path src_;
+  std::map<std::string, std::string> env_;
+  PipelineResult result_;
+  std::optional<Error> failed_;
+};
+
+}  // namespace
+
+Result<PipelineResult> run_pipeline(const plan::Plan& plan, const store::Layout& layout, run::Runner& runner,
+                                    run::Reporter& reporter, const PipelineOptions& options) {
+  Pipeline p(plan, layout, runner, reporter, options);
+  return p.run();
+}
+
+}  // namespace archbuild::stages

@@ -1,0 +1,75 @@
+// The stages of `archbuild wheel`, run from a Plan (nothing here decides what to build):
+// fetch (source/, libgit2) → configure → build → package (the plan's steps through a Runner)
+// → validate → the wheel stored content-addressed and copied to --out. A finished key is a copy; a failed
+// run resumes at the failed stage (store/ stamps); one process per key at a time (store/ lock).
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+#include "plan/plan.hpp"
+#include "run/reporter.hpp"
+#include "run/runner.hpp"
+#include "source/source.hpp"
+#include "store/layout.hpp"
+#include "store/wheels.hpp"
+
+namespace archbuild::stages {
+
+// The stages, in order (the names of their logs and stamps).
+const std::vector<std::string>& stage_names();
+
+// A compiler launcher in front of every C, C++ and CUDA compile.
+struct CompilerCache {
+  std::string kind = "ccache";  // "ccache", "sccache" or "none"
+  std::filesystem::path program;  // resolved path of the launcher (empty: not found → not used)
+  std::filesystem::path dir;      // CCACHE_DIR / SCCACHE_DIR
+};
+
+struct CacheCounts {
+  long hits = 0;
+  long misses = 0;
+};
+
+struct PipelineOptions {
+  std::filesystem::path out_dir;      // where the finished wheel is copied
+  bool offline = false;               // mirrors only
+  CompilerCache compiler_cache;
+  source::RetryPolicy retry;
+  // The caller's environment for the plan's pass-through names (HOME, LANG, …).
+  std::function<std::optional<std::string>(const std::string&)> getenv;
+  std::string archbuild_version;
+  // The validate stage: checks the packaged wheel (coverage, metadata, smoke …) and returns its
+  // report for the manifest, or an error (exit 1) that keeps the wheel out of --out and out of
+  // the key. Unset (--no-validate): the stage records "skipped".
+  std::function<Result<nlohmann::json>(const std::filesystem::path& wheel)> validate;
+};
+
+struct PipelineResult {
+  bool reused = false;                 // the key was built before: nothing ran
+  std::filesystem::path out_wheel;     // the copy in out_dir
+  store::StoredWheel stored;
+  std::string filename;
+  std::vector<std::string> ran;        // stages run now
+  std::vector<std::string> resumed_past;  // stages an earlier run had finished
+  std::optional<CacheCounts> compiler_cache;  // hits/misses of this run's compiles
+  std::vector<std::string> notes;      // e.g. a corrupted cached wheel was discarded
+  nlohmann::json manifest;             // keys/<key>.json after the run
+};
+
+// Runs the pipeline for `plan`. Errors: exit 4 for a failed stage (the reporter got the log's
+// last lines and its path), exit 2/3 for what the stages cannot work with.
+Result<PipelineResult> run_pipeline(const plan::Plan& plan, const store::Layout& layout, run::Runner& runner,
+                                    run::Reporter& reporter, const PipelineOptions& options);
+
+// The environment every step of the plan gets: the plan's, the pass-through names from the
+// caller, and the compiler launcher (not part of the key: it does not change the output).
+std::map<std::string, std::string> step_environment(const plan::Plan& plan, const PipelineOptions& options);
+
+}  // namespace archbuild::stages

@@ -1,0 +1,124 @@
+#include "store/atomic_file.hpp"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace archbuild::store {
+
+namespace {
+Error io_error(const std::string& what, const std::filesystem::path& p, int err) {
+  return Error::build_failed(fmt::format("{}: {}: {}", p.string(), what, std::strerror(err)));
+}
+}  // namespace
+
+std::string temp_prefix(const std::filesystem::path& target) {
+  return "." + target.filename().string() + ".tmp-";
+}
+
+void sync_dir(const std::filesystem::path& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+}
+
+Result<std::filesystem::path> make_temp_dir_beside(const std::filesystem::path& target) {
+  std::error_code ec;
+  std::filesystem::create_directories(target.parent_path(), ec);
+  std::string tmpl = (target.parent_path() / (temp_prefix(target) + "XXXXXX")).string();
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  if (!::mkdtemp(buf.data())) return io_error("cannot create a temp directory beside it", target, errno);
+  return std::filesystem::path(buf.data());
+}
+
+Result<AtomicFile> AtomicFile::open(const std::filesystem::path& target) {
+  std::error_code ec;
+  std::filesystem::create_directories(target.parent_path(), ec);
+  if (ec) return Error::build_failed(fmt::format("{}: cannot create its directory: {}", target.string(), ec.message()));
+  std::string tmpl = (target.parent_path() / (temp_prefix(target) + "XXXXXX")).string();
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  int fd = ::mkostemp(buf.data(), O_CLOEXEC);
+  if (fd < 0) return io_error("cannot create a temp file beside it", target, errno);
+  ::fchmod(fd, 0644);  // mkostemp makes 0600; cache files are ordinary files
+  AtomicFile f;
+  f.target_ = target;
+  f.temp_ = buf.data();
+  f.fd_ = fd;
+  return f;
+}
+
+AtomicFile::AtomicFile(AtomicFile&& o) noexcept : target_(std::move(o.target_)), temp_(std::move(o.temp_)), fd_(o.fd_) {
+  o.fd_ = -1;
+  o.temp_.clear();
+}
+
+AtomicFile& AtomicFile::operator=(AtomicFile&& o) noexcept {
+  if (this != &o) {
+    discard();
+    target_ = std::move(o.target_);
+    temp_ = std::move(o.temp_);
+    fd_ = o.fd_;
+    o.fd_ = -1;
+    o.temp_.clear();
+  }
+  return *this;
+}
+
+AtomicFile::~AtomicFile() { discard(); }
+
+void AtomicFile::discard() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  if (!temp_.empty()) {
+    std::error_code ec;
+    std::filesystem::remove(temp_, ec);
+    temp_.clear();
+  }
+}
+
+Result<Ok> AtomicFile::write(std::string_view data) { return write(data.data(), data.size()); }
+
+Result<Ok> AtomicFile::write(const void* data, std::size_t size) {
+  if (fd_ < 0) return Error::build_failed(fmt::format("{}: write after commit", target_.string()));
+  const char* p = static_cast<const char*>(data);
+  while (size > 0) {
+    ssize_t n = ::write(fd_, p, size);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return io_error("cannot write", temp_, errno);
+    }
+    p += n;
+    size -= static_cast<std::size_t>(n);
+  }
+  return Ok{};
+}
+
+Result<Ok> AtomicFile::commit() {
+  if (fd_ < 0) return Error::build_failed(fmt::format("{}: committed twice", target_.string()));
+  if (::fsync(fd_) != 0) return io_error("cannot fsync", temp_, errno);
+  ::close(fd_);
+  fd_ = -1;
+  if (::rename(temp_.c_str(), target_.c_str()) != 0) return io_error("cannot rename into place", target_, errno);
+  temp_.clear();
+  sync_dir(target_.parent_path());
+  return Ok{};
+}
+
+Result<Ok> write_file_atomic(const std::filesystem::path& target, std::string_view content) {
+  auto f = AtomicFile::open(target);
+  if (!f) return f.error();
+  if (auto w = f->write(content); !w) return w.error();
+  return f->commit();
+}
+
+}  // namespace archbuild::store

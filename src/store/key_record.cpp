@@ -1,0 +1,120 @@
+#include "store/key_record.hpp"
+
+#include <ctime>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "store/atomic_file.hpp"
+
+namespace archbuild::store {
+
+std::string utc_now_iso() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+KeyRecord::KeyRecord(const Layout& layout, std::string key) : key_(std::move(key)), path_(layout.manifest(key_)) {}
+
+bool KeyRecord::exists() const {
+  std::error_code ec;
+  return std::filesystem::is_regular_file(path_, ec);
+}
+
+Result<nlohmann::json> KeyRecord::read() const {
+  std::ifstream f(path_, std::ios::binary);
+  if (!f) {
+    if (!exists()) return nlohmann::json::object();
+    return Error::build_failed(fmt::format("{}: cannot be read", path_.string()));
+  }
+  std::stringstream ss;
+  ss << f.rdbuf();
+  auto doc = nlohmann::json::parse(ss.str(), nullptr, false);
+  if (doc.is_discarded() || !doc.is_object())
+    return Error::build_failed(fmt::format(
+        "{}: not a valid archbuild manifest (not a JSON object); delete it or run `archbuild cache clear`",
+        path_.string()));
+  return doc;
+}
+
+Result<Ok> KeyRecord::write(const nlohmann::json& doc) const {
+  return write_file_atomic(path_, doc.dump(2) + "\n");
+}
+
+Result<Ok> KeyRecord::update(const std::function<void(nlohmann::json&)>& edit) const {
+  auto doc = read();
+  if (!doc) return doc.error();
+  (*doc)["key"] = key_;
+  edit(*doc);
+  return write(*doc);
+}
+
+Result<bool> KeyRecord::done(std::string_view stage) const {
+  auto doc = read();
+  if (!doc) return doc.error();
+  auto stages = doc->find("stages");
+  if (stages == doc->end() || !stages->is_object()) return false;
+  auto s = stages->find(std::string(stage));
+  return s != stages->end() && s->is_object() && s->value("done", false);
+}
+
+Result<Ok> KeyRecord::mark_done(std::string_view stage, const nlohmann::json& extra) const {
+  if (!Layout::valid_name(stage)) return Error::bad_input(fmt::format("invalid stage name '{}'", stage));
+  return update([&](nlohmann::json& doc) {
+    if (!doc.contains("stages") || !doc["stages"].is_object()) doc["stages"] = nlohmann::json::object();
+    nlohmann::json s = extra.is_object() ? extra : nlohmann::json::object();
+    s["done"] = true;
+    s["at"] = utc_now_iso();
+    doc["stages"][std::string(stage)] = s;
+  });
+}
+
+Result<Ok> KeyRecord::clear_stage(std::string_view stage) const {
+  return update([&](nlohmann::json& doc) {
+    if (doc.contains("stages") && doc["stages"].is_object()) doc["stages"].erase(std::string(stage));
+  });
+}
+
+Result<Ok> KeyRecord::clear_stages() const {
+  return update([&](nlohmann::json& doc) { doc["stages"] = nlohmann::json::object(); });
+}
+
+Result<std::optional<std::string>> KeyRecord::resume_point(const std::vector<std::string>& order) const {
+  for (const auto& stage : order) {
+    auto d = done(stage);
+    if (!d) return d.error();
+    if (!*d) return std::optional<std::string>(stage);
+  }
+  return std::optional<std::string>();
+}
+
+Result<Ok> KeyRecord::set_wheel(const StoredWheel& stored, const std::string& filename) const {
+  return update([&](nlohmann::json& doc) {
+    doc["wheel"] = {{"sha256", stored.sha256}, {"filename", filename}, {"size", stored.size}};
+  });
+}
+
+Result<std::optional<WheelRef>> KeyRecord::wheel() const {
+  auto doc = read();
+  if (!doc) return doc.error();
+  auto w = doc->find("wheel");
+  if (w == doc->end() || !w->is_object()) return std::optional<WheelRef>();
+  WheelRef r;
+  r.sha256 = w->value("sha256", "");
+  r.filename = w->value("filename", "");
+  r.size = w->value("size", std::uintmax_t{0});
+  bool hex = r.sha256.size() == 64 && r.sha256.find_first_not_of("0123456789abcdef") == std::string::npos;
+  if (!hex || r.filename.empty()) return std::optional<WheelRef>();
+  return std::optional<WheelRef>(r);
+}
+
+Result<Ok> KeyRecord::clear_wheel() const {
+  return update([](nlohmann::json& doc) { doc.erase("wheel"); });
+}
+
+}  // namespace archbuild::store

@@ -1,0 +1,105 @@
+#include "store/layout.hpp"
+
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "core/sha256.hpp"
+
+namespace archbuild::store {
+
+GetEnv process_env() {
+  return [](const std::string& name) -> std::optional<std::string> {
+    const char* v = std::getenv(name.c_str());
+    if (!v || !*v) return std::nullopt;
+    return std::string(v);
+  };
+}
+
+Result<CacheDirChoice> choose_cache_dir(const std::optional<std::filesystem::path>& flag,
+                                        const GetEnv& getenv) {
+  auto absolute = [](const std::filesystem::path& p) {
+    return p.is_absolute() ? p.lexically_normal() : (std::filesystem::current_path() / p).lexically_normal();
+  };
+  if (flag && !flag->empty()) return CacheDirChoice{absolute(*flag), "--cache-dir"};
+  if (auto v = getenv("ARCHBUILD_CACHE_DIR")) return CacheDirChoice{absolute(*v), "$ARCHBUILD_CACHE_DIR"};
+  if (auto v = getenv("XDG_CACHE_HOME"); v && std::filesystem::path(*v).is_absolute())
+    return CacheDirChoice{std::filesystem::path(*v).lexically_normal() / "archbuild", "$XDG_CACHE_HOME"};
+  if (auto v = getenv("HOME"); v && std::filesystem::path(*v).is_absolute())
+    return CacheDirChoice{std::filesystem::path(*v).lexically_normal() / ".cache" / "archbuild", "$HOME"};
+  return Error::bad_input(
+      "no cache directory: HOME is not set; pass --cache-dir DIR or set ARCHBUILD_CACHE_DIR");
+}
+
+Layout::Layout(std::filesystem::path root) : root_(std::move(root)) {}
+
+bool Layout::valid_name(std::string_view name) {
+  if (name.empty() || name.size() > 128 || name[0] == '.') return false;
+  for (char c : name) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+              c == '_' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+namespace {
+// Keys come from the plan's hash, stage names from code: a bad one is a bug, not user input,
+// but it must still end in one clear line rather than a path outside the cache.
+std::string checked(std::string_view name, const char* what) {
+  if (!Layout::valid_name(name))
+    throw Failure(Error::bad_input(fmt::format("invalid {} for a cache path: '{}'", what, name)));
+  return std::string(name);
+}
+}  // namespace
+
+std::string Layout::url_hash(std::string_view url) {
+  std::string u(url);
+  while (!u.empty() && u.back() == '/') u.pop_back();
+  if (u.size() > 4 && u.compare(u.size() - 4, 4, ".git") == 0) u.resize(u.size() - 4);
+  return sha256_hex(u).substr(0, 24);
+}
+
+std::filesystem::path Layout::git_mirror(std::string_view url) const {
+  return git_dir() / (url_hash(url) + ".git");
+}
+std::filesystem::path Layout::git_mirror_lock(std::string_view url) const {
+  return git_dir() / (url_hash(url) + ".lock");
+}
+std::filesystem::path Layout::source_dir(std::string_view key) const {
+  return sources_dir() / checked(key, "build key");
+}
+std::filesystem::path Layout::build_dir(std::string_view key) const {
+  return builds_dir() / checked(key, "build key");
+}
+std::filesystem::path Layout::wheel(std::string_view sha256) const {
+  bool hex = sha256.size() == 64 && sha256.find_first_not_of("0123456789abcdef") == std::string_view::npos;
+  if (!hex) throw Failure(Error::bad_input(fmt::format("invalid wheel hash: '{}'", sha256)));
+  return wheels_dir() / (std::string(sha256) + ".whl");
+}
+std::filesystem::path Layout::manifest(std::string_view key) const {
+  return keys_dir() / (checked(key, "build key") + ".json");
+}
+std::filesystem::path Layout::key_lock(std::string_view key) const {
+  return keys_dir() / (checked(key, "build key") + ".lock");
+}
+std::filesystem::path Layout::log_dir(std::string_view key) const {
+  return logs_dir() / checked(key, "build key");
+}
+std::filesystem::path Layout::log(std::string_view key, std::string_view stage) const {
+  return log_dir(key) / (checked(stage, "stage name") + ".log");
+}
+
+Result<Ok> Layout::create() const {
+  for (const auto& dir : {root_, git_dir(), sources_dir(), builds_dir(), wheels_dir(), keys_dir(), logs_dir(),
+                          ccache_dir()}) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec)
+      return Error::bad_input(fmt::format("cache directory {}: cannot create {}: {}", root_.string(),
+                                          dir.string(), ec.message()));
+  }
+  return Ok{};
+}
+
+}  // namespace archbuild::store

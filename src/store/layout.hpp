@@ -1,0 +1,72 @@
+// The cache directory and every path in it (DESIGN.md "Cache layout"). This is the ONLY place
+// that decides where archbuild's files live; other modules get paths from here.
+//
+//   git/<url-hash>.git        bare mirrors (source and submodules); git/<url-hash>.lock
+//   src/<key>/                checkouts, one per build key
+//   build/<key>/              build trees, one per build key
+//   wheels/<sha256>.whl       finished wheels, content addressed
+//   keys/<key>.json           manifest: build key → wheel hash, stamps, logs; keys/<key>.lock
+//   logs/<key>/<stage>.log
+//   ccache/                   compiler cache (unless the user points elsewhere)
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/error.hpp"
+
+namespace archbuild::store {
+
+using GetEnv = std::function<std::optional<std::string>(const std::string& name)>;
+GetEnv process_env();  // getenv; empty values count as unset
+
+struct CacheDirChoice {
+  std::filesystem::path dir;  // absolute
+  std::string origin;         // "--cache-dir", "$ARCHBUILD_CACHE_DIR", "$XDG_CACHE_HOME", "$HOME"
+};
+
+// --cache-dir > $ARCHBUILD_CACHE_DIR > $XDG_CACHE_HOME/archbuild > ~/.cache/archbuild.
+// A relative --cache-dir or $ARCHBUILD_CACHE_DIR is taken from the current directory; a relative
+// $XDG_CACHE_HOME is ignored (the XDG spec says so). Error (exit 2) when none applies.
+Result<CacheDirChoice> choose_cache_dir(const std::optional<std::filesystem::path>& flag,
+                                        const GetEnv& getenv = process_env());
+
+class Layout {
+ public:
+  explicit Layout(std::filesystem::path root);
+  const std::filesystem::path& root() const { return root_; }
+
+  std::filesystem::path git_dir() const { return root_ / "git"; }
+  std::filesystem::path git_mirror(std::string_view url) const;       // git/<url-hash>.git
+  std::filesystem::path git_mirror_lock(std::string_view url) const;  // git/<url-hash>.lock
+  std::filesystem::path sources_dir() const { return root_ / "src"; }
+  std::filesystem::path source_dir(std::string_view key) const;       // src/<key>
+  std::filesystem::path builds_dir() const { return root_ / "build"; }
+  std::filesystem::path build_dir(std::string_view key) const;        // build/<key>
+  std::filesystem::path wheels_dir() const { return root_ / "wheels"; }
+  std::filesystem::path wheel(std::string_view sha256) const;         // wheels/<sha256>.whl
+  std::filesystem::path keys_dir() const { return root_ / "keys"; }
+  std::filesystem::path manifest(std::string_view key) const;         // keys/<key>.json
+  std::filesystem::path key_lock(std::string_view key) const;         // keys/<key>.lock
+  std::filesystem::path logs_dir() const { return root_ / "logs"; }
+  std::filesystem::path log_dir(std::string_view key) const;          // logs/<key>/
+  std::filesystem::path log(std::string_view key, std::string_view stage) const;
+  std::filesystem::path ccache_dir() const { return root_ / "ccache"; }
+
+  // Creates the root and its areas (idempotent).
+  Result<Ok> create() const;
+
+  // The name of a URL's mirror: 24 hex digits of SHA-256 over the normalised URL (trailing '/'
+  // and ".git" dropped, so https://host/a/b and https://host/a/b.git share one mirror).
+  static std::string url_hash(std::string_view url);
+  // Keys and stage names become file names: [A-Za-z0-9._-], not starting with '.', ≤ 128.
+  static bool valid_name(std::string_view name);
+
+ private:
+  std::filesystem::path root_;
+};
+
+}  // namespace archbuild::store

@@ -1,0 +1,101 @@
+#include "store/wheels.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <unistd.h>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/sha256.hpp"
+#include "store/atomic_file.hpp"
+
+namespace archbuild::store {
+
+namespace {
+
+// Streams `src` into `dst` (if given), hashing what passes.
+Result<std::string> copy_hashing(const std::filesystem::path& src, AtomicFile* dst, std::uintmax_t* size) {
+  int fd = ::open(src.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Error::build_failed(fmt::format("{}: cannot read: {}", src.string(), std::strerror(errno)));
+  Sha256 h;
+  std::vector<char> buf(1 << 20);
+  std::uintmax_t total = 0;
+  for (;;) {
+    ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      ::close(fd);
+      return Error::build_failed(fmt::format("{}: read error: {}", src.string(), std::strerror(err)));
+    }
+    if (n == 0) break;
+    h.update(buf.data(), static_cast<std::size_t>(n));
+    total += static_cast<std::uintmax_t>(n);
+    if (dst) {
+      if (auto w = dst->write(buf.data(), static_cast<std::size_t>(n)); !w) {
+        ::close(fd);
+        return w.error();
+      }
+    }
+  }
+  ::close(fd);
+  if (size) *size = total;
+  return h.hex();
+}
+
+}  // namespace
+
+Result<StoredWheel> put_wheel(const Layout& layout, const std::filesystem::path& built_wheel) {
+  // The name is known only after hashing: write the temp file, then name the target.
+  auto tmp = AtomicFile::open(layout.wheels_dir() / "incoming.whl");
+  if (!tmp) return tmp.error();
+  StoredWheel w;
+  auto hex = copy_hashing(built_wheel, &*tmp, &w.size);
+  if (!hex) return hex.error();
+  w.sha256 = *hex;
+  w.path = layout.wheel(w.sha256);
+  tmp->retarget(w.path);
+  if (auto c = tmp->commit(); !c) return c.error();
+  return w;
+}
+
+WheelCheck get_wheel(const Layout& layout, const std::string& sha256) {
+  WheelCheck c;
+  c.path = layout.wheel(sha256);
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(c.path, ec)) {
+    c.state = WheelState::missing;
+    c.message = fmt::format("cached wheel {} is missing", c.path.string());
+    return c;
+  }
+  auto hex = copy_hashing(c.path, nullptr, &c.size);
+  if (hex && *hex == sha256) {
+    c.state = WheelState::ok;
+    return c;
+  }
+  c.state = WheelState::corrupted;
+  c.actual_sha256 = hex ? *hex : std::string();
+  c.message = hex ? fmt::format("cached wheel {} is corrupted (its SHA-256 is now {}); discarded, it will be rebuilt",
+                                c.path.string(), *hex)
+                  : fmt::format("cached wheel {} cannot be read ({}); discarded, it will be rebuilt",
+                                c.path.string(), hex.error().message);
+  std::filesystem::remove(c.path, ec);
+  return c;
+}
+
+Result<std::filesystem::path> copy_to_out(const std::filesystem::path& wheel, const std::filesystem::path& out_dir,
+                                          const std::string& filename) {
+  if (filename.empty() || filename.find('/') != std::string::npos || filename[0] == '.')
+    return Error::bad_input(fmt::format("invalid wheel file name '{}'", filename));
+  auto target = out_dir / filename;
+  auto tmp = AtomicFile::open(target);
+  if (!tmp) return tmp.error();
+  auto hex = copy_hashing(wheel, &*tmp, nullptr);
+  if (!hex) return hex.error();
+  if (auto c = tmp->commit(); !c) return c.error();
+  return target;
+}
+
+}  // namespace archbuild::store

@@ -1,0 +1,42 @@
+// Content-addressed wheels (wheels/<sha256>.whl) and publishing a copy to --out.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include "core/error.hpp"
+#include "store/layout.hpp"
+
+namespace archbuild::store {
+
+struct StoredWheel {
+  std::string sha256;
+  std::filesystem::path path;  // wheels/<sha256>.whl
+  std::uintmax_t size = 0;
+};
+
+// Copies a built wheel into the store: hashed while copied to a temp file beside the target,
+// fsync'ed, renamed to wheels/<sha256>.whl (an existing one is replaced atomically).
+Result<StoredWheel> put_wheel(const Layout& layout, const std::filesystem::path& built_wheel);
+
+enum class WheelState { ok, missing, corrupted };
+
+struct WheelCheck {
+  WheelState state = WheelState::missing;
+  std::filesystem::path path;
+  std::string actual_sha256;  // when corrupted
+  std::uintmax_t size = 0;
+  std::string message;        // for the user when not ok
+};
+
+// The stored wheel with this hash, re-hashed. A corrupted one (hash no longer matches) is
+// deleted and reported (state corrupted + message), so the caller rebuilds it.
+WheelCheck get_wheel(const Layout& layout, const std::string& sha256);
+
+// Copies `wheel` to out_dir/filename without ever leaving a partial file there: temp file in
+// out_dir, fsync, rename (an older file of that name is replaced atomically). Creates out_dir.
+Result<std::filesystem::path> copy_to_out(const std::filesystem::path& wheel, const std::filesystem::path& out_dir,
+                                          const std::string& filename);
+
+}  // namespace archbuild::store

@@ -1,0 +1,539 @@
+// The ELF, fatbin and zip readers: real nvcc output (committed under tests/data/binaries),
+// libcublas where the CUDA toolkit is installed, and malformed inputs made byte by byte.
+#include <lz4.h>
+#include <zstd.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <set>
+
+#include "binary/builders.hpp"
+#include "binary/elf.hpp"
+#include "binary/fatbin.hpp"
+#include "binary/inspect.hpp"
+#include "support/tempdir.hpp"
+
+using namespace archbuild;
+using namespace archbuild::binary;
+namespace fs = std::filesystem;
+using test::Buf;
+using test::EntrySpec;
+
+namespace {
+
+const fs::path kData = fs::path(ARCHBUILD_TEST_DATA) / "binaries";
+
+Bytes bytes_of(const Buf& b) { return {reinterpret_cast<const std::uint8_t*>(b.data()), b.size()}; }
+
+std::set<std::string> names(const std::vector<ImageCount>& images, EntryKind kind) {
+  std::set<std::string> out;
+  for (const auto& ic : images)
+    if (ic.kind == kind) out.insert(ic.name());
+  return out;
+}
+
+FileReport inspect_one(const fs::path& p, bool verify = true) {
+  InspectOptions o;
+  o.verify = verify;
+  auto r = inspect_path(p, o);
+  INFO(p.string() << ": " << (r ? "" : r.error().message));
+  REQUIRE(r.ok());
+  REQUIRE(r->files.size() == 1);
+  return r->files.front();
+}
+
+// Inspects bytes that must be refused; returns the one-line message.
+std::string refused(const Buf& b, const InspectOptions& o = {}) {
+  auto r = inspect_elf(bytes_of(b), "x.so", o);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().exit == Exit::bad_input);
+  CHECK(r.error().message.find('\n') == std::string::npos);
+  CHECK(r.error().message.rfind("x.so: ", 0) == 0);
+  return r.error().message;
+}
+
+Buf read_bytes(const fs::path& p) { return test::read_file(p); }
+
+Buf zstd(const Buf& in) {
+  Buf out(ZSTD_compressBound(in.size()), '\0');
+  out.resize(ZSTD_compress(out.data(), out.size(), in.data(), in.size(), 3));
+  return out;
+}
+
+Buf lz4(const Buf& in) {
+  Buf out(LZ4_compressBound(static_cast<int>(in.size())), '\0');
+  out.resize(static_cast<std::size_t>(
+      LZ4_compress_default(in.data(), out.data(), static_cast<int>(in.size()), static_cast<int>(out.size()))));
+  return out;
+}
+
+VerifyResult verify_single(const Buf& fatbin) {
+  Buf file = test::elf_with_fatbin(fatbin);
+  auto elf = read_elf(bytes_of(file));
+  REQUIRE(elf.ok());
+  auto cs = read_containers(bytes_of(file), *elf);
+  REQUIRE(cs.ok());
+  REQUIRE(cs->size() == 1);
+  REQUIRE(cs->front().entries.size() == 1);
+  return verify_entry(bytes_of(file), cs->front().entries.front());
+}
+
+}  // namespace
+
+TEST_CASE("nvcc-built binaries: each lists exactly the code it was built with", "[binary]") {
+  SECTION("sm_80, sm_90a and compute_120 PTX (default compression: PTX zstd)") {
+    auto f = inspect_one(kData / "multi.so");
+    auto img = f.runtime_images();
+    CHECK(names(img, EntryKind::sass) == std::set<std::string>{"sm_80", "sm_90a"});
+    CHECK(names(img, EntryKind::ptx) == std::set<std::string>{"compute_120"});
+    CHECK(f.relocatable_images().empty());
+    for (const auto& ic : img)
+      CHECK(ic.compression.begin()->first == (ic.kind == EntryKind::ptx ? Compression::zstd : Compression::none));
+    CHECK(f.machine == "x86-64");
+    CHECK(f.problems.empty());
+    CHECK(f.unchecked == 0);
+  }
+  SECTION("PTX only") {
+    auto f = inspect_one(kData / "ptx_only.so");
+    CHECK(names(f.runtime_images(), EntryKind::sass).empty());
+    CHECK(names(f.runtime_images(), EntryKind::ptx) == std::set<std::string>{"compute_90"});
+    CHECK(f.problems.empty());
+  }
+  SECTION("-rdc: the relocatable container is reported apart") {
+    auto f = inspect_one(kData / "rdc.so");
+    CHECK(names(f.runtime_images(), EntryKind::sass) == std::set<std::string>{"sm_90"});
+    CHECK(names(f.relocatable_images(), EntryKind::sass) == std::set<std::string>{"sm_90"});
+    std::size_t reloc = 0;
+    for (const auto& c : f.containers)
+      if (c.placement == Placement::relocatable) {
+        ++reloc;
+        CHECK(c.section == "__nv_relfatbin");
+      }
+    CHECK(reloc == 1);
+    CHECK(f.problems.empty());
+  }
+  SECTION("--compress-mode=speed: LZ4") {
+    auto f = inspect_one(kData / "lz4.so");
+    CHECK(names(f.runtime_images(), EntryKind::sass) == std::set<std::string>{"sm_86"});
+    CHECK(names(f.runtime_images(), EntryKind::ptx) == std::set<std::string>{"compute_86"});
+    CHECK(f.compression()[Compression::lz4] == 1);
+    CHECK(f.problems.empty());
+  }
+  SECTION("-Xfatbin -compress-all: every cubin zstd, a and f variants") {
+    auto f = inspect_one(kData / "zstd_all.so");
+    CHECK(names(f.runtime_images(), EntryKind::sass) == std::set<std::string>{"sm_75", "sm_100a", "sm_120f"});
+    auto comp = f.compression();
+    CHECK(comp.size() == 1);
+    CHECK(comp[Compression::zstd] == 3);
+    CHECK(f.problems.empty());
+    auto images = f.code_images();
+    CHECK(std::count_if(images.begin(), images.end(), [](const arch::CodeImage& i) {
+            return i.cc == arch::Cc{12, 0} && i.variant == arch::Variant::f && i.kind == arch::CodeKind::sass;
+          }) == 1);
+  }
+}
+
+TEST_CASE("an aarch64 library is read like an x86-64 one", "[binary]") {
+  Buf b = read_bytes(kData / "multi.so");
+  test::put16(b, 0x12, kEmAarch64);
+  auto r = inspect_elf(bytes_of(b), "arm.so");
+  REQUIRE(r.ok());
+  CHECK(r->machine == "aarch64");
+  CHECK(r->entry_count() == 3);
+}
+
+TEST_CASE("libcublas.so.13 carries what fatbin.md says", "[binary]") {
+  fs::path lib = "/usr/local/cuda/lib64/libcublas.so.13";
+  if (!fs::exists(lib)) {
+    WARN("skipped: " << lib << " is not installed");
+    return;
+  }
+  auto f = inspect_one(lib, false);
+  auto img = f.runtime_images();
+  CHECK(names(img, EntryKind::sass) == std::set<std::string>{"sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"});
+  CHECK(names(img, EntryKind::ptx) == std::set<std::string>{"compute_120"});
+  auto comp = f.compression();
+  CHECK(comp.size() == 1);
+  CHECK(comp.begin()->first == Compression::zstd);
+  // Duplicates are counted, not listed twice.
+  CHECK(f.entry_count() > img.size());
+}
+
+TEST_CASE("containers in other data sections are found by their magic; false magics are not", "[binary]") {
+  Buf good = test::container({test::entry({.kind = 2, .sm = 89, .payload = test::cubin(89)}),
+                              test::entry({.kind = 8, .sm = 75, .payload = Buf(40, 'L')})});
+  // A magic followed by nonsense, then a real container after some unrelated bytes.
+  Buf fake = test::container({}, 0xffff);
+  Buf rodata = "some strings\0" + fake + Buf(5, '\x55') + Buf("P\xed\x55\xba", 4) + Buf(3, '\0') + good + "tail";
+  Buf file = test::elf({{".text", Buf(16, '\xc3'), 1, 0x6},
+                        {".rodata", rodata},
+                        {".nv_fatbin", test::container({test::entry({.sm = 90, .payload = test::cubin(90)})})},
+                        {".debug_info", good, 1, 0}});  // not allocated: not scanned
+  auto r = inspect_elf(bytes_of(file), "lib.so", {.verify = true});
+  REQUIRE(r.ok());
+  REQUIRE(r->containers.size() == 2);
+  CHECK(r->containers[0].section == ".rodata");
+  CHECK(r->containers[0].placement == Placement::embedded);
+  CHECK(names(r->runtime_images(), EntryKind::sass) == std::set<std::string>{"sm_89", "sm_90"});
+  CHECK(names(r->runtime_images(), EntryKind::lto_ir) == std::set<std::string>{"lto_75"});
+  // LTO-IR is not something the driver loads.
+  CHECK(r->code_images().size() == 2);
+  CHECK(r->problems.empty());
+}
+
+TEST_CASE("flags give the variant and the compression", "[binary]") {
+  Buf fat = test::container({
+      test::entry({.sm = 90, .flags = 0x100011, .payload = test::cubin(90)}),
+      test::entry({.sm = 120, .flags = 0x200011, .payload = test::cubin(120)}),
+      test::entry({.kind = 1,
+                   .sm = 100,
+                   .flags = 0x108011,
+                   .payload = Buf(16, 'x'),
+                   .compressed_size = 16,
+                   .uncompressed_size = 64}),
+      test::entry({.kind = 1,
+                   .sm = 86,
+                   .flags = 0x2011,
+                   .payload = Buf(16, 'x'),
+                   .compressed_size = 10,
+                   .uncompressed_size = 64}),
+      test::entry({.sm = 90, .flags = 0x100011, .payload = test::cubin(90)}),  // a duplicate
+  });
+  auto r = inspect_elf(bytes_of(test::elf_with_fatbin(fat)), "v.so");
+  REQUIRE(r.ok());
+  auto img = r->runtime_images();
+  CHECK(names(img, EntryKind::sass) == std::set<std::string>{"sm_90a", "sm_120f"});
+  CHECK(names(img, EntryKind::ptx) == std::set<std::string>{"compute_86", "compute_100a"});
+  CHECK(r->entry_count() == 5);
+  for (const auto& ic : img) {
+    if (ic.name() == "sm_90a") CHECK(ic.count == 2);
+    if (ic.name() == "compute_100a") CHECK(ic.compression.at(Compression::zstd) == 1);
+    if (ic.name() == "compute_86") CHECK(ic.compression.at(Compression::lz4) == 1);
+  }
+}
+
+TEST_CASE("malformed ELF files are refused with one line", "[binary][malformed]") {
+  SECTION("empty") { CHECK_THAT(refused(""), Catch::Contains("truncated ELF header")); }
+  SECTION("wrong magic") { CHECK_THAT(refused(Buf(64, 'A')), Catch::Contains("not an ELF file")); }
+  SECTION("32-bit") {
+    Buf b = test::elf_with_fatbin("");
+    b[4] = 1;
+    CHECK_THAT(refused(b), Catch::Contains("32-bit"));
+  }
+  SECTION("big-endian") {
+    Buf b = test::elf_with_fatbin("");
+    b[5] = 2;
+    CHECK_THAT(refused(b), Catch::Contains("big-endian"));
+  }
+  SECTION("another machine") {
+    Buf b = test::elf_with_fatbin("");
+    test::put16(b, 0x12, 40);  // ARM (32-bit)
+    CHECK_THAT(refused(b), Catch::Contains("machine 40"));
+  }
+  SECTION("section table past the end") {
+    Buf b = test::elf_with_fatbin("");
+    test::put64(b, 0x28, b.size() + 8);
+    CHECK_THAT(refused(b), Catch::Contains("section header table"));
+  }
+  SECTION("section count overflowing the file") {
+    Buf b = test::elf_with_fatbin("");
+    test::put16(b, 0x3c, 0xfff0);
+    CHECK_THAT(refused(b), Catch::Contains("section headers"));
+  }
+  SECTION("a section's data past the end, with an offset that overflows") {
+    Buf b = test::elf_with_fatbin("");
+    std::uint64_t shoff;
+    std::memcpy(&shoff, b.data() + 0x28, 8);
+    test::put64(b, shoff + 64 * 2 + 0x18, UINT64_MAX - 4);  // section 2 (.nv_fatbin) offset
+    CHECK_THAT(refused(b), Catch::Contains("runs past the end of the file"));
+  }
+  SECTION("a name outside the name table") {
+    Buf b = test::elf_with_fatbin("");
+    std::uint64_t shoff;
+    std::memcpy(&shoff, b.data() + 0x28, 8);
+    test::put32(b, shoff + 64, 0x7fffffff);
+    CHECK_THAT(refused(b), Catch::Contains("outside the name table"));
+  }
+  SECTION("every truncation of a real library") {
+    Buf whole = read_bytes(kData / "multi.so");
+    for (std::size_t n = 0; n < whole.size(); n += 61) {
+      INFO("cut at " << n);
+      refused(whole.substr(0, n));
+    }
+  }
+}
+
+TEST_CASE("malformed fatbins are refused with one line", "[binary][malformed]") {
+  Buf ok_entry = test::entry({.sm = 90, .payload = test::cubin(90)});
+  SECTION("wrong container magic in .nv_fatbin") {
+    CHECK_THAT(refused(test::elf_with_fatbin(test::container({ok_entry}, UINT64_MAX, 0xBA55ED51))),
+               Catch::Contains("unexpected bytes"));
+  }
+  SECTION("zero padding between containers is fine, garbage is not") {
+    Buf two = test::container({ok_entry}) + Buf(8, '\0') + test::container({ok_entry});
+    auto r = inspect_elf(bytes_of(test::elf_with_fatbin(two)), "x.so");
+    REQUIRE(r.ok());
+    CHECK(r->containers.size() == 2);
+    CHECK_THAT(refused(test::elf_with_fatbin(test::container({ok_entry}) + "junk")),
+               Catch::Contains("unexpected bytes"));
+  }
+  SECTION("container size that overflows") {
+    CHECK_THAT(refused(test::elf_with_fatbin(test::container({ok_entry}, UINT64_MAX - 8))),
+               Catch::Contains("runs past the end of .nv_fatbin"));
+  }
+  SECTION("container version") {
+    Buf c = test::container({ok_entry});
+    test::put16(c, 4, 7);
+    CHECK_THAT(refused(test::elf_with_fatbin(c)), Catch::Contains("unknown version 7"));
+  }
+  SECTION("entry payload past the end of its container") {
+    EntrySpec e{.sm = 90, .payload = test::cubin(90), .stored_size_override = 4096};
+    CHECK_THAT(refused(test::elf_with_fatbin(test::container({test::entry(e)}))),
+               Catch::Contains("payload of 4096 bytes runs past"));
+  }
+  SECTION("entry payload size that overflows") {
+    EntrySpec e{.sm = 90, .payload = test::cubin(90), .stored_size_override = UINT64_MAX - 32};
+    CHECK_THAT(refused(test::elf_with_fatbin(test::container({test::entry(e)}))), Catch::Contains("runs past"));
+  }
+  SECTION("entry header size below 64 (a loop that would never advance)") {
+    Buf e = ok_entry;
+    test::put32(e, 4, 0);
+    CHECK_THAT(refused(test::elf_with_fatbin(test::container({e}))), Catch::Contains("below the minimum"));
+  }
+  SECTION("entry header size past the container") {
+    Buf e = ok_entry;
+    test::put32(e, 4, 0xfffffff0);
+    CHECK_THAT(refused(test::elf_with_fatbin(test::container({e}))), Catch::Contains("header size"));
+  }
+  SECTION("truncated entry header") {
+    CHECK_THAT(refused(test::elf_with_fatbin(test::container({ok_entry.substr(0, 40)}))),
+               Catch::Contains("header runs past"));
+  }
+  SECTION("unknown kind") {
+    Buf e = ok_entry;
+    test::put16(e, 0, 3);
+    CHECK_THAT(refused(test::elf_with_fatbin(test::container({e}))), Catch::Contains("unknown kind 3"));
+  }
+  SECTION("arch that is not an SM") {
+    CHECK_THAT(refused(test::elf_with_fatbin(test::container({test::entry({.sm = 0, .payload = "x"})}))),
+               Catch::Contains("not an SM number"));
+  }
+  SECTION("nested false containers in a data section cannot make the scan quadratic") {
+    // Every 128 bytes a container header claiming the rest of the section, then an entry
+    // whose payload covers the next container header: each candidate walks every entry to
+    // the end and fails on the last one (unknown kind). Without a work budget that is
+    // 20000 candidates × 10000 entries on average.
+    constexpr std::size_t kUnits = 20000;
+    Buf unit = test::container({test::entry({.sm = 90, .payload = Buf(64, '\0')})});
+    Buf rodata;
+    for (std::size_t m = 0; m < kUnits; ++m) rodata += unit.substr(0, 16 + 64 + 48);
+    rodata += test::entry({.kind = 3, .sm = 90});
+    for (std::size_t m = 0; m < kUnits; ++m) test::put64(rodata, 128 * m + 8, rodata.size() - 128 * m - 16);
+    auto message = refused(test::elf({{".rodata", rodata}}));
+    CHECK_THAT(message, Catch::Contains("too many invalid fatbin headers"));
+  }
+  SECTION("compressed size larger than the payload") {
+    EntrySpec e{.sm = 90, .flags = 0x8011, .payload = Buf(16, 'z'), .compressed_size = 17, .uncompressed_size = 100};
+    CHECK_THAT(refused(test::elf_with_fatbin(test::container({test::entry(e)}))),
+               Catch::Contains("compressed size 17"));
+  }
+}
+
+TEST_CASE("verify cross-checks decompressed entries against their headers", "[binary][verify]") {
+  SECTION("uncompressed cubin whose e_flags disagree") {
+    auto v = verify_single(test::container({test::entry({.sm = 90, .payload = test::cubin(86)})}));
+    CHECK(v.status == VerifyStatus::mismatch);
+    CHECK_THAT(v.message, Catch::Contains("sm_86") && Catch::Contains("sm_90"));
+  }
+  SECTION("old e_flags layout (ABI version 7): SM in the low byte") {
+    Buf c = test::cubin(0);
+    c[7] = 0x33, c[8] = 7;
+    test::put32(c, 0x30, 0x5a0000 | 86);
+    CHECK(verify_single(test::container({test::entry({.sm = 86, .payload = c})})).status == VerifyStatus::ok);
+  }
+  SECTION("zstd cubin") {
+    Buf cub = test::cubin(100);
+    Buf z = zstd(cub);
+    EntrySpec e{.sm = 100,
+                .flags = 0x8011,
+                .payload = z,
+                .compressed_size = static_cast<std::uint32_t>(z.size()),
+                .uncompressed_size = cub.size()};
+    CHECK(verify_single(test::container({test::entry(e)})).status == VerifyStatus::ok);
+    e.sm = 103;
+    CHECK(verify_single(test::container({test::entry(e)})).status == VerifyStatus::mismatch);
+    e.sm = 100;
+    e.uncompressed_size = cub.size() + 8;
+    CHECK_THAT(verify_single(test::container({test::entry(e)})).message, Catch::Contains("decompresses to"));
+  }
+  SECTION("LZ4 PTX with the a variant") {
+    Buf ptx = "//\n// Generated by NVIDIA NVVM Compiler\n.version 9.0\n.target sm_90a\n.address_size 64\n";
+    Buf l = lz4(ptx);
+    EntrySpec e{.kind = 1,
+                .sm = 90,
+                .flags = 0x102011,
+                .payload = l,
+                .compressed_size = static_cast<std::uint32_t>(l.size()),
+                .uncompressed_size = ptx.size()};
+    CHECK(verify_single(test::container({test::entry(e)})).status == VerifyStatus::ok);
+    e.flags = 0x2011;  // header says plain compute_90
+    auto v = verify_single(test::container({test::entry(e)}));
+    CHECK(v.status == VerifyStatus::mismatch);
+    CHECK_THAT(v.message, Catch::Contains(".target sm_90a"));
+  }
+  SECTION("PTX without a .target line, or holding an ELF") {
+    CHECK(
+        verify_single(test::container({test::entry({.kind = 1, .sm = 90, .payload = "// .target sm_90\n"})})).status ==
+        VerifyStatus::mismatch);
+    CHECK(verify_single(test::container({test::entry({.kind = 1, .sm = 90, .payload = test::cubin(90)})})).status ==
+          VerifyStatus::mismatch);
+  }
+  SECTION("a payload that does not decompress") {
+    EntrySpec e{.sm = 90, .flags = 0x8011, .payload = Buf(32, 'q'), .compressed_size = 32, .uncompressed_size = 1000};
+    CHECK_THAT(verify_single(test::container({test::entry(e)})).message, Catch::Contains("zstd"));
+    e.flags = 0x2011;
+    CHECK(verify_single(test::container({test::entry(e)})).status == VerifyStatus::mismatch);
+  }
+  SECTION("an uncompressed size over the limit is not allocated") {
+    EntrySpec e{
+        .sm = 90, .flags = 0x8011, .payload = Buf(32, 'q'), .compressed_size = 32, .uncompressed_size = UINT64_MAX};
+    CHECK_THAT(verify_single(test::container({test::entry(e)})).message, Catch::Contains("over the limit"));
+  }
+  SECTION("encoded LTO-IR is reported as unchecked, not as fine") {
+    EntrySpec e{.kind = 8,
+                .sm = 75,
+                .flags = 0x12011,
+                .payload = Buf(32, 'q'),
+                .compressed_size = 32,
+                .uncompressed_size = 100};
+    CHECK(verify_single(test::container({test::entry(e)})).status == VerifyStatus::unchecked);
+  }
+}
+
+TEST_CASE("wheels and zips are read in memory", "[binary][zip]") {
+  test::TempDir dir;
+  Buf so = read_bytes(kData / "multi.so");
+  Buf rdc = read_bytes(kData / "rdc.so");
+  SECTION("ELF members are inspected, other members skipped") {
+    auto whl = dir.write("t-1.0-cp311-linux_x86_64.whl", test::zip({{"t/__init__.py", "import os\n"},
+                                                                    {"t/lib/libk.so", so},
+                                                                    {"t/lib/librdc.so", rdc},
+                                                                    {"t-1.0.dist-info/RECORD", "t/__init__.py,,\n"}}));
+    auto r = inspect_path(whl);
+    REQUIRE(r.ok());
+    REQUIRE(r->files.size() == 2);
+    CHECK(r->files[0].path == whl.string() + "!t/lib/libk.so");
+    CHECK(names(r->files[0].runtime_images(), EntryKind::sass) == std::set<std::string>{"sm_80", "sm_90a"});
+    CHECK(names(r->files[1].relocatable_images(), EntryKind::sass) == std::set<std::string>{"sm_90"});
+  }
+  SECTION("stored members too") {
+    auto whl = dir.write("s.whl", test::zip({{"a/b.so", so}}, false));
+    auto r = inspect_path(whl);
+    REQUIRE(r.ok());
+    CHECK(r->files.size() == 1);
+  }
+  SECTION("hostile member names refuse the archive and nothing is written") {
+    for (std::string name : {"../x.so", "/etc/x.so", "a/../../x.so", "a\\..\\x.so", "C:x.so", "a/\n/x.so"}) {
+      INFO(name);
+      auto whl = dir.write("h.whl", test::zip({{"ok.so", so}, {name, so}}));
+      auto r = inspect_path(whl);
+      REQUIRE_FALSE(r.ok());
+      CHECK(r.error().exit == Exit::bad_input);
+      CHECK_THAT(r.error().message, Catch::Contains("unsafe path"));
+      CHECK(r.error().message.find('\n') == std::string::npos);
+    }
+    CHECK_FALSE(fs::exists(dir.path().parent_path() / "x.so"));
+  }
+  SECTION("a zip without ELF files") {
+    auto whl = dir.write("py.whl", test::zip({{"a.py", "x = 1\n"}}));
+    auto r = inspect_path(whl);
+    REQUIRE_FALSE(r.ok());
+    CHECK_THAT(r.error().message, Catch::Contains("no ELF files"));
+  }
+  SECTION("a truncated zip") {
+    Buf z = test::zip({{"a/b.so", so}, {"c.so", rdc}});
+    auto whl = dir.write("cut.whl", z.substr(0, z.size() / 2));
+    auto r = inspect_path(whl);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().exit == Exit::bad_input);
+  }
+  SECTION("a member over the size limit") {
+    auto whl = dir.write("big.whl", test::zip({{"a/b.so", so}}));
+    InspectOptions o;
+    o.max_member_size = 1000;
+    auto r = inspect_path(whl, o);
+    REQUIRE_FALSE(r.ok());
+    CHECK_THAT(r.error().message, Catch::Contains("over the limit"));
+  }
+  SECTION("a malformed ELF member names the member") {
+    auto whl = dir.write("m.whl", test::zip({{"lib/bad.so", so.substr(0, 2000)}}));
+    auto r = inspect_path(whl);
+    REQUIRE_FALSE(r.ok());
+    CHECK_THAT(r.error().message, Catch::StartsWith(whl.string() + "!lib/bad.so: "));
+  }
+}
+
+TEST_CASE("unsafe member names", "[binary][zip]") {
+  CHECK(unsafe_member_name(""));
+  CHECK(unsafe_member_name("../a"));
+  CHECK(unsafe_member_name("a/.."));
+  CHECK(unsafe_member_name("/a"));
+  CHECK(unsafe_member_name("a\\b"));
+  CHECK(unsafe_member_name("D:a"));
+  CHECK(unsafe_member_name(std::string("a\x01", 2)));
+  CHECK_FALSE(unsafe_member_name("torch/lib/libtorch_cuda.so"));
+  CHECK_FALSE(unsafe_member_name("a/..b/c"));
+  CHECK_FALSE(unsafe_member_name("dir/"));
+}
+
+TEST_CASE("directories: every ELF file below, links not followed", "[binary]") {
+  test::TempDir dir;
+  Buf so = read_bytes(kData / "multi.so");
+  dir.write("lib/libk.so", so);
+  dir.write("lib/sub/libp.so", read_bytes(kData / "ptx_only.so"));
+  dir.write("lib/README", "not ELF");
+  dir.write("lib/libcpu.so", test::elf({{".text", Buf(16, '\xc3'), 1, 0x6}}));
+  fs::create_symlink("libk.so", dir / "lib/libk.so.1");
+  fs::create_directory_symlink(dir / "lib", dir / "lib/sub/loop");
+  Buf cuda_elf = test::cubin(90);  // an ELF for another machine: skipped, not refused
+  dir.write("lib/kernel.cubin", cuda_elf);
+  auto r = inspect_path(dir / "lib");
+  REQUIRE(r.ok());
+  std::vector<std::string> paths;
+  for (const auto& f : r->files) paths.push_back(fs::relative(f.path, dir.path()).string());
+  CHECK(paths == std::vector<std::string>{"lib/libcpu.so", "lib/libk.so", "lib/sub/libp.so"});
+  CHECK_FALSE(r->files[0].has_device_code());
+  CHECK(r->skipped.size() == 1);
+
+  SECTION("a directory of non-ELF files is refused") {
+    test::TempDir plain;
+    plain.write("a.txt", "hello");
+    plain.write("b/c.py", "x = 1");
+    auto p = inspect_path(plain.path());
+    REQUIRE_FALSE(p.ok());
+    CHECK_THAT(p.error().message, Catch::Contains("no ELF files"));
+  }
+  SECTION("a malformed ELF file in a directory fails the directory") {
+    dir.write("lib/zz.so", so.substr(0, 100));
+    auto p = inspect_path(dir / "lib");
+    REQUIRE_FALSE(p.ok());
+    CHECK_THAT(p.error().message, Catch::Contains("zz.so: "));
+  }
+}
+
+TEST_CASE("files that are neither ELF nor zip", "[binary][malformed]") {
+  test::TempDir dir;
+  auto check = [&](const std::string& name, const Buf& content, const std::string& expected) {
+    auto r = inspect_path(dir.write(name, content));
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().exit == Exit::bad_input);
+    CHECK_THAT(r.error().message, Catch::Contains(expected));
+  };
+  check("empty.so", "", "empty file");
+  check("text.so", "hello world", "not an ELF file, a wheel or a zip");
+  check("pk.whl", "PK\x03\x04garbage", "not a readable zip");
+  auto missing = inspect_path(dir / "nope.so");
+  REQUIRE_FALSE(missing.ok());
+  CHECK_THAT(missing.error().message, Catch::Contains("no such file"));
+}

@@ -1,0 +1,325 @@
+// `archbuild doctor` against fake torch packages: a torch/ folder the test writes into a temporary
+// site folder (version, version.cuda and cuda.get_arch_list() chosen per case) with a lib/ holding
+// real device code — built here with nvcc, or the committed tiny binaries of tests/data/binaries —
+// and `--python` pointing at a wrapper that runs /usr/bin/python3 with PYTHONPATH set to it.
+// No GPU: targets come from --sm or a fake nvidia-smi; the driver libraries point at nothing.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "support/process.hpp"
+#include "support/tempdir.hpp"
+
+namespace t = archbuild::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* const kNvcc = "/usr/local/cuda/bin/nvcc";
+const char* const kPython = "/usr/bin/python3";
+
+fs::path committed(const std::string& name) { return fs::path(ARCHBUILD_TEST_DATA) / "binaries" / name; }
+
+// Shared libraries like the official wheels' libtorch_cuda.so, built once per test process.
+struct Built {
+  fs::path cu124;  // 2.5+cu124-like: sm_80 sm_90 SASS, no PTX
+  fs::path cu128;  // 2.7+cu128-like: sm_75 … sm_120 SASS + compute_120 PTX
+  std::string error;
+};
+
+const Built& built() {
+  static t::TempDir dir;
+  static const Built b = [] {
+    Built out;
+    if (!fs::exists(kNvcc)) {
+      out.error = "no nvcc at /usr/local/cuda/bin/nvcc";
+      return out;
+    }
+    auto nvcc = [&](const std::string& name, std::vector<std::string> gencode) -> fs::path {
+      std::vector<std::string> args = {"-shared", "-Xcompiler", "-fPIC", "-Xlinker", "-s", "-cudart", "none"};
+      for (auto& g : gencode) {
+        args.push_back("-gencode");
+        args.push_back(g);
+      }
+      fs::path o = dir / name;
+      args.insert(args.end(), {"-o", o.string(), committed("kernel.cu").string()});
+      t::RunOptions ro;
+      ro.timeout = std::chrono::seconds(300);
+      auto r = t::run(kNvcc, args, ro);
+      if (r.status != 0) out.error = "nvcc failed: " + r.err;
+      return o;
+    };
+    out.cu124 = nvcc("cu124.so", {"arch=compute_80,code=sm_80", "arch=compute_90,code=sm_90"});
+    out.cu128 = nvcc("cu128.so", {"arch=compute_75,code=sm_75", "arch=compute_80,code=sm_80",
+                                  "arch=compute_86,code=sm_86", "arch=compute_90,code=sm_90",
+                                  "arch=compute_100,code=sm_100", "arch=compute_120,code=[sm_120,compute_120]"});
+    return out;
+  }();
+  return b;
+}
+
+std::string py_list(const std::vector<std::string>& v) {
+  std::string s = "[";
+  for (const auto& x : v) s += "'" + x + "', ";
+  return s + "]";
+}
+
+// A site folder with a fake torch, an interpreter wrapper that sees it, and a hermetic host: no
+// driver libraries, no nvidia-smi unless one is written, CUDA_HOME pointing at nothing.
+struct FakeHost {
+  t::TempDir dir;
+  fs::path python;
+
+  FakeHost() {
+    python = dir.write("bin/python-fake", "#!/bin/sh\nPYTHONPATH='" + (dir / "site").string() + "' exec " + kPython +
+                                              " \"$@\"\n");
+    fs::permissions(python, fs::perms::owner_all);
+    fs::create_directories(dir / "site");
+  }
+
+  // torch.version.cuda = `cuda` (None when unset); get_arch_list() returns `arch_list`.
+  void torch(const std::string& version, std::optional<std::string> cuda, const std::vector<std::string>& arch_list,
+             const std::optional<fs::path>& lib_so) {
+    std::string c = cuda ? "'" + *cuda + "'" : "None";
+    dir.write("site/torch/__init__.py", "__version__ = '" + version + "'\nfrom . import version, cuda\n");
+    dir.write("site/torch/version.py", "from typing import Optional\n__version__ = '" + version +
+                                           "'\ncuda: Optional[str] = " + c + "\nhip: Optional[str] = None\n");
+    dir.write("site/torch/cuda/__init__.py",
+              "def is_available():\n    return False\n\ndef get_arch_list():\n    return " + py_list(arch_list) + "\n");
+    fs::create_directories(dir / "site/torch/lib");
+    if (lib_so) fs::copy_file(*lib_so, dir / "site/torch/lib/libtorch_cuda.so", fs::copy_options::overwrite_existing);
+    dir.write("site/torch/lib/README", "not ELF: skipped\n");
+  }
+
+  void nvidia_smi(const std::string& csv) {
+    auto smi = dir.write("bin/nvidia-smi", "#!/bin/sh\necho '" + csv + "'\n");
+    fs::permissions(smi, fs::perms::owner_all);
+  }
+
+  // A CUDA_HOME whose nvcc says `release` and lists `archs`.
+  void cuda_home(const std::string& release, const std::string& archs) {
+    auto nvcc = dir.write("cuda/bin/nvcc", "#!/bin/sh\ncase \"$1\" in\n"
+                                           "  --version) echo 'Cuda compilation tools, release " +
+                                               release + ", V" + release + ".85';;\n"
+                                               "  --list-gpu-arch) printf '" + archs + "';;\n"
+                                               "esac\n");
+    fs::permissions(nvcc, fs::perms::owner_all);
+    cuda = (dir / "cuda").string();
+  }
+
+  std::string cuda = "/nonexistent/cuda";
+
+  t::RunOptions options() const {
+    t::RunOptions o;
+    o.env["PATH"] = (dir / "bin").string() + ":/usr/bin:/bin";
+    o.env["ARCHBUILD_NVML_LIBRARY"] = "/nonexistent/libnvidia-ml.so.1";
+    o.env["ARCHBUILD_CUDA_LIBRARY"] = "/nonexistent/libcuda.so.1";
+    o.env["CUDA_HOME"] = cuda;
+    o.unset_env = {"CUDA_PATH"};
+    return o;
+  }
+
+  t::Ran doctor(std::vector<std::string> args) const {
+    std::vector<std::string> argv = {"doctor", "--python", python.string()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return t::archbuild(argv, options());
+  }
+
+  nlohmann::json json(std::vector<std::string> args, int expect) const {
+    args.push_back("--json");
+    auto r = doctor(args);
+    INFO(r.err);
+    CHECK(r.status == expect);
+    return nlohmann::json::parse(r.out);
+  }
+};
+
+bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+bool python_ok() { return fs::exists(kPython); }
+
+}  // namespace
+
+TEST_CASE("doctor: RTX 5090 (--sm 120) against a 2.5+cu124-like torch: no kernel image", "[cli][doctor]") {
+  if (!python_ok()) {
+    WARN("skipped: no /usr/bin/python3");
+    return;
+  }
+  const auto& b = built();
+  if (!b.error.empty()) {
+    WARN("skipped: " << b.error);
+    return;
+  }
+  FakeHost h;
+  h.torch("2.5.1+cu124", "12.4", {"sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"}, b.cu124);
+  auto j = h.json({"--sm", "120"}, 1);
+  CHECK(j["torch"]["version"] == "2.5.1+cu124");
+  CHECK(j["torch"]["cuda"] == "12.4");
+  CHECK(j["torch"]["lib"]["files_with_device_code"][0]["path"] == "lib/libtorch_cuda.so");
+  CHECK(j["torch"]["lib"]["files_with_device_code"][0]["images"] == nlohmann::json({"sm_80", "sm_90"}));
+  CHECK(j["targets"][0]["result"] == "no-kernel-image");
+  REQUIRE(j["findings"].size() == 1);
+  const auto& f = j["findings"][0];
+  CHECK(f["id"] == "no-kernel-image");
+  CHECK(f["cc"] == "12.0");
+  // Shortest first: the official 2.7 cu128 wheel, then a source build resolution picks.
+  CHECK(f["fixes"][0]["kind"] == "official-wheel");
+  CHECK(f["fixes"][0]["command"] == h.python.string() +
+                                        " -m pip install \"torch==2.7.*\" --index-url https://download.pytorch.org/whl/cu128");
+  const auto& last = f["fixes"].back();
+  CHECK(last["kind"] == "build");
+  CHECK(has(last["command"].get<std::string>(), "archbuild wheel --sm 120 --recipe torch-2."));
+  CHECK(j["ok"] == false);
+
+  auto r = h.doctor({"--sm", "120"});
+  CHECK(r.status == 1);
+  CHECK(has(r.out, "finding  no-kernel-image"));
+  CHECK(has(r.out, "lib/libtorch_cuda.so carries sm_80 sm_90"));
+  CHECK(has(r.out, "fix 1: install the official torch 2.7 wheel"));
+  CHECK(has(r.out, "$ archbuild wheel --sm 120 --recipe torch-2."));
+  CHECK(has(r.err, "1 finding: no-kernel-image (12.0)"));
+}
+
+TEST_CASE("doctor: H100 (--sm 90) against a 2.7+cu128-like torch: native and exit 0", "[cli][doctor]") {
+  if (!python_ok()) {
+    WARN("skipped: no /usr/bin/python3");
+    return;
+  }
+  const auto& b = built();
+  if (!b.error.empty()) {
+    WARN("skipped: " << b.error);
+    return;
+  }
+  FakeHost h;
+  h.torch("2.7.1+cu128", "12.8", {"sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120", "compute_120"}, b.cu128);
+  auto j = h.json({"--sm", "90"}, 0);
+  CHECK(j["findings"].empty());
+  CHECK(j["targets"][0]["result"] == "native");
+  CHECK(j["targets"][0]["image"] == "sm_90");
+  CHECK(j["ok"] == true);
+  auto r = h.doctor({"--sm", "sm_90"});
+  CHECK(r.status == 0);
+  CHECK(has(r.out, "no finding"));
+  // The official 2.7 cu128 list on a 12.1 GPU: sm_120 SASS is compatible (same major, lower
+  // minor), so it runs at full speed — no finding either.
+  auto k = h.json({"--sm", "12.1"}, 0);
+  CHECK(k["targets"][0]["result"] == "compatible-sass");
+  CHECK(k["targets"][0]["image"] == "sm_120");
+}
+
+TEST_CASE("doctor: 12.1 against a torch whose lib carries sm_90a SASS + compute_120 PTX: PTX only", "[cli][doctor]") {
+  if (!python_ok()) {
+    WARN("skipped: no /usr/bin/python3");
+    return;
+  }
+  FakeHost h;
+  // multi.so carries sm_80, sm_90a and compute_120: on 12.1 only the PTX runs. get_arch_list()
+  // is empty, as real torch's is where CUDA cannot initialise: the verdict comes from lib/.
+  h.torch("2.7.1+cu128", "12.8", {}, committed("multi.so"));
+  auto j = h.json({"--sm", "121"}, 1);
+  CHECK(j["torch"]["arch_list"].is_null());
+  CHECK(has(j["torch"]["arch_list_missing"].get<std::string>(), "empty"));
+  CHECK(j["targets"][0]["result"] == "ptx-jit");
+  CHECK(j["targets"][0]["image"] == "compute_120");
+  REQUIRE(j["findings"].size() == 1);
+  CHECK(j["findings"][0]["id"] == "ptx-only");
+  // An official wheel with SASS for 12.1 exists (2.7 cu128's sm_120): that is the first fix.
+  CHECK(j["findings"][0]["fixes"][0]["kind"] == "official-wheel");
+  CHECK(has(j["findings"][0]["fixes"][0]["text"].get<std::string>(), "sm_120 on 12.1"));
+}
+
+TEST_CASE("doctor: a driver too old for torch's CUDA runtime (fake nvidia-smi)", "[cli][doctor]") {
+  if (!python_ok()) {
+    WARN("skipped: no /usr/bin/python3");
+    return;
+  }
+  FakeHost h;
+  // lz4.so carries sm_86 + compute_86: an RTX 4090 (8.9) runs the sm_86 SASS, so the driver is
+  // the only finding. Targets come from detection (no --sm).
+  h.torch("2.7.1+cu128", "12.8", {"sm_86", "compute_86"}, committed("lz4.so"));
+  h.nvidia_smi("0, NVIDIA GeForce RTX 4090, 8.9, 24564, 470.82.01");
+  auto j = h.json({}, 1);
+  CHECK(j["driver"]["version"] == "470.82.01");
+  CHECK(j["driver"]["source"] == "nvidia-smi");
+  CHECK(j["targets"][0]["source"] == "GPU 0: NVIDIA GeForce RTX 4090");
+  CHECK(j["targets"][0]["result"] == "compatible-sass");
+  REQUIRE(j["findings"].size() == 1);
+  const auto& f = j["findings"][0];
+  CHECK(f["id"] == "driver-too-old");
+  CHECK(has(f["summary"].get<std::string>(), ">= 570.26"));
+  CHECK(f["fixes"][0]["kind"] == "driver");
+  auto r = h.doctor({});
+  CHECK(r.status == 1);
+  CHECK(has(r.out, "driver   470.82.01 (nvidia-smi)"));
+  CHECK(has(r.out, "finding  driver-too-old"));
+}
+
+TEST_CASE("doctor: a CPU-only torch", "[cli][doctor]") {
+  if (!python_ok()) {
+    WARN("skipped: no /usr/bin/python3");
+    return;
+  }
+  FakeHost h;
+  h.torch("2.5.1+cpu", std::nullopt, {}, std::nullopt);
+  auto j = h.json({"--sm", "90"}, 1);
+  CHECK(j["torch"]["cuda"].is_null());
+  CHECK(j["torch"]["lib"]["files_with_device_code"].empty());
+  REQUIRE(j["findings"].size() == 1);
+  CHECK(j["findings"][0]["id"] == "cpu-only");
+  CHECK(j["findings"][0]["fixes"][0]["command"] ==
+        h.python.string() + " -m pip install \"torch==2.5.*\" --index-url https://download.pytorch.org/whl/cu124");
+  auto r = h.doctor({"--sm", "90"});
+  CHECK(has(r.out, "CPU only"));
+  CHECK(has(r.out, "finding  cpu-only"));
+}
+
+TEST_CASE("doctor: the toolkit in CUDA_HOME cannot compile the target", "[cli][doctor]") {
+  if (!python_ok()) {
+    WARN("skipped: no /usr/bin/python3");
+    return;
+  }
+  FakeHost h;
+  // zstd_all.so carries sm_120f SASS: torch runs on 12.0; a CUDA 12.6 CUDA_HOME cannot build for it.
+  h.torch("2.7.1+cu128", "12.8", {}, committed("zstd_all.so"));
+  h.cuda_home("12.6", "compute_50\\ncompute_90\\n");
+  auto j = h.json({"--sm", "120"}, 1);
+  CHECK(j["targets"][0]["result"] == "native");
+  CHECK(j["toolkit"]["version"] == "12.6");
+  CHECK(j["toolkit"]["found_by"] == "CUDA_HOME");
+  REQUIRE(j["findings"].size() == 1);
+  CHECK(j["findings"][0]["id"] == "toolkit-cannot-compile");
+  CHECK(j["findings"][0]["fixes"][0]["command"] == "export CUDA_HOME=/usr/local/cuda-12.8");
+}
+
+TEST_CASE("doctor: nothing to examine is exit 3 and a bad --sm exit 2", "[cli][doctor]") {
+  if (!python_ok()) {
+    WARN("skipped: no /usr/bin/python3");
+    return;
+  }
+  FakeHost h;  // the site folder has no torch
+  auto r = h.doctor({"--sm", "90"});
+  CHECK(r.status == 3);
+  CHECK(has(r.err, "no torch is installed for " + h.python.string()));
+  auto j = h.doctor({"--sm", "90", "--json"});
+  CHECK(j.status == 3);
+  CHECK(nlohmann::json::parse(j.out)["exit"] == 3);
+  auto missing = t::archbuild({"doctor", "--python", (h.dir / "no-such-python").string(), "--sm", "90"}, h.options());
+  CHECK(missing.status == 3);
+  CHECK(has(missing.err, "no such interpreter"));
+  // A torch, but no GPU and no --sm: nothing to judge against.
+  h.torch("2.7.1+cu128", "12.8", {}, committed("multi.so"));
+  auto no_gpu = h.doctor({});
+  CHECK(no_gpu.status == 3);
+  CHECK(has(no_gpu.err, "give --sm"));
+  CHECK(has(no_gpu.out, "torch    2.7.1+cu128"));
+  auto native = h.doctor({"--sm", "native"});  // no GPU: a clear error, never an empty list
+  CHECK(native.status == 3);
+  CHECK(has(native.err, "--sm native: no GPU found"));
+  auto bad = h.doctor({"--sm", "95"});
+  CHECK(bad.status == 2);
+  CHECK(has(bad.err, "--sm"));
+}

@@ -1,0 +1,282 @@
+// The recipes, resolve and plan commands, end to end. Hermetic: PATH holds only fake tools the
+// test writes (g++, python3, cmake, ninja) and ARCHBUILD_CUDA_ROOTS only fake toolkit trees, so
+// the answers do not depend on what this machine has installed — except the last test, which
+// resolves against the real machine when it has nvcc.
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "support/process.hpp"
+#include "support/tempdir.hpp"
+
+using namespace archbuild;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+void exe(const test::TempDir& tmp, const std::string& rel, const std::string& script) {
+  auto p = tmp.write(rel, "#!/bin/sh\n" + script);
+  fs::permissions(p, fs::perms::owner_all, fs::perm_options::replace);
+}
+
+void fake_cuda(const test::TempDir& tmp, const std::string& release, const std::string& build, const std::string& archs) {
+  exe(tmp, "roots/cuda-" + release + "/bin/nvcc",
+      "case \"$1\" in\n"
+      "  --version) echo 'Cuda compilation tools, release " + release + ", V" + build + "';;\n"
+      "  --list-gpu-arch) for a in " + archs + "; do echo compute_$a; done;;\n"
+      "  *) exit 1;;\n"
+      "esac\n");
+}
+
+// A build host made of scripts: g++ 13, Python 3.12, cmake, ninja, and the given toolkits.
+struct FakeHost {
+  test::TempDir tmp;
+  FakeHost() {
+    exe(tmp, "bin/g++-13", "echo 'g++-13 (Ubuntu 13.2.0-4ubuntu3) 13.2.0'\n");
+    exe(tmp, "bin/gcc-13", "exit 0\n");
+    exe(tmp, "bin/python3", "echo /fake/python/bin/python3.12\necho 3.12.3\necho setuptools wheel build pip venv\n");
+    exe(tmp, "bin/cmake", "exit 0\n");
+    exe(tmp, "bin/ninja", "exit 0\n");
+    fs::create_directories(tmp.path() / "roots");
+  }
+  void cuda130() { fake_cuda(tmp, "13.0", "13.0.88", "75 80 86 87 88 89 90 100 103 110 120 121"); }
+  void cuda128() { fake_cuda(tmp, "12.8", "12.8.93", "50 52 53 60 61 62 70 72 75 80 86 87 89 90 100 101 120"); }
+  test::RunOptions opts() const {
+    test::RunOptions o;
+    o.env["PATH"] = (tmp.path() / "bin").string();
+    o.env["ARCHBUILD_CUDA_ROOTS"] = (tmp.path() / "roots").string();
+    o.env["XDG_CACHE_HOME"] = (tmp.path() / "xdg").string();
+    // No GPU on the fake host, whatever this machine has (for --sm native).
+    o.env["ARCHBUILD_NVML_LIBRARY"] = "/nonexistent/libnvidia-ml.so.1";
+    o.env["ARCHBUILD_CUDA_LIBRARY"] = "/nonexistent/libcuda.so.1";
+    o.unset_env = {"CUDA_HOME", "CUDA_PATH", "CUDAHOSTCXX", "ARCHBUILD_CACHE_DIR"};
+    return o;
+  }
+  test::Ran run(std::vector<std::string> args) const { return test::archbuild(args, opts()); }
+};
+
+json parse(const test::Ran& r) {
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  auto j = json::parse(r.out, nullptr, false);
+  REQUIRE_FALSE(j.is_discarded());
+  return j;
+}
+
+}  // namespace
+
+TEST_CASE("archbuild recipes lists and shows the recipes") {
+  auto r = test::archbuild({"recipes"});
+  REQUIRE(r.status == 0);
+  for (const char* name : {"torch-2.4", "torch-2.9", "torchvision-0.22", "torchaudio-2.7"}) CHECK(contains(r.out, name));
+  CHECK(contains(r.out, "v2.7.1"));
+  CHECK_FALSE(contains(r.out, "torch-common "));  // bases are named on stderr only
+
+  auto j = parse(test::archbuild({"recipes", "list", "--json"}));
+  REQUIRE(j["recipes"].size() == 21);
+  CHECK(j["recipes"][0]["package"] == "torch");
+
+  auto show = test::archbuild({"recipes", "show", "torch-2.7"});
+  REQUIRE(show.status == 0);
+  CHECK(contains(show.out, "v2.7.1"));
+  CHECK(contains(show.out, "torch-common.toml"));
+  CHECK(contains(show.out, "12.8,12.6,11.8"));
+  auto sj = parse(test::archbuild({"recipes", "show", "torchvision-0.24", "--json"}));
+  CHECK(sj["torch"] == "2.9.1");
+  CHECK(sj["arch"]["grammar"] == "extension");
+
+  auto typo = test::archbuild({"recipes", "show", "torch-27"});
+  CHECK(typo.status == 2);
+  CHECK(contains(typo.err, "no recipe named 'torch-27'"));
+
+  test::TempDir tmp;
+  auto bad = tmp.write("bad.toml", "extends = \"torch-2.7\"\n[build]\ndrivr = \"cmake\"\n");
+  auto b = test::archbuild({"recipes", "show", bad.string()});
+  CHECK(b.status == 2);
+  CHECK(contains(b.err, bad.string() + ":3:"));
+  CHECK(contains(b.err, "did you mean 'driver'"));
+}
+
+TEST_CASE("archbuild resolve: the refusals of issue 4, exit 2 with the rule and the way out") {
+  FakeHost h;
+  h.cuda130();
+  auto a = h.run({"resolve", "--sm", "120", "--torch", "2.5"});
+  CHECK(a.status == 2);
+  CHECK(contains(a.err, "rule toolkit-arch: sm_120 needs CUDA >= 12.8"));
+  CHECK(contains(a.err, "two-digit majors"));
+  CHECK(contains(a.err, "--torch 2.7 or newer"));
+  CHECK(contains(a.out, "toolkit-arch"));  // the rules checked are printed
+
+  auto b = h.run({"resolve", "--sm", "6.1", "--cuda", "13.0"});
+  CHECK(b.status == 2);
+  CHECK(contains(b.err, "CUDA 13.0 dropped sm_61"));
+  CHECK(contains(b.err, "CUDA <= 12.9"));
+
+  auto c = h.run({"resolve", "--sm", "12.0f", "--torch", "2.7"});
+  CHECK(c.status == 2);
+  CHECK(contains(c.err, "'f' suffixes"));
+  CHECK(contains(c.err, "--torch 2.9"));
+
+  auto d = h.run({"resolve", "--sm", "9.5"});
+  CHECK(d.status == 2);
+  CHECK(contains(d.err, "9.5"));
+
+  // native means this host's GPUs (archbuild detect); the fake host has none: a missing device.
+  auto n = h.run({"resolve", "--sm", "native"});
+  CHECK(n.status == 3);
+  CHECK(contains(n.err, "no GPU"));
+  CHECK(contains(n.err, "archbuild detect"));
+
+  auto v = h.run({"resolve", "--sm", "90", "--cuda", "13"});
+  CHECK(v.status == 2);
+  CHECK(contains(v.err, "--cuda '13'"));
+
+  CHECK(h.run({"resolve"}).status == 2);  // --sm is required
+
+  auto j = parse(h.run({"resolve", "--sm", "120", "--torch", "2.5", "--json"}));
+  CHECK(j["status"] == "refused");
+  CHECK(j["exit"] == 2);
+  CHECK(contains(j["message"].get<std::string>(), "--torch 2.7"));
+}
+
+TEST_CASE("archbuild resolve --sm 89 picks the newest recipe and the installed toolkit") {
+  FakeHost h;
+  h.cuda130();
+  auto r = h.run({"resolve", "--sm", "89", "--json"});
+  REQUIRE(r.status == 0);
+  auto j = parse(r);
+  CHECK(j["status"] == "ok");
+  CHECK(j["recipe"]["name"] == "torch-2.9");
+  CHECK(j["toolkit"]["root"] == (h.tmp.path() / "roots/cuda-13.0").string());
+  CHECK(j["toolkit"]["nvcc_version"] == "13.0.88");
+  CHECK(j["compiler"]["path"] == (h.tmp.path() / "bin/g++-13").string());
+  CHECK(j["python"]["path"] == "/fake/python/bin/python3.12");
+  CHECK(j["arch_list"]["value"] == "8.9");
+
+  auto human = h.run({"resolve", "--sm", "89"});
+  CHECK(human.status == 0);
+  CHECK(contains(human.out, "torch-2.9"));
+  CHECK(contains(human.out, "TORCH_CUDA_ARCH_LIST=8.9"));
+  CHECK(contains(human.out, "ok   host-compiler"));
+}
+
+TEST_CASE("archbuild resolve prefers an installed toolkit, and exits 3 when only a tool is missing") {
+  FakeHost h;
+  h.cuda128();
+  auto r = parse(h.run({"resolve", "--sm", "90", "--json"}));
+  CHECK(r["recipe"]["name"] == "torch-2.9");
+  CHECK(r["cuda"]["release"] == "12.8");
+
+  FakeHost only13;
+  only13.cuda130();
+  auto m = only13.run({"resolve", "--sm", "61"});
+  CHECK(m.status == 3);
+  CHECK(contains(m.err, "CUDA 12.8 is not installed"));
+  CHECK(contains(m.out, "torch-2.9"));
+
+  FakeHost none;
+  auto p = none.run({"plan", "--sm", "90"});
+  CHECK(p.status == 3);
+  CHECK(contains(p.err, "CUDA 13.0 is not installed"));
+}
+
+TEST_CASE("archbuild plan: environment, steps, a stable key, and whether it is built") {
+  FakeHost h;
+  h.cuda130();
+  auto r1 = h.run({"plan", "--sm", "90", "--json"});
+  REQUIRE(r1.status == 0);
+  auto a = parse(r1);
+  std::string key = a["key"];
+  CHECK(key.size() == 64);
+  CHECK(a["env"]["TORCH_CUDA_ARCH_LIST"] == "9.0");
+  CHECK(a["env"]["CUDA_HOME"] == (h.tmp.path() / "roots/cuda-13.0").string());
+  CHECK(a["env"]["CUDAHOSTCXX"] == (h.tmp.path() / "bin/g++-13").string());
+  CHECK(a["env"]["CC"] == (h.tmp.path() / "bin/gcc-13").string());
+  CHECK(a["env"]["PYTORCH_BUILD_VERSION"] == "2.9.1+cu130.sm90");
+  CHECK(a["env"].contains("MAX_JOBS"));
+  CHECK(a["steps"][0]["argv"][0] == "/fake/python/bin/python3.12");
+  CHECK(a["built"] == false);
+  CHECK(a["manifest"] == (h.tmp.path() / "xdg/archbuild/keys" / (key + ".json")).string());
+
+  // Same inputs: same key, whatever the jobs or the cache directory.
+  auto b = parse(h.run({"plan", "--sm", "90", "--json", "--jobs", "1"}));
+  CHECK(b["key"] == key);
+  CHECK(b["env"]["MAX_JOBS"] == "1");
+  auto c = parse(h.run({"--cache-dir", (h.tmp.path() / "elsewhere").string(), "plan", "--sm", "sm_90", "--json"}));
+  CHECK(c["key"] == key);
+  // Another input: another key.
+  CHECK(parse(h.run({"plan", "--sm", "80", "--json"}))["key"] != key);
+  CHECK(parse(h.run({"plan", "--sm", "90", "--ptx", "--json"}))["key"] != key);
+
+  // A finished build is recorded by the store as keys/<key>.json + wheels/<sha256>.whl.
+  std::string sha(64, 'e');
+  h.tmp.write("xdg/archbuild/keys/" + key + ".json",
+              json{{"key", key}, {"wheel", {{"sha256", sha}, {"filename", "torch-2.9.1+cu130.sm90-cp312-cp312-linux_x86_64.whl"}, {"size", 3}}}}.dump());
+  auto no_wheel = parse(h.run({"plan", "--sm", "90", "--json"}));
+  CHECK(no_wheel["built"] == false);  // the manifest names a wheel the cache does not hold
+  CHECK(no_wheel["manifest_exists"] == true);
+  h.tmp.write("xdg/archbuild/wheels/" + sha + ".whl", "zip");
+  auto built = parse(h.run({"plan", "--sm", "90", "--json"}));
+  CHECK(built["built"] == true);
+  CHECK(built["wheel"]["sha256"] == sha);
+
+  auto human = h.run({"plan", "--sm", "90"});
+  REQUIRE(human.status == 0);
+  CHECK(contains(human.out, "build key  " + key));
+  CHECK(contains(human.out, "built      yes"));
+  CHECK(contains(human.out, "TORCH_CUDA_ARCH_LIST=9.0"));
+  CHECK(contains(human.out, "-m build --wheel --no-isolation"));
+  CHECK(contains(human.out, "(not in key: parallelism does not change the output)"));
+}
+
+TEST_CASE("archbuild plan refused: one JSON document, exit 2") {
+  FakeHost h;
+  h.cuda130();
+  auto r = h.run({"plan", "--sm", "120", "--torch", "2.5", "--json"});
+  CHECK(r.status == 2);
+  auto j = parse(r);  // the whole of stdout is one document
+  CHECK(j["exit"] == 2);
+  CHECK(contains(j["error"].get<std::string>(), "rule toolkit-arch"));
+  CHECK(j["resolution"]["status"] == "refused");
+}
+
+TEST_CASE("archbuild plan on the example project: --source-url gives the repository") {
+  FakeHost h;
+  h.cuda130();
+  std::string recipe = std::string(ARCHBUILD_SOURCE_DIR) + "/examples/minitorch/recipe.toml";
+  auto no_url = h.run({"plan", "--sm", "90", "--recipe", recipe});
+  CHECK(no_url.status == 2);
+  CHECK(contains(no_url.err, "--source-url"));
+
+  auto r = h.run({"plan", "--sm", "90", "--recipe", recipe, "--source-url", "file:///tmp/minitorch.git", "--json"});
+  REQUIRE(r.status == 0);
+  auto j = parse(r);
+  CHECK(j["source"]["url"] == "file:///tmp/minitorch.git");
+  CHECK(j["source"]["tag"] == "v0.1.0");
+  CHECK(j["version"] == "0.1.0+cu130.sm90");
+  REQUIRE(j["steps"].size() == 3);
+  CHECK(j["steps"][0]["argv"] == json({"/fake/python/bin/python3.12", "setup.py", "build", "--cmake-only"}));
+  CHECK(j["steps"][1]["argv"] == json({(h.tmp.path() / "bin/cmake").string(), "--build", "build"}));
+  CHECK(j["steps"][2]["argv"] == json({"/fake/python/bin/python3.12", "setup.py", "bdist_wheel"}));
+  CHECK(j["wheel_dir"] == "dist");
+}
+
+TEST_CASE("archbuild plan --sm 90 on this machine's real toolkit and compiler") {
+  if (!fs::exists("/usr/local/cuda/bin/nvcc")) {
+    WARN("skipped: /usr/local/cuda/bin/nvcc is absent");
+    return;
+  }
+  // Debian's interpreter (setuptools, wheel, build: scripts/install-deps), not a pyenv one.
+  auto r = test::archbuild({"plan", "--sm", "90", "--python", "/usr/bin/python3", "--json"});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  auto j = parse(r);
+  CHECK(fs::exists(j["resolution"]["toolkit"]["nvcc"].get<std::string>()));
+  CHECK(fs::exists(j["resolution"]["compiler"]["path"].get<std::string>()));
+  CHECK(j["env"]["TORCH_CUDA_ARCH_LIST"] == "9.0");
+  WARN("resolved: " << j["resolution"]["recipe"]["name"].get<std::string>() << " + CUDA "
+                    << j["resolution"]["toolkit"]["version"].get<std::string>() << " + "
+                    << j["resolution"]["compiler"]["path"].get<std::string>());
+}

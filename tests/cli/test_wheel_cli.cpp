@@ -1,0 +1,203 @@
+// `archbuild wheel` end to end on examples/minitorch, really built with nvcc through libgit2,
+// cmake, ninja and setup.py: the wheel carries exactly the target's SASS, a repeat builds nothing,
+// another arch is another key, and faults (kill -9, a concurrent run, a failing build, an
+// unreachable repository) leave the cache and --out whole.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "support/process.hpp"
+#include "support/tempdir.hpp"
+
+namespace t = archbuild::test;
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+const std::string kRecipe = std::string(ARCHBUILD_SOURCE_DIR) + "/examples/minitorch/recipe.toml";
+
+bool can_build(std::string& why) {
+  if (!fs::exists("/usr/local/cuda/bin/nvcc")) why = "no nvcc at /usr/local/cuda/bin/nvcc";
+  else if (!fs::exists("/usr/bin/python3")) why = "no /usr/bin/python3 (setuptools + wheel)";
+  else if (t::which("cmake").empty() || t::which("ninja").empty()) why = "cmake or ninja not on PATH";
+  return why.empty();
+}
+
+struct Workspace {
+  t::TempDir dir;
+  std::string url;
+  Workspace() {
+    auto r = t::run("/bin/bash", {std::string(ARCHBUILD_SOURCE_DIR) + "/tests/support/make-example-repos",
+                                  (dir / "repos").string()});
+    REQUIRE(r.status == 0);
+    url = "file://" + (dir / "repos" / "minitorch").string();
+  }
+  std::vector<std::string> wheel_args(const std::string& sm, const std::string& out = "out") const {
+    return {"--cache-dir", (dir / "cache").string(), "wheel", "--sm", sm, "--recipe", kRecipe,
+            "--source-url", url, "--out", (dir / out).string(), "--python", "/usr/bin/python3", "--json"};
+  }
+  std::string key(const std::string& sm) const {
+    auto r = t::archbuild({"--cache-dir", (dir / "cache").string(), "plan", "--sm", sm, "--recipe", kRecipe,
+                           "--source-url", url, "--python", "/usr/bin/python3", "--json"});
+    REQUIRE(r.status == 0);
+    return json::parse(r.out)["key"];
+  }
+};
+
+std::vector<std::string> sass_of(const std::string& wheel) {
+  auto r = t::archbuild({"inspect", wheel, "--json"});
+  INFO("inspect " << wheel << ": " << r.out << r.err);
+  REQUIRE(r.status == 0);
+  std::vector<std::string> sass;
+  const json doc = json::parse(r.out);  // a named value: iterating a temporary's member dangles
+  for (const auto& f : doc["files"])
+    for (const auto& s : f["sass"]) sass.push_back(s);
+  return sass;
+}
+
+std::vector<std::string> files_in(const fs::path& d) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(d, ec)) out.push_back(e.path().filename().string());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("wheel: builds the example for exactly the target, then reuses it", "[cli][wheel][nvcc]") {
+  std::string why;
+  if (!can_build(why)) {
+    WARN("skipped: " << why);
+    return;
+  }
+  Workspace w;
+  auto first = t::archbuild(w.wheel_args("90"));
+  INFO(first.err);
+  REQUIRE(first.status == 0);
+  auto j = json::parse(first.out);
+  CHECK(j["ok"] == true);
+  CHECK(j["reused"] == false);
+  CHECK(j["version"] == "0.1.0+cu130.sm90");
+  std::string wheel = j["wheel"];
+  CHECK(fs::exists(wheel));
+  CHECK(fs::path(wheel).filename().string().rfind("minitorch-0.1.0+cu130.sm90-", 0) == 0);
+  CHECK(sass_of(wheel) == std::vector<std::string>{"sm_90"});
+  CHECK(j["validation"]["ok"] == true);
+  // The repeat: nothing runs, the same bytes.
+  auto again = t::archbuild(w.wheel_args("90", "out2"));
+  REQUIRE(again.status == 0);
+  auto j2 = json::parse(again.out);
+  CHECK(j2["reused"] == true);
+  CHECK(j2["stages_run"].empty());
+  CHECK(j2["sha256"] == j["sha256"]);
+  // Another arch: another key, its own tree, its own SASS.
+  auto other = t::archbuild(w.wheel_args("8.0", "out3"));
+  REQUIRE(other.status == 0);
+  auto j3 = json::parse(other.out);
+  CHECK(j3["key"] != j["key"]);
+  CHECK(j3["reused"] == false);
+  CHECK(sass_of(j3["wheel"]) == std::vector<std::string>{"sm_80"});
+  CHECK(fs::exists(w.dir / "cache" / "src" / j["key"].get<std::string>()));
+  CHECK(fs::exists(w.dir / "cache" / "src" / j3["key"].get<std::string>()));
+}
+
+TEST_CASE("wheel: kill -9 during the build, then a rerun completes; --out never holds a partial wheel",
+          "[cli][wheel][nvcc]") {
+  std::string why;
+  if (!can_build(why)) {
+    WARN("skipped: " << why);
+    return;
+  }
+  Workspace w;
+  std::string key = w.key("90");
+  fs::path build_log = w.dir / "cache" / "logs" / key / "build.log";
+  {
+    t::Background bg(ARCHBUILD_EXE, w.wheel_args("90"));
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (!fs::exists(build_log) && bg.running() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    REQUIRE(fs::exists(build_log));
+    bg.kill(SIGKILL);
+    auto r = bg.wait();
+    CHECK(r.status == -SIGKILL);
+  }
+  CHECK(files_in(w.dir / "out").empty());
+  auto rerun = t::archbuild(w.wheel_args("90"));
+  INFO(rerun.err);
+  REQUIRE(rerun.status == 0);
+  auto j = json::parse(rerun.out);
+  CHECK(j["stages_resumed_past"].size() >= 1);  // fetch was done before the kill
+  CHECK(files_in(w.dir / "out") == std::vector<std::string>{fs::path(j["wheel"].get<std::string>()).filename().string()});
+  CHECK(sass_of(j["wheel"]) == std::vector<std::string>{"sm_90"});
+}
+
+TEST_CASE("wheel: two concurrent runs of one key build once and agree", "[cli][wheel][nvcc]") {
+  std::string why;
+  if (!can_build(why)) {
+    WARN("skipped: " << why);
+    return;
+  }
+  Workspace w;
+  t::Background a(ARCHBUILD_EXE, w.wheel_args("90", "out-a"));
+  t::Background b(ARCHBUILD_EXE, w.wheel_args("90", "out-b"));
+  auto ra = a.wait();
+  auto rb = b.wait();
+  INFO(ra.err << "\n---\n" << rb.err);
+  REQUIRE(ra.status == 0);
+  REQUIRE(rb.status == 0);
+  auto ja = json::parse(ra.out), jb = json::parse(rb.out);
+  CHECK(ja["sha256"] == jb["sha256"]);
+  // Exactly one of them built it.
+  CHECK((ja["reused"].get<bool>() != jb["reused"].get<bool>()));
+}
+
+TEST_CASE("wheel: a failing build is exit 4 with the log's tail and path", "[cli][wheel][nvcc]") {
+  std::string why;
+  if (!can_build(why)) {
+    WARN("skipped: " << why);
+    return;
+  }
+  Workspace w;
+  // A recipe of the user's: the example with a compiler flag nvcc rejects.
+  auto recipe = w.dir.write("broken.toml", "extends = \"" + kRecipe + "\"\n[build.env]\nCMAKE_CUDA_FLAGS = \"--no-such-nvcc-flag\"\n");
+  auto args = w.wheel_args("90");
+  args[6] = recipe.string();
+  auto r = t::archbuild(args);
+  CHECK(r.status == 4);
+  CHECK(r.err.find("stage failed") != std::string::npos);
+  CHECK(r.err.find(".log") != std::string::npos);
+  CHECK(r.err.find("last ") != std::string::npos);
+  CHECK(files_in(w.dir / "out").empty());
+}
+
+TEST_CASE("wheel: an unreachable repository is a clear error and leaves no checkout", "[cli][wheel]") {
+  t::TempDir dir;
+  auto r = t::archbuild({"--cache-dir", (dir / "cache").string(), "wheel", "--sm", "90", "--recipe", kRecipe,
+                         "--source-url", "file://" + (dir / "missing.git").string(), "--out",
+                         (dir / "out").string(), "--python", "/usr/bin/python3"});
+  if (r.status == 3) {
+    WARN("skipped: this host lacks a tool the example needs: " << r.err);
+    return;
+  }
+  CHECK(r.status == 4);
+  CHECK(r.err.find("missing.git") != std::string::npos);
+  CHECK(files_in(dir / "cache" / "src").empty());
+  CHECK(files_in(dir / "out").empty());
+}
+
+TEST_CASE("wheel: bad input is exit 2 before anything runs", "[cli][wheel]") {
+  t::TempDir dir;
+  auto r = t::archbuild({"--cache-dir", (dir / "cache").string(), "wheel", "--sm", "9.5"});
+  CHECK(r.status == 2);
+  CHECK(r.err.find("9.5") != std::string::npos);
+  r = t::archbuild({"--cache-dir", (dir / "cache").string(), "wheel", "--sm", "90", "--recipe", (dir / "nope.toml").string()});
+  CHECK(r.status == 2);
+  r = t::archbuild({"wheel", "--sm", "90", "--jobs", "0"});
+  CHECK(r.status == 2);
+}

@@ -1,0 +1,607 @@
+// plan/: every resolution example of issue 4 against the shipped recipes and toolchains on
+// synthetic hosts, the rules recorded, the Plan's environment and steps, and the build key.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <regex>
+#include <set>
+
+#include "arch/parse.hpp"
+#include "plan/plan.hpp"
+#include "plan/resolve.hpp"
+#include "support/tempdir.hpp"
+
+using namespace archbuild;
+using namespace archbuild::plan;
+namespace fs = std::filesystem;
+
+namespace {
+
+Version V(const char* s) { return *Version::parse(s); }
+
+std::vector<arch::Arch> sm(const std::string& text) {
+  auto a = arch::parse_arch_list(text, arch::ArchData::shipped(), {arch::Grammar::build, {}});
+  REQUIRE(a.ok());
+  return *a;
+}
+
+toolchain::Toolkit toolkit(const char* release, const char* build, const std::string& root) {
+  toolchain::Toolkit t;
+  t.root = root;
+  t.nvcc = root + "/bin/nvcc";
+  t.version = V(release);
+  t.nvcc_version = V(build);
+  t.found_by = root;
+  return t;
+}
+
+toolchain::Compiler gxx(const char* version, const std::string& path) {
+  toolchain::Compiler c;
+  c.kind = toolchain::CompilerKind::gcc;
+  c.version = V(version);
+  c.path = path;
+  c.found_by = "PATH";
+  return c;
+}
+
+toolchain::Python python(const char* version, const std::string& path = "/usr/bin/python3") {
+  return {path, V(version), "python3 on PATH"};
+}
+
+// A build host: CUDA 13.0, g++ 12, Python 3.11, cmake and ninja — like the build machines.
+toolchain::Host host_130() {
+  toolchain::Host h;
+  h.toolkits = {toolkit("13.0", "13.0.88", "/usr/local/cuda-13.0")};
+  h.compilers = {gxx("12.2.0", "/usr/bin/g++-12")};
+  h.pythons = {python("3.11.2")};
+  h.tools = {{"cmake", "/usr/bin/cmake"}, {"ninja", "/usr/bin/ninja"}};
+  return h;
+}
+
+Inputs inputs(toolchain::Host host, const std::optional<std::string>& recipe = std::nullopt) {
+  Inputs in;
+  auto rs = select_recipes(recipe);
+  REQUIRE(rs.ok());
+  in.recipes = *rs;
+  auto tcs = toolchain::load_shipped();
+  REQUIRE(tcs.ok());
+  in.toolchains = *tcs;
+  in.host = std::move(host);
+  return in;
+}
+
+Request request(const std::string& targets) {
+  Request r;
+  r.targets = sm(targets);
+  r.recipe_label = "the torch recipes";
+  return r;
+}
+
+bool has_rule(const Resolution& r, const std::string& id, bool ok, const std::string& words = "") {
+  for (const auto& x : r.rules)
+    if (x.id == id && x.ok == ok && x.detail.find(words) != std::string::npos) return true;
+  return false;
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("resolve --sm 120 --torch 2.5: CUDA too old and a parser without two-digit majors; suggests torch >= 2.7") {
+  auto req = request("120");
+  req.torch = V("2.5");
+  auto r = resolve(req, inputs(host_130()));
+  INFO(r.message);
+  CHECK(r.status == Exit::bad_input);
+  CHECK(contains(r.message, "rule toolkit-arch: sm_120 needs CUDA >= 12.8 [torch-2.5 with CUDA 12.4, 12.1, 11.8]"));
+  CHECK(contains(r.message, "rule arch-syntax: the TORCH_CUDA_ARCH_LIST parser rejects two-digit majors (12.0)"));
+  CHECK(contains(r.message, "Way out: --torch 2.7 or newer (2.7, 2.8, 2.9 can)"));
+  CHECK(has_rule(r, "toolkit-arch", false, "sm_120 needs CUDA >= 12.8"));
+  CHECK(has_rule(r, "arch-syntax", false, "of torch-2.5"));
+}
+
+TEST_CASE("resolve --sm 6.1 --cuda 13.0: CUDA 13 dropped Pascal; suggests CUDA <= 12.9") {
+  auto req = request("6.1");
+  req.cuda = V("13.0");
+  auto r = resolve(req, inputs(host_130()));
+  INFO(r.message);
+  CHECK(r.status == Exit::bad_input);
+  CHECK(contains(r.message, "rule toolkit-arch: CUDA 13.0 dropped sm_61 (CUDA <= 12.9 compiles it)"));
+  CHECK(contains(r.message, "Way out: CUDA <= 12.9: --cuda 12.9 (torch-2.8) or --cuda 12.8 (torch-2.9)"));
+}
+
+TEST_CASE("resolve --sm 12.0f --torch 2.7: no `f` before the parser learned it") {
+  auto req = request("12.0f");
+  req.torch = V("2.7");
+  auto r = resolve(req, inputs(host_130()));
+  INFO(r.message);
+  CHECK(r.status == Exit::bad_input);
+  CHECK(contains(r.message, "does not accept 'f' suffixes (12.0f)"));
+  CHECK(contains(r.message, "sm_120f needs CUDA >= 12.9"));
+  CHECK(contains(r.message, "Way out: --torch 2.9"));
+}
+
+TEST_CASE("resolve --sm 9.5: there is no such arch (refused before resolution)") {
+  auto a = arch::parse_arch_list("9.5", arch::ArchData::shipped(), {arch::Grammar::build, {}});
+  REQUIRE_FALSE(a.ok());
+  CHECK(a.error().exit == Exit::bad_input);
+  CHECK(contains(a.error().message, "9.5"));
+}
+
+TEST_CASE("resolve --sm 89 resolves to the newest recipe, with the installed toolkit and compiler") {
+  auto r = resolve(request("89"), inputs(host_130()));
+  INFO(r.message);
+  REQUIRE(r.status == Exit::ok);
+  CHECK(r.recipe.name == "torch-2.9");
+  CHECK(r.toolchain.cuda == V("13.0"));
+  REQUIRE(r.toolkit);
+  CHECK(r.toolkit->root == "/usr/local/cuda-13.0");
+  REQUIRE(r.compiler);
+  CHECK(r.compiler->path == "/usr/bin/g++-12");
+  REQUIRE(r.python);
+  CHECK(r.arch_list == "8.9");
+  for (const char* id : {"targets", "toolchain-data", "toolkit-arch", "arch-syntax", "python-version", "source-url",
+                         "toolkit-installed", "host-compiler", "python-installed", "tool-installed", "arch-list"})
+    CHECK(has_rule(r, id, true));
+}
+
+TEST_CASE("an installed toolkit is preferred within the newest recipe") {
+  auto h = host_130();
+  h.toolkits = {toolkit("12.6", "12.6.85", "/usr/local/cuda-12.6")};
+  auto r = resolve(request("90"), inputs(h));
+  REQUIRE(r.status == Exit::ok);
+  CHECK(r.recipe.name == "torch-2.9");
+  CHECK(r.toolchain.cuda == V("12.6"));  // not 13.0, its first preference, which is not installed
+}
+
+TEST_CASE("only a missing toolkit stands in the way: exit 3, the choice, and how to get it") {
+  auto h = host_130();
+  h.toolkits.clear();
+  auto r = resolve(request("90"), inputs(h));
+  CHECK(r.status == Exit::missing_tool);
+  CHECK(r.recipe.name == "torch-2.9");
+  CHECK(r.toolchain.cuda == V("13.0"));
+  CHECK_FALSE(r.toolkit);
+  CHECK(contains(r.message, "CUDA 13.0 is not installed"));
+  CHECK(contains(r.message, "CUDA_HOME"));
+  CHECK(has_rule(r, "toolkit-installed", false));
+
+  SECTION("and it names an installed alternative when one would do") {
+    auto h2 = host_130();
+    auto req = request("6.1");  // 13.0 cannot; torch 2.9 prefers 12.8 (not installed)
+    h2.toolkits.push_back(toolkit("12.4", "12.4.131", "/usr/local/cuda-12.4"));
+    auto r2 = resolve(req, inputs(h2));
+    CHECK(r2.status == Exit::missing_tool);
+    CHECK(r2.toolchain.cuda == V("12.8"));
+    CHECK(contains(r2.message, "or use the installed CUDA 12.4: --torch 2.6 --cuda 12.4"));
+  }
+}
+
+TEST_CASE("an installed nvcc that does not list a target is not used") {
+  auto h = host_130();
+  h.toolkits[0].listed = std::vector<arch::Cc>{{7, 5}, {8, 0}};
+  auto r = resolve(request("90"), inputs(h));
+  CHECK(r.status == Exit::missing_tool);
+  CHECK(has_rule(r, "nvcc-arch-list", false, "lacks compute_90"));
+}
+
+TEST_CASE("host compilers: newest accepted GCC, then Clang; CUDAHOSTCXX is honoured or refused") {
+  auto h = host_130();
+  h.toolkits = {toolkit("12.8", "12.8.93", "/usr/local/cuda-12.8")};
+  auto req = request("90");
+  req.torch = V("2.7");
+
+  SECTION("too new only: exit 3 naming the newest accepted GCC and CUDAHOSTCXX") {
+    h.compilers = {gxx("15.1.0", "/usr/bin/g++-15")};
+    auto r = resolve(req, inputs(h));
+    CHECK(r.status == Exit::missing_tool);
+    CHECK(contains(r.message, "no host compiler CUDA 12.8 accepts"));
+    CHECK(contains(r.message, "GCC 15.1.0 is newer than CUDA 12.8 accepts (at most GCC 14)"));
+    CHECK(contains(r.message, "install g++-14 and set CUDAHOSTCXX=/usr/bin/g++-14"));
+  }
+  SECTION("the newest accepted GCC wins over newer rejected ones and over Clang") {
+    auto clang = gxx("18.1.0", "/usr/bin/clang++-18");
+    clang.kind = toolchain::CompilerKind::clang;
+    h.compilers = {gxx("15.1.0", "/usr/bin/g++-15"), gxx("13.3.0", "/usr/bin/g++-13"), gxx("14.2.0", "/usr/bin/g++-14"),
+                   clang};
+    auto r = resolve(req, inputs(h));
+    REQUIRE(r.status == Exit::ok);
+    CHECK(r.compiler->path == "/usr/bin/g++-14");
+    CHECK(has_rule(r, "host-compiler", false, "g++-15"));
+  }
+  SECTION("Clang when no GCC is accepted") {
+    auto clang = gxx("19.1.0", "/usr/bin/clang++-19");
+    clang.kind = toolchain::CompilerKind::clang;
+    h.compilers = {gxx("15.1.0", "/usr/bin/g++-15"), clang};
+    auto r = resolve(req, inputs(h));
+    REQUIRE(r.status == Exit::ok);
+    CHECK(r.compiler->path == "/usr/bin/clang++-19");
+  }
+  SECTION("the recipe's own floor: GCC older than PyTorch needs") {
+    h.compilers = {gxx("8.5.0", "/usr/bin/g++-8")};
+    auto r = resolve(req, inputs(h));
+    CHECK(r.status == Exit::missing_tool);
+    CHECK(contains(r.message, "older than torch-2.7 needs (at least GCC 9.3)"));
+  }
+  SECTION("CUDAHOSTCXX pointing at a rejected compiler is refused with the way out") {
+    auto user = gxx("15.1.0", "/usr/bin/g++-15");
+    user.found_by = "CUDAHOSTCXX";
+    h.compilers = {user, gxx("13.3.0", "/usr/bin/g++-13")};
+    h.cudahostcxx = "/usr/bin/g++-15";
+    auto r = resolve(req, inputs(h));
+    CHECK(r.status == Exit::bad_input);
+    CHECK(contains(r.message, "rule host-compiler: CUDAHOSTCXX=/usr/bin/g++-15"));
+    CHECK(contains(r.message, "Way out: CUDAHOSTCXX=/usr/bin/g++-13 (g++ 13.3.0) or unset CUDAHOSTCXX"));
+  }
+  SECTION("CUDAHOSTCXX pointing at an accepted compiler is used even if not the newest") {
+    auto user = gxx("12.3.0", "/opt/gcc12/bin/g++");
+    user.found_by = "CUDAHOSTCXX";
+    h.compilers = {user, gxx("14.2.0", "/usr/bin/g++-14")};
+    h.cudahostcxx = "/opt/gcc12/bin/g++";
+    auto r = resolve(req, inputs(h));
+    REQUIRE(r.status == Exit::ok);
+    CHECK(r.compiler->path == "/opt/gcc12/bin/g++");
+  }
+}
+
+TEST_CASE("Python: the asked version decides the recipe; missing ones are exit 3") {
+  auto h = host_130();
+  SECTION("--python 3.9 skips torch 2.9 (3.10+)") {
+    h.pythons = {python("3.9.18", "/usr/bin/python3.9")};
+    h.toolkits.push_back(toolkit("12.9", "12.9.86", "/usr/local/cuda-12.9"));
+    auto req = request("90");
+    req.python = V("3.9");
+    auto r = resolve(req, inputs(h));
+    REQUIRE(r.status == Exit::ok);
+    CHECK(r.recipe.name == "torch-2.8");
+    CHECK(r.python->path == "/usr/bin/python3.9");
+    CHECK(has_rule(r, "python-version", false, "torch-2.9 supports Python 3.10"));
+  }
+  SECTION("an unsupported Python everywhere: refused, naming the installed one that works") {
+    auto req = request("90");
+    req.python = V("3.7");
+    auto r = resolve(req, inputs(h));
+    CHECK(r.status == Exit::bad_input);
+    CHECK(contains(r.message, "rule python-version: Python 3.7 is not supported"));
+    CHECK(contains(r.message, "--python 3.11 (installed"));
+  }
+  SECTION("a supported but absent interpreter") {
+    auto req = request("90");
+    req.python = V("3.12");
+    auto r = resolve(req, inputs(h));
+    CHECK(r.status == Exit::missing_tool);
+    CHECK(contains(r.message, "python3.12 is not on PATH"));
+  }
+  SECTION("tools the build runs") {
+    h.tools.erase("ninja");
+    auto r = resolve(request("90"), inputs(h));
+    CHECK(r.status == Exit::missing_tool);
+    CHECK(contains(r.message, "ninja is not on PATH"));
+  }
+}
+
+TEST_CASE("the arch list: targets as SASS, +PTX on the newest only when asked, never empty") {
+  auto r = resolve(request("90,80"), inputs(host_130()));
+  REQUIRE(r.status == Exit::ok);
+  CHECK(r.arch_list == "8.0;9.0");
+  auto req = request("80 90 120");
+  req.ptx = true;
+  auto p = resolve(req, inputs(host_130()));
+  REQUIRE(p.status == Exit::ok);
+  CHECK(p.arch_list == "8.0;9.0;12.0+PTX");
+  auto a = resolve(request("90a"), inputs(host_130()));
+  REQUIRE(a.status == Exit::ok);
+  CHECK(a.arch_list == "9.0a");
+  Request none;
+  auto e = resolve(none, inputs(host_130()));
+  CHECK(e.status == Exit::bad_input);
+}
+
+TEST_CASE("companion recipes: --recipe torchvision --torch 2.7") {
+  auto in = inputs(host_130(), std::string("torchvision"));
+  CHECK(in.recipes.size() == 6);
+  auto req = request("90");
+  req.torch = V("2.7");
+  in.host.toolkits.push_back(toolkit("12.8", "12.8.93", "/usr/local/cuda-12.8"));
+  auto r = resolve(req, in);
+  REQUIRE(r.status == Exit::ok);
+  CHECK(r.recipe.name == "torchvision-0.22");
+  CHECK(r.recipe.version == V("0.22.1"));
+  // torch.utils.cpp_extension has no `f`
+  auto f = request("12.0f");
+  auto rf = resolve(f, inputs(host_130(), std::string("torchvision")));
+  CHECK(rf.status == Exit::bad_input);
+  CHECK(contains(rf.message, "torch.utils.cpp_extension does not accept 'f' suffixes"));
+}
+
+TEST_CASE("recipe selection: names, packages, files, abstract bases") {
+  auto one = select_recipes(std::string("torch-2.6"));
+  REQUIRE(one.ok());
+  REQUIRE(one->size() == 1);
+  CHECK(one->front().name == "torch-2.6");
+  auto torch = select_recipes(std::nullopt);
+  REQUIRE(torch.ok());
+  CHECK(torch->size() == 6);
+  auto base = select_recipes(std::string("torch-common"));
+  REQUIRE_FALSE(base.ok());
+  CHECK(contains(base.error().message, "abstract"));
+  auto typo = select_recipes(std::string("torchvison"));
+  REQUIRE_FALSE(typo.ok());
+  CHECK(typo.error().exit == Exit::bad_input);
+}
+
+TEST_CASE("a recipe without a url needs --source-url") {
+  std::string file = std::string(ARCHBUILD_SOURCE_DIR) + "/examples/minitorch/recipe.toml";
+  auto in = inputs(host_130(), file);
+  auto r = resolve(request("90"), in);
+  CHECK(r.status == Exit::bad_input);
+  CHECK(contains(r.message, "Way out: give --source-url URL"));
+  auto req = request("90");
+  req.source_url = "file:///tmp/minitorch.git";
+  auto ok = resolve(req, in);
+  REQUIRE(ok.status == Exit::ok);
+  CHECK(ok.url() == "file:///tmp/minitorch.git");
+  auto p = make_plan(ok);
+  REQUIRE(p.ok());
+  CHECK((*p)->url == "file:///tmp/minitorch.git");
+  CHECK((*p)->version == "0.1.0+cu130.sm90");
+}
+
+// ---- the Plan ---------------------------------------------------------------------------
+
+namespace {
+
+PlanOptions fixed_resources(unsigned cores = 16, double gib = 64) {
+  PlanOptions o;
+  o.resources = HostResources{cores, static_cast<std::uint64_t>(gib * 1024 * 1024 * 1024)};
+  return o;
+}
+
+Plan plan_for(const Request& req, const Inputs& in, const PlanOptions& o = fixed_resources()) {
+  auto r = resolve(req, in);
+  INFO(r.message);
+  REQUIRE(r.status == Exit::ok);
+  auto p = make_plan(r, o);
+  REQUIRE(p.ok());
+  return *p;
+}
+
+}  // namespace
+
+TEST_CASE("the plan: environment, steps per driver era, version label, jobs") {
+  auto h = host_130();
+  h.compilers[0].c_path = "/usr/bin/gcc-12";
+  h.toolkits.push_back(toolkit("12.8", "12.8.93", "/usr/local/cuda-12.8"));
+  auto req = request("120");
+  req.torch = V("2.7");
+  Plan p = plan_for(req, inputs(h));
+  CHECK(p->version == "2.7.1+cu128.sm120");
+  CHECK(p->tag == "v2.7.1");
+  CHECK(p->url == "https://github.com/pytorch/pytorch.git");
+  auto env = p.environment();
+  CHECK(env.at("TORCH_CUDA_ARCH_LIST") == "12.0");
+  CHECK(env.at("CUDA_HOME") == "/usr/local/cuda-12.8");
+  CHECK(env.at("CUDACXX") == "/usr/local/cuda-12.8/bin/nvcc");
+  CHECK(env.at("CUDAHOSTCXX") == "/usr/bin/g++-12");
+  CHECK(env.at("CXX") == "/usr/bin/g++-12");
+  CHECK(env.at("CC") == "/usr/bin/gcc-12");
+  CHECK(env.at("MAX_JOBS") == "16");
+  CHECK(env.at("CMAKE_BUILD_PARALLEL_LEVEL") == "16");
+  CHECK(env.at("PYTORCH_BUILD_VERSION") == "2.7.1+cu128.sm120");
+  CHECK(env.at("PYTORCH_BUILD_NUMBER") == "1");
+  CHECK(env.at("BUILD_TEST") == "0");
+  CHECK(env.at("USE_NCCL") == "0");
+  CHECK(env.at("PATH").find("/usr/local/cuda-12.8/bin:") == 0);
+  CHECK(env.count("CMAKE_INSTALL_PREFIX") == 0);
+  CHECK_FALSE(p->env.at("CUDA_HOME").keyed);
+  CHECK(p->env.at("TORCH_CUDA_ARCH_LIST").keyed);
+
+  REQUIRE(p->steps.size() == 3);
+  CHECK(p->steps[0].stage == "configure");
+  CHECK(p->steps[0].argv() == std::vector<std::string>{"/usr/bin/python3", "setup.py", "build", "--cmake-only"});
+  CHECK(p->steps[1].argv() == std::vector<std::string>{"/usr/bin/cmake", "--build", "build"});
+  CHECK(p->steps[2].argv() == std::vector<std::string>{"/usr/bin/python3", "setup.py", "bdist_wheel"});
+  for (const auto& s : p->steps) CHECK(s.cwd == ".");
+  CHECK(p->wheel_dir == "dist");
+  CHECK(p->build_dir == "build");
+
+  // torch 2.9: the python -m build era.
+  Plan p29 = plan_for(request("90"), inputs(host_130()));
+  REQUIRE(p29->steps.size() == 1);
+  CHECK(p29->steps[0].argv() == std::vector<std::string>{"/usr/bin/python3", "-m", "build", "--wheel", "--no-isolation",
+                                                         "--outdir", "dist", "."});
+  CHECK(p29->version == "2.9.1+cu130.sm90");
+
+  auto j = p.to_json();
+  CHECK(j["key"] == p->key);
+  CHECK(j["steps"].size() == 3);
+  CHECK(j["env"]["TORCH_CUDA_ARCH_LIST"] == "12.0");
+  CHECK(j["env_not_in_key"].contains("MAX_JOBS"));
+  CHECK(j["jobs"]["rule"].get<std::string>().find("4 GiB per nvcc job") != std::string::npos);
+}
+
+TEST_CASE("the cmake driver: configure and build, arch list in CMake syntax, no wheel") {
+  test::TempDir tmp;
+  auto file = tmp.write("kernels.toml", R"(package = "kernels"
+module = "kernels"
+version = "1.0.0"
+cuda = ["13.0"]
+python = ["3.11"]
+[source]
+url = "file:///srv/git/kernels.git"
+tag = "v1.0.0"
+[build]
+driver = "cmake"
+[arch]
+env = "CUDAARCHS"
+format = "cmake"
+grammar = "cmake"
+accepts = ["two-digit-major", "a"]
+)");
+  auto req = request("90a 120");
+  req.ptx = true;
+  Plan p = plan_for(req, inputs(host_130(), file.string()));
+  CHECK(p.environment().at("CUDAARCHS") == "90a-real;120");
+  REQUIRE(p->steps.size() == 2);
+  CHECK(p->steps[0].args ==
+        std::vector<std::string>{"-S", ".", "-B", "build", "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release"});
+  CHECK(p->steps[1].args == std::vector<std::string>{"--build", "build"});
+  CHECK(p->wheel_dir.empty());
+  CHECK(p->version == "1.0.0+cu130.sm90a.sm120.ptx120");
+}
+
+TEST_CASE("jobs: cores and memory at ~4 GiB per nvcc job, at least 1; --jobs wins") {
+  CHECK(jobs_rule({16, 20ull << 30}, std::nullopt).jobs == 5);
+  CHECK(jobs_rule({2, 64ull << 30}, std::nullopt).jobs == 2);
+  CHECK(jobs_rule({8, 2ull << 30}, std::nullopt).jobs == 1);
+  auto j = jobs_rule({8, 2ull << 30}, 7u);
+  CHECK(j.jobs == 7);
+  CHECK(j.rule() == "7 (--jobs)");
+  CHECK(jobs_rule({16, 20ull << 30}, std::nullopt).rule() ==
+        "5 = min(16 cores, 20.0 GiB available / 4 GiB per nvcc job = 5), at least 1");
+}
+
+TEST_CASE("build key: equal inputs give equal keys, on any machine") {
+  auto h = host_130();
+  Plan a = plan_for(request("90"), inputs(h), fixed_resources(16, 64));
+  Plan b = plan_for(request("90"), inputs(h), fixed_resources(16, 64));
+  CHECK(a->key == b->key);
+  CHECK(std::regex_match(a->key, std::regex("[0-9a-f]{64}")));
+
+  // Another machine: other paths, another core count and memory — the same build.
+  auto other = h;
+  other.toolkits = {toolkit("13.0", "13.0.88", "/opt/cuda13")};
+  other.compilers = {gxx("12.2.0", "/opt/gcc/bin/g++")};
+  other.pythons = {python("3.11.9", "/home/me/.venv/bin/python")};
+  other.tools = {{"cmake", "/opt/cmake/bin/cmake"}, {"ninja", "/opt/bin/ninja"}};
+  Plan c = plan_for(request("90"), inputs(other), fixed_resources(2, 8));
+  CHECK(c->key == a->key);
+  CHECK(c->env.at("MAX_JOBS").value != a->env.at("MAX_JOBS").value);
+  PlanOptions jobs = fixed_resources();
+  jobs.jobs = 3;
+  CHECK(plan_for(request("90"), inputs(h), jobs)->key == a->key);
+
+  // Nothing that locates things is in what the key hashes.
+  std::string doc = a->key_inputs.dump();
+  for (const char* absent : {"/usr/local/cuda", "/usr/bin", "MAX_JOBS", "CMAKE_BUILD_PARALLEL_LEVEL", "PATH", ".cache"})
+    CHECK(doc.find(absent) == std::string::npos);
+  CHECK(build_key(a->key_inputs) == a->key);
+}
+
+TEST_CASE("build key: any change of an input gives a new key") {
+  auto h = host_130();
+  h.toolkits.push_back(toolkit("12.8", "12.8.93", "/usr/local/cuda-12.8"));
+  const std::string base = plan_for(request("90"), inputs(h))->key;
+  std::set<std::string> keys{base};
+  auto differs = [&](const Plan& p, const char* what) {
+    INFO(what);
+    CHECK(p->key != base);
+    CHECK(keys.insert(p->key).second);  // and differs from every other variation too
+  };
+
+  differs(plan_for(request("80"), inputs(h)), "arch");
+  differs(plan_for(request("90a"), inputs(h)), "variant");
+  auto ptx = request("90");
+  ptx.ptx = true;
+  differs(plan_for(ptx, inputs(h)), "ptx");
+  auto cuda = request("90");
+  cuda.cuda = V("12.8");
+  differs(plan_for(cuda, inputs(h)), "cuda release");
+  auto nvcc = h;
+  nvcc.toolkits[0].nvcc_version = V("13.0.48");
+  differs(plan_for(request("90"), inputs(nvcc)), "nvcc build");
+  auto gcc = h;
+  gcc.compilers[0].version = V("12.3.0");
+  differs(plan_for(request("90"), inputs(gcc)), "compiler version");
+  auto clang = h;
+  clang.compilers[0].kind = toolchain::CompilerKind::clang;
+  differs(plan_for(request("90"), inputs(clang)), "compiler kind");
+  auto py = h;
+  py.pythons = {python("3.12.1")};
+  differs(plan_for(request("90"), inputs(py)), "python");
+  auto url = request("90");
+  url.source_url = "https://git.example.com/pytorch.git";
+  differs(plan_for(url, inputs(h)), "url");
+  differs(plan_for(request("90"), inputs(h, std::string("torch-2.8"))), "recipe");
+
+  // The recipe's own values: tag, commit, env, driver, build number.
+  test::TempDir tmp;
+  auto variant = [&](const std::string& name, const std::string& body) {
+    auto f = tmp.write(name + ".toml", "extends = \"torch-2.9\"\n" + body);
+    return plan_for(request("90"), inputs(h, f.string()));
+  };
+  CHECK(variant("same", "")->key == base);  // a copy of the recipe elsewhere: same build
+  differs(variant("tag", "[source]\ntag = \"v2.9.0\"\n"), "tag");
+  differs(variant("commit", "[source]\ncommit = \"" + std::string(40, 'a') + "\"\n"), "commit");
+  differs(variant("env", "[build.env]\nUSE_FLASH_ATTENTION = \"0\"\n"), "env");
+  differs(variant("driver", "[build]\ndriver = \"setup-py\"\n"), "driver");
+  differs(variant("number", "[build]\nbuild_number = 2\n"), "build number");
+  differs(variant("submodules", "[source]\nsubmodules = false\n"), "submodules");
+}
+
+TEST_CASE("build key: a fixed input has a fixed key (the serialization is stable)") {
+  // Changing what the key hashes changes every user's keys: do it on purpose, and update this.
+  test::TempDir tmp;
+  auto f = tmp.write("fixed.toml", R"(package = "fixed"
+module = "fixed"
+version = "1.0.0"
+cuda = ["12.8"]
+python = ["3.11"]
+[source]
+url = "https://example.com/fixed.git"
+tag = "v1.0.0"
+[build]
+driver = "setup-py"
+tools = ["cmake"]
+version_env = "PYTORCH_BUILD_VERSION"
+build_number_env = "PYTORCH_BUILD_NUMBER"
+[build.env]
+BUILD_TEST = "0"
+[arch]
+accepts = ["two-digit-major", "a"]
+)");
+  toolchain::Host h;
+  h.toolkits = {toolkit("12.8", "12.8.93", "/x/cuda")};
+  h.compilers = {gxx("13.2.0", "/x/g++")};
+  h.pythons = {python("3.11.4", "/x/python3")};
+  h.tools = {{"cmake", "/x/cmake"}};
+  Plan p = plan_for(request("90 120"), inputs(h, f.string()));
+  CHECK(p->key_inputs.dump() ==
+        R"({"arch_list":{"env":"TORCH_CUDA_ARCH_LIST","value":"9.0;12.0"},"build_dir":"build",)"
+        R"("cuda":{"nvcc":"12.8.93","release":"12.8"},"driver":"setup-py","env":{"BUILD_TEST":"0",)"
+        R"("PYTORCH_BUILD_NUMBER":"1","PYTORCH_BUILD_VERSION":"1.0.0+cu128.sm90.sm120",)"
+        R"("TORCH_CUDA_ARCH_LIST":"9.0;12.0"},"format":1,"host_compiler":{"kind":"gcc","version":"13.2.0"},)"
+        R"("module":"fixed","package":"fixed","python":"3.11","source":{"commit":null,"submodules":true,)"
+        R"("tag":"v1.0.0","url":"https://example.com/fixed.git"},"steps":[{"args":["setup.py","build",)"
+        R"("--cmake-only"],"cwd":".","stage":"configure","tool":"python"},{"args":["--build","build"],)"
+        R"("cwd":".","stage":"build","tool":"cmake"},{"args":["setup.py","bdist_wheel"],"cwd":".",)"
+        R"("stage":"package","tool":"python"}],"version":"1.0.0+cu128.sm90.sm120","wheel_dir":"dist"})");
+  // sha256("archbuild build key v1\n" + the document above), as any sha256 tool computes it.
+  CHECK(p->key == "17fa3a563f2a40ee0876bf7e7743badfa0840d1619c1b8a3b0588fb97612f33a");
+}
+
+TEST_CASE("a refused or incomplete resolution cannot be planned") {
+  auto req = request("120");
+  req.torch = V("2.5");
+  auto r = resolve(req, inputs(host_130()));
+  auto p = make_plan(r);
+  REQUIRE_FALSE(p.ok());
+  CHECK(p.error().exit == Exit::bad_input);
+  auto h = host_130();
+  h.toolkits.clear();
+  auto m = make_plan(resolve(request("90"), inputs(h)));
+  REQUIRE_FALSE(m.ok());
+  CHECK(m.error().exit == Exit::missing_tool);
+}
+
+TEST_CASE("the local version label is PEP 440") {
+  auto in = inputs(host_130());
+  const auto& t27 = *std::find_if(in.recipes.begin(), in.recipes.end(), [](auto& r) { return r.name == "torch-2.7"; });
+  const auto& c128 = *std::find_if(in.toolchains.begin(), in.toolchains.end(), [](auto& t) { return t.cuda == V("12.8"); });
+  CHECK(local_version(t27, c128, sm("12.0")) == "2.7.1+cu128.sm120");
+  auto archs = sm("9.0a 12.0");
+  archs.back().ptx = true;
+  std::string v = local_version(t27, c128, archs);
+  CHECK(v == "2.7.1+cu128.sm90a.sm120.ptx120");
+  CHECK(std::regex_match(v, std::regex(R"([0-9.]+\+[a-z0-9]+(\.[a-z0-9]+)*)")));
+}

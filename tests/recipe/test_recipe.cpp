@@ -1,0 +1,394 @@
+// recipe/: the shipped recipes, strict loading (every error class with its line and column),
+// `extends` merging, cycles, lookup by name and by path.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "recipe/recipe.hpp"
+#include "support/tempdir.hpp"
+
+using namespace archbuild;
+using recipe::Recipe;
+
+namespace {
+
+Version V(const char* s) { return *Version::parse(s); }
+
+const Recipe& by_name(const std::vector<Recipe>& all, const std::string& name) {
+  auto it = std::find_if(all.begin(), all.end(), [&](const Recipe& r) { return r.name == name; });
+  REQUIRE(it != all.end());
+  return *it;
+}
+
+// A complete minimal recipe; tests append or replace lines to break one thing at a time.
+const char* kGood = R"(package = "demo"
+module = "demo"
+version = "1.2.3"
+cuda = ["12.8", "12.6"]
+python = ["3.11", "3.12"]
+
+[source]
+url = "https://example.com/demo.git"
+tag = "v1.2.3"
+
+[build]
+driver = "setup-py"
+
+[build.env]
+BUILD_TEST = "0"
+)";
+
+void replace(std::string& t, const std::string& from, const std::string& to) {
+  auto at = t.find(from);
+  REQUIRE(at != std::string::npos);
+  t.replace(at, from.size(), to);
+}
+
+// Loads `text` as <tmp>/r.toml and returns the error message (fails the test if it loads).
+std::string load_error(const test::TempDir& tmp, const std::string& text, const std::string& file = "r.toml") {
+  auto path = tmp.write(file, text);
+  auto r = recipe::load_file(path, recipe::Search{{tmp.path()}});
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().exit == Exit::bad_input);
+  UNSCOPED_INFO("message: " << r.error().message);
+  return r.error().message;
+}
+
+}  // namespace
+
+TEST_CASE("every shipped recipe loads, with real release data") {
+  auto all = recipe::load_shipped();
+  REQUIRE(all.ok());
+  CHECK(all->size() == 21);  // 6 torch + 6 torchvision + 6 torchaudio + 3 bases
+
+  struct Line {
+    const char* torch;
+    const char* tag;
+    const char* vision;
+    const char* audio;
+    bool two_digit;
+    bool f;
+  };
+  const Line lines[] = {
+      {"2.4", "v2.4.1", "0.19.1", "2.4.1", false, false}, {"2.5", "v2.5.1", "0.20.1", "2.5.1", false, false},
+      {"2.6", "v2.6.0", "0.21.0", "2.6.0", false, false}, {"2.7", "v2.7.1", "0.22.1", "2.7.1", true, false},
+      {"2.8", "v2.8.0", "0.23.0", "2.8.0", true, false},  {"2.9", "v2.9.1", "0.24.1", "2.9.1", true, true},
+  };
+  for (const auto& l : lines) {
+    INFO("torch " << l.torch);
+    const Recipe& t = by_name(*all, std::string("torch-") + l.torch);
+    CHECK(t.package == "torch");
+    CHECK(t.module == "torch");
+    CHECK(t.source.url == "https://github.com/pytorch/pytorch.git");
+    CHECK(t.source.tag == l.tag);
+    CHECK(t.source.submodules);
+    CHECK(t.version.str() == std::string(l.tag).substr(1));
+    CHECK(t.arch.two_digit_major == l.two_digit);
+    CHECK(t.arch.variant_a);
+    CHECK(t.arch.variant_f == l.f);
+    CHECK(t.env.at("BUILD_TEST") == "0");
+    // The build never clones NCCL: bundled submodule (≤ 2.6) or switched off (2.7+).
+    CHECK((t.env.count("USE_NCCL") || t.env.count("USE_SYSTEM_NCCL")));
+    CHECK(t.chain.size() == 2);
+    CHECK(t.chain.back().filename() == "torch-common.toml");
+    CHECK_FALSE(t.abstract);
+
+    std::string minor = std::string(l.vision).substr(0, 4);
+    const Recipe& v = by_name(*all, "torchvision-" + minor);
+    CHECK(v.package == "torchvision");
+    CHECK(v.version.str() == l.vision);
+    CHECK(v.source.tag == std::string("v") + l.vision);
+    CHECK(v.source.url == "https://github.com/pytorch/vision.git");
+    REQUIRE(v.torch);
+    CHECK(v.torch->str() == t.version.str());
+    CHECK(v.cuda == t.cuda);
+    CHECK(v.arch.grammar == arch::Grammar::extension);
+    CHECK_FALSE(v.arch.variant_f);  // cpp_extension has no `f`
+
+    const Recipe& a = by_name(*all, std::string("torchaudio-") + l.torch);
+    CHECK(a.version.str() == l.audio);
+    CHECK(a.source.url == "https://github.com/pytorch/audio.git");
+    REQUIRE(a.torch);
+    CHECK(a.torch->str() == t.version.str());
+  }
+  const Recipe& t27 = by_name(*all, "torch-2.7");
+  CHECK(t27.cuda == std::vector<Version>{V("12.8"), V("12.6"), V("11.8")});
+  CHECK(t27.driver == recipe::Driver::setup_py);
+  CHECK(t27.version_env == "PYTORCH_BUILD_VERSION");
+  CHECK(t27.build_number_env == "PYTORCH_BUILD_NUMBER");
+  CHECK(t27.official.at("12.8") == "7.5;8.0;8.6;9.0;10.0;12.0+PTX");
+  CHECK(t27.min_gcc->str() == "9.3");
+  CHECK(by_name(*all, "torch-2.9").driver == recipe::Driver::python_build);
+  CHECK(by_name(*all, "torch-2.9").python.front() == V("3.10"));
+  CHECK(by_name(*all, "torch-common").abstract);
+}
+
+TEST_CASE("the example project's recipe loads and has no url of its own") {
+  auto r = recipe::load(std::string(ARCHBUILD_SOURCE_DIR) + "/examples/minitorch/recipe.toml");
+  REQUIRE(r.ok());
+  CHECK(r->name == "minitorch");  // <project>/recipe.toml is named after the project
+  CHECK(r->package == "minitorch");
+  CHECK(r->source.url.empty());
+  CHECK(r->source.tag == "v0.1.0");
+  CHECK(r->driver == recipe::Driver::setup_py);
+  CHECK(r->version_env == "PYTORCH_BUILD_VERSION");
+}
+
+TEST_CASE("a minimal recipe loads with its defaults") {
+  test::TempDir tmp;
+  auto r = recipe::load_file(tmp.write("demo.toml", kGood), recipe::Search{{tmp.path()}});
+  REQUIRE(r.ok());
+  CHECK(r->name == "demo");
+  CHECK(r->source.submodules);
+  CHECK_FALSE(r->source.commit);
+  CHECK(r->arch.env == "TORCH_CUDA_ARCH_LIST");
+  CHECK_FALSE(r->arch.two_digit_major);
+  CHECK(r->wheel_dir == "dist");
+  CHECK(r->build_number == 1);
+}
+
+TEST_CASE("strict loading: each error names file:line:column and what was expected") {
+  test::TempDir tmp;
+  const std::string f = (tmp.path() / "r.toml").string();
+
+  SECTION("invalid TOML") {
+    auto m = load_error(tmp, "package = \"demo\"\nversion = \n");
+    CHECK(m.find(f + ":2:") == 0);
+    CHECK(m.find("invalid TOML") != std::string::npos);
+  }
+  SECTION("unknown top-level key, with a suggestion") {
+    auto m = load_error(tmp, "pakage = \"x\"\n" + std::string(kGood));
+    CHECK(m.find(f + ":1:1:") == 0);
+    CHECK(m.find("unknown key 'pakage'") != std::string::npos);
+    CHECK(m.find("did you mean 'package'") != std::string::npos);
+  }
+  SECTION("unknown key in a table") {
+    std::string t = kGood;
+    replace(t, "driver =", "drvier =");
+    auto m = load_error(tmp, t);
+    CHECK(m.find(f + ":12:1:") == 0);
+    CHECK(m.find("unknown key 'drvier'") != std::string::npos);
+    CHECK(m.find("did you mean 'driver'") != std::string::npos);
+  }
+  SECTION("wrong type") {
+    std::string t = kGood;
+    replace(t, "cuda = [\"12.8\", \"12.6\"]", "cuda = \"12.8\"");
+    auto m = load_error(tmp, t);
+    CHECK(m.find(f + ":4:8:") == 0);
+    CHECK(m.find("'cuda' must be an array") != std::string::npos);
+  }
+  SECTION("wrong type: a number where a string is expected") {
+    std::string t = kGood;
+    replace(t, "version = \"1.2.3\"", "version = 1.2");
+    auto m = load_error(tmp, t);
+    CHECK(m.find(f + ":3:11:") == 0);
+    CHECK(m.find("must be a string") != std::string::npos);
+  }
+  SECTION("bad version in a list: the element's own column") {
+    std::string t = kGood;
+    replace(t, "\"12.6\"", "\"12.x\"");
+    auto m = load_error(tmp, t);
+    CHECK(m.find(f + ":4:17:") == 0);
+    CHECK(m.find("\"12.x\" is not a version") != std::string::npos);
+    CHECK(m.find("MAJOR.MINOR like 12.8") != std::string::npos);
+  }
+  SECTION("bad release version") {
+    std::string t = kGood;
+    replace(t, "\"1.2.3\"", "\"1.2-beta\"");
+    auto m = load_error(tmp, t);
+    CHECK(m.find(f + ":3:11:") == 0);
+    CHECK(m.find("expected a release version like 2.7.1") != std::string::npos);
+  }
+  SECTION("bad arch spelling in accepts") {
+    auto m = load_error(tmp, std::string(kGood) + "\n[arch]\naccepts = [\"a\", \"two-digit-majors\"]\n");
+    CHECK(m.find(f + ":18:17:") == 0);
+    CHECK(m.find("\"two-digit-majors\" is not an arch spelling") != std::string::npos);
+    CHECK(m.find("did you mean 'two-digit-major'") != std::string::npos);
+  }
+  SECTION("bad arch in an official list") {
+    auto m = load_error(tmp, std::string(kGood) + "\n[arch.official]\n\"12.8\" = \"8.0;9.5\"\n");
+    CHECK(m.find(f + ":18:10:") == 0);
+    CHECK(m.find("9.5") != std::string::npos);
+    CHECK(m.find("no compute capability 9.5") != std::string::npos);
+  }
+  SECTION("bad driver") {
+    std::string t = kGood;
+    replace(t, "\"setup-py\"", "\"setuppy\"");
+    auto m = load_error(tmp, t);
+    CHECK(m.find(f + ":12:10:") == 0);
+    CHECK(m.find("did you mean 'setup-py'") != std::string::npos);
+  }
+  SECTION("pinned commit must be 40 hex digits") {
+    std::string t = kGood;
+    t.insert(t.find("\n[build]"), "\ncommit = \"abc123\"");
+    auto m = load_error(tmp, t);
+    CHECK(m.find(f + ":11:10:") == 0);
+    CHECK(m.find("40-hex-digit") != std::string::npos);
+  }
+  SECTION("an environment variable archbuild sets itself") {
+    auto m = load_error(tmp, std::string(kGood) + "TORCH_CUDA_ARCH_LIST = \"9.0\"\n");
+    CHECK(m.find(f + ":16:24:") == 0);
+    CHECK(m.find("set by archbuild") != std::string::npos);
+  }
+  SECTION("CMAKE_INSTALL_PREFIX is refused (PyTorch's setup.py aborts on it)") {
+    auto m = load_error(tmp, std::string(kGood) + "CMAKE_INSTALL_PREFIX = \"/usr\"\n");
+    CHECK(m.find(f + ":16:") == 0);
+  }
+  SECTION("an environment value that is not a string") {
+    auto m = load_error(tmp, std::string(kGood) + "USE_CUDA = 1\n");
+    CHECK(m.find(f + ":16:12:") == 0);
+    CHECK(m.find("must be a string (write \"1\", not 1)") != std::string::npos);
+  }
+  SECTION("missing required key") {
+    std::string t = kGood;
+    t.erase(0, t.find('\n') + 1);  // drop `package`
+    auto m = load_error(tmp, t);
+    CHECK(m.find(f) == 0);
+    CHECK(m.find("missing required key 'package'") != std::string::npos);
+  }
+  SECTION("empty list") {
+    std::string t = kGood;
+    replace(t, "python = [\"3.11\", \"3.12\"]", "python = []");
+    auto m = load_error(tmp, t);
+    CHECK(m.find(f + ":5:10:") == 0);
+    CHECK(m.find("'python' is empty") != std::string::npos);
+  }
+}
+
+TEST_CASE("extends: tables merge, keys override, arrays replace") {
+  test::TempDir tmp;
+  tmp.write("base.toml", R"(abstract = true
+package = "demo"
+module = "demo"
+description = "the base"
+cuda = ["12.8", "12.6"]
+python = ["3.10", "3.11"]
+
+[source]
+url = "https://example.com/demo.git"
+
+[build]
+driver = "setup-py"
+tools = ["cmake", "ninja"]
+min_gcc = "9.3"
+
+[build.env]
+BUILD_TEST = "0"
+USE_NCCL = "1"
+
+[arch]
+accepts = ["a"]
+)");
+  auto child = tmp.write("child.toml", R"(extends = "base"
+version = "2.0.0"
+cuda = ["13.0"]
+
+[source]
+tag = "v2.0.0"
+
+[build.env]
+USE_NCCL = "0"
+USE_FOO = "1"
+)");
+  auto r = recipe::load_file(child, recipe::Search{{tmp.path()}});
+  REQUIRE(r.ok());
+  CHECK_FALSE(r->abstract);  // being a base is not inherited
+  CHECK(r->package == "demo");
+  CHECK(r->description == "the base");
+  CHECK(r->version.str() == "2.0.0");
+  CHECK(r->cuda == std::vector<Version>{V("13.0")});  // arrays replace
+  CHECK(r->python == std::vector<Version>{V("3.10"), V("3.11")});
+  CHECK(r->source.url == "https://example.com/demo.git");  // [source] merged
+  CHECK(r->source.tag == "v2.0.0");
+  CHECK(r->tools == std::vector<std::string>{"cmake", "ninja"});
+  CHECK(r->min_gcc->str() == "9.3");
+  CHECK(r->env == std::map<std::string, std::string>{{"BUILD_TEST", "0"}, {"USE_FOO", "1"}, {"USE_NCCL", "0"}});
+  CHECK(r->arch.variant_a);
+  REQUIRE(r->chain.size() == 2);
+  CHECK(r->chain[0] == child);
+  CHECK(r->chain[1].filename() == "base.toml");
+
+  SECTION("a three-level chain, with a path in extends") {
+    tmp.write("sub/grandchild.toml", "extends = \"../child.toml\"\nversion = \"2.0.1\"\n");
+    auto g = recipe::load_file(tmp.path() / "sub/grandchild.toml", recipe::Search{{tmp.path()}});
+    REQUIRE(g.ok());
+    CHECK(g->version.str() == "2.0.1");
+    CHECK(g->source.tag == "v2.0.0");
+    CHECK(g->env.at("USE_FOO") == "1");
+    CHECK(g->chain.size() == 3);
+  }
+  SECTION("a required key missing from the whole chain") {
+    auto m = load_error(tmp, "extends = \"base\"\nversion = \"1.0\"\n", "nosrc.toml");
+    CHECK(m.find("missing required key 'tag'") != std::string::npos);
+    CHECK(m.find("or in the recipe it extends") != std::string::npos);
+  }
+  SECTION("an error in the base names the base's own line") {
+    tmp.write("badbase.toml", "package = \"demo\"\ncuda = [\"twelve\"]\n");
+    auto m = load_error(tmp, "extends = \"badbase\"\n", "c2.toml");
+    CHECK(m.find((tmp.path() / "badbase.toml").string() + ":2:9:") == 0);
+  }
+  SECTION("an unknown extends target") {
+    auto m = load_error(tmp, "extends = \"bsae\"\n", "c3.toml");
+    CHECK(m.find((tmp.path() / "c3.toml").string() + ":1:11:") == 0);
+    CHECK(m.find("did you mean 'base'") != std::string::npos);
+  }
+}
+
+TEST_CASE("extends cycles are detected") {
+  test::TempDir tmp;
+  tmp.write("a.toml", "extends = \"b\"\npackage = \"x\"\n");
+  tmp.write("b.toml", "extends = \"c\"\n");
+  tmp.write("c.toml", "extends = \"a\"\n");
+  auto r = recipe::load_file(tmp.path() / "a.toml", recipe::Search{{tmp.path()}});
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().exit == Exit::bad_input);
+  CHECK(r.error().message.find((tmp.path() / "c.toml").string() + ":1:11:") == 0);
+  CHECK(r.error().message.find("extends cycle: a.toml -> b.toml -> c.toml -> a.toml") != std::string::npos);
+
+  tmp.write("self.toml", "extends = \"self\"\n");
+  auto s = recipe::load_file(tmp.path() / "self.toml", recipe::Search{{tmp.path()}});
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.error().message.find("extends cycle") != std::string::npos);
+}
+
+TEST_CASE("a user's recipe file can extend a shipped recipe by name") {
+  test::TempDir tmp;
+  auto mine = tmp.write("my-torch.toml", R"(# torch 2.7 with system NCCL, from our own mirror
+extends = "torch-2.7"
+
+[source]
+url = "https://git.example.com/mirror/pytorch.git"
+
+[build.env]
+USE_NCCL = "1"
+USE_SYSTEM_NCCL = "1"
+)");
+  auto r = recipe::load(mine.string());
+  REQUIRE(r.ok());
+  CHECK(r->name == "my-torch");
+  CHECK(r->package == "torch");
+  CHECK(r->source.tag == "v2.7.1");
+  CHECK(r->source.url == "https://git.example.com/mirror/pytorch.git");
+  CHECK(r->env.at("USE_SYSTEM_NCCL") == "1");
+  CHECK(r->env.at("BUILD_TEST") == "0");
+  CHECK(r->chain.size() == 3);
+}
+
+TEST_CASE("recipes by name, by path, and what a wrong name says") {
+  auto byname = recipe::load("torch-2.8");
+  REQUIRE(byname.ok());
+  CHECK(byname->source.tag == "v2.8.0");
+
+  auto typo = recipe::load("torhc-2.8");
+  REQUIRE_FALSE(typo.ok());
+  CHECK(typo.error().exit == Exit::bad_input);
+  CHECK(typo.error().message.find("no recipe named 'torhc-2.8'") != std::string::npos);
+  CHECK(typo.error().message.find("torch-2.8") != std::string::npos);
+
+  auto nofile = recipe::load("/nonexistent/recipe.toml");
+  REQUIRE_FALSE(nofile.ok());
+  CHECK(nofile.error().message.find("no such recipe file") != std::string::npos);
+  CHECK(recipe::looks_like_path("a/b"));
+  CHECK(recipe::looks_like_path("x.toml"));
+  CHECK_FALSE(recipe::looks_like_path("torch-2.7"));
+}

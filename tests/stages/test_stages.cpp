@@ -1,0 +1,284 @@
+// stages: the wheel pipeline over a real file:// repository (libgit2) with a ScriptedRunner in
+// place of cmake/ninja/setup.py: order, environment, stamps and resume, reuse, corruption,
+// failure and validation — without building anything.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "arch/arch_data.hpp"
+#include "arch/parse.hpp"
+#include "core/version.hpp"
+#include "plan/plan.hpp"
+#include "plan/resolve.hpp"
+#include "run/reporter.hpp"
+#include "run/scripted_runner.hpp"
+#include "stages/pipeline.hpp"
+#include "store/key_record.hpp"
+#include "store/layout.hpp"
+#include "support/process.hpp"
+#include "support/tempdir.hpp"
+#include "toolchain/toolchain.hpp"
+
+using namespace archbuild;
+namespace fs = std::filesystem;
+
+namespace {
+
+Version V(const char* s) { return *Version::parse(s); }
+
+// The example repositories (tests/support/make-example-repos), made once per test process.
+std::string example_url() {
+  static test::TempDir dir;
+  static std::string url;
+  if (url.empty()) {
+    auto r = test::run("/bin/bash", {std::string(ARCHBUILD_SOURCE_DIR) + "/tests/support/make-example-repos",
+                                     (dir / "repos").string()});
+    REQUIRE(r.status == 0);
+    url = "file://" + (dir / "repos" / "minitorch").string();
+  }
+  return url;
+}
+
+plan::Plan plan_for(const std::string& targets, const std::string& url) {
+  toolchain::Host h;
+  toolchain::Toolkit t;
+  t.root = "/usr/local/cuda-13.0";
+  t.nvcc = "/usr/local/cuda-13.0/bin/nvcc";
+  t.version = V("13.0");
+  t.nvcc_version = V("13.0.88");
+  t.found_by = "test";
+  h.toolkits = {t};
+  toolchain::Compiler c;
+  c.kind = toolchain::CompilerKind::gcc;
+  c.version = V("12.2.0");
+  c.path = "/usr/bin/g++-12";
+  c.found_by = "test";
+  h.compilers = {c};
+  h.pythons = {toolchain::Python{"/usr/bin/python3", V("3.11.2"), "test"}};
+  h.tools = {{"cmake", "/usr/bin/cmake"}, {"ninja", "/usr/bin/ninja"}};
+  plan::Inputs in;
+  in.recipes = plan::select_recipes(std::string(ARCHBUILD_SOURCE_DIR) + "/examples/minitorch/recipe.toml").take();
+  in.toolchains = toolchain::load_shipped().take();
+  in.host = h;
+  plan::Request req;
+  req.targets = arch::parse_arch_list(targets, arch::ArchData::shipped()).take();
+  req.source_url = url;
+  auto r = plan::resolve(req, in);
+  INFO(r.message);
+  REQUIRE(r.ok());
+  return plan::make_plan(r).take();
+}
+
+plan::Plan example_plan(const std::string& targets) { return plan_for(targets, example_url()); }
+
+// A scripted build: each step succeeds; the package step leaves dist/<wheel>.
+run::ScriptedRunner happy_runner(const std::string& wheel_name = "minitorch-0.1.0+cu130.sm90-py3-none-any.whl") {
+  run::ScriptedRunner r;
+  run::ScriptedResponse package;
+  package.lines = {"creating wheel"};
+  package.files[fs::path("dist") / wheel_name] = "PK fake wheel " + wheel_name;
+  r.on([](const run::Command& c) { return c.argv.size() > 1 && c.argv[1] == "setup.py" && c.argv[2] == "bdist_wheel"; },
+       package);
+  run::ScriptedResponse build;
+  build.lines = {"[1/3] Building CUDA object a.o", "[2/3] Building CUDA object b.o", "[3/3] Linking"};
+  r.on({"/usr/bin/cmake", "--build"}, build);
+  return r;
+}
+
+struct Env {
+  test::TempDir dir;
+  store::Layout layout{dir / "cache"};
+  std::ostringstream progress;
+  std::unique_ptr<run::Reporter> reporter = run::make_reporter(run::ReporterKind::plain, progress);
+  stages::PipelineOptions options;
+  Env() {
+    options.out_dir = dir / "out";
+    options.compiler_cache.kind = "none";
+    options.retry.attempts = 1;
+    options.getenv = [](const std::string& n) -> std::optional<std::string> {
+      if (n == "HOME") return std::string("/home/test");
+      return std::nullopt;
+    };
+  }
+};
+
+std::vector<std::string> stages_of(const run::ScriptedRunner& r) {
+  std::vector<std::string> out;
+  for (const auto& c : r.calls()) out.push_back(c.log.stem().string());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the pipeline runs the plan's steps in order, with the plan's environment", "[stages]") {
+  Env e;
+  auto plan = example_plan("9.0");
+  auto runner = happy_runner();
+  auto r = stages::run_pipeline(plan, e.layout, runner, *e.reporter, e.options);
+  INFO((r ? "" : r.error().message) << e.progress.str());
+  REQUIRE(r.ok());
+  CHECK_FALSE(r->reused);
+  CHECK(r->ran == std::vector<std::string>{"fetch", "configure", "build", "package", "validate"});
+  CHECK(stages_of(runner) == std::vector<std::string>{"configure", "build", "package"});
+  const auto& configure = runner.calls().front();
+  CHECK(configure.argv == std::vector<std::string>{"/usr/bin/python3", "setup.py", "build", "--cmake-only"});
+  CHECK(configure.env.at("TORCH_CUDA_ARCH_LIST") == "9.0");
+  CHECK(configure.env.at("CUDA_HOME") == "/usr/local/cuda-13.0");
+  CHECK(configure.env.at("PYTORCH_BUILD_VERSION") == "0.1.0+cu130.sm90");
+  CHECK(configure.env.at("HOME") == "/home/test");         // pass-through from the caller
+  CHECK(configure.env.count("CMAKE_CUDA_COMPILER_LAUNCHER") == 0);  // --compiler-cache none
+  fs::path src = e.layout.source_dir(plan->key);
+  CHECK(fs::weakly_canonical(configure.cwd) == fs::weakly_canonical(src));
+  // A real checkout, with its submodule.
+  CHECK(fs::exists(src / "setup.py"));
+  CHECK(fs::exists(src / "third_party" / "minidep" / "include" / "minidep" / "minidep.h"));
+  // The wheel: in the store by hash and copied to --out; logs per stage.
+  CHECK(fs::exists(r->out_wheel));
+  CHECK(r->out_wheel.parent_path() == e.options.out_dir);
+  CHECK(fs::exists(e.layout.wheel(r->stored.sha256)));
+  CHECK(fs::exists(e.layout.log(plan->key, "build")));
+  CHECK(test::read_file(e.layout.log(plan->key, "build")).find("[3/3] Linking") != std::string::npos);
+  CHECK(r->manifest["manifest"]["source"]["commit"].get<std::string>().size() == 40);
+  CHECK(r->manifest["manifest"]["arch_list"] == "9.0");
+  CHECK(r->manifest["manifest"]["wheel"]["sha256"] == r->stored.sha256);
+  CHECK(r->manifest["manifest"]["source"]["submodules"].size() == 1);
+}
+
+TEST_CASE("a repeat of a built key runs nothing", "[stages]") {
+  Env e;
+  auto plan = example_plan("9.0");
+  auto runner = happy_runner();
+  REQUIRE(stages::run_pipeline(plan, e.layout, runner, *e.reporter, e.options).ok());
+  fs::remove_all(e.options.out_dir);
+  run::ScriptedRunner strict;
+  strict.strict();
+  auto again = stages::run_pipeline(plan, e.layout, strict, *e.reporter, e.options);
+  REQUIRE(again.ok());
+  CHECK(again->reused);
+  CHECK(strict.calls().empty());
+  CHECK(fs::exists(again->out_wheel));
+}
+
+TEST_CASE("a changed arch list is a new key with its own source and build tree", "[stages]") {
+  Env e;
+  auto p90 = example_plan("9.0");
+  auto p80 = example_plan("8.0");
+  CHECK(p90->key != p80->key);
+  auto r1 = happy_runner();
+  REQUIRE(stages::run_pipeline(p90, e.layout, r1, *e.reporter, e.options).ok());
+  auto r2 = happy_runner("minitorch-0.1.0+cu130.sm80-py3-none-any.whl");
+  auto second = stages::run_pipeline(p80, e.layout, r2, *e.reporter, e.options);
+  REQUIRE(second.ok());
+  CHECK_FALSE(second->reused);
+  CHECK(r2.calls().front().env.at("TORCH_CUDA_ARCH_LIST") == "8.0");
+  CHECK(fs::exists(e.layout.source_dir(p80->key)));
+  CHECK(e.layout.source_dir(p80->key) != e.layout.source_dir(p90->key));
+}
+
+TEST_CASE("a failed stage is exit 4 with the log tail; the rerun resumes there", "[stages]") {
+  Env e;
+  auto plan = example_plan("9.0");
+  run::ScriptedRunner failing;
+  run::ScriptedResponse broken;
+  broken.lines = {"[1/2] Building CUDA object a.o", "a.cu(3): error: identifier \"oops\" is undefined"};
+  broken.exit_status = 1;
+  failing.on({"/usr/bin/cmake", "--build"}, broken);
+  auto r = stages::run_pipeline(plan, e.layout, failing, *e.reporter, e.options);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().exit == Exit::build_failed);
+  CHECK(r.error().message.find("build stage failed") != std::string::npos);
+  CHECK(r.error().message.find("build.log") != std::string::npos);
+  CHECK(e.progress.str().find("identifier \"oops\"") != std::string::npos);  // the tail was shown
+  CHECK_FALSE(fs::exists(e.options.out_dir));
+  // The rerun starts at build: no fetch, no configure.
+  auto runner = happy_runner();
+  auto again = stages::run_pipeline(plan, e.layout, runner, *e.reporter, e.options);
+  REQUIRE(again.ok());
+  CHECK(again->resumed_past == std::vector<std::string>{"fetch", "configure"});
+  CHECK(stages_of(runner) == std::vector<std::string>{"build", "package"});
+}
+
+TEST_CASE("a stamp without its source tree does not count", "[stages]") {
+  Env e;
+  auto plan = example_plan("9.0");
+  run::ScriptedRunner failing;
+  run::ScriptedResponse broken;
+  broken.exit_status = 2;
+  failing.on({"/usr/bin/cmake", "--build"}, broken);
+  REQUIRE_FALSE(stages::run_pipeline(plan, e.layout, failing, *e.reporter, e.options).ok());
+  fs::remove_all(e.layout.source_dir(plan->key));
+  auto runner = happy_runner();
+  auto again = stages::run_pipeline(plan, e.layout, runner, *e.reporter, e.options);
+  REQUIRE(again.ok());
+  CHECK(again->ran.front() == "fetch");
+  CHECK(stages_of(runner) == std::vector<std::string>{"configure", "build", "package"});
+}
+
+TEST_CASE("a corrupted cached wheel is discarded and repackaged", "[stages]") {
+  Env e;
+  auto plan = example_plan("9.0");
+  auto runner = happy_runner();
+  auto first = stages::run_pipeline(plan, e.layout, runner, *e.reporter, e.options);
+  REQUIRE(first.ok());
+  {
+    std::ofstream f(e.layout.wheel(first->stored.sha256), std::ios::app);
+    f << "bit rot";
+  }
+  auto again_runner = happy_runner();
+  auto again = stages::run_pipeline(plan, e.layout, again_runner, *e.reporter, e.options);
+  REQUIRE(again.ok());
+  CHECK_FALSE(again->reused);
+  CHECK_FALSE(again->notes.empty());
+  CHECK(stages_of(again_runner) == std::vector<std::string>{"package"});
+  CHECK(again->stored.sha256 == first->stored.sha256);  // the same bytes, rebuilt
+}
+
+TEST_CASE("a failed validation keeps the wheel out of --out and out of the key", "[stages]") {
+  Env e;
+  auto plan = example_plan("9.0");
+  auto runner = happy_runner();
+  e.options.validate = [](const fs::path&) -> Result<nlohmann::json> {
+    return Error::not_fine("validation: no kernel image for 9.0");
+  };
+  auto r = stages::run_pipeline(plan, e.layout, runner, *e.reporter, e.options);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().exit == Exit::not_fine);
+  CHECK_FALSE(fs::exists(e.options.out_dir / "minitorch-0.1.0+cu130.sm90-py3-none-any.whl"));
+  store::KeyRecord rec(e.layout, plan->key);
+  CHECK_FALSE(rec.wheel().take().has_value());
+  // Passing validation afterwards publishes it, with the report in the manifest.
+  e.options.validate = [](const fs::path&) -> Result<nlohmann::json> { return nlohmann::json{{"ok", true}}; };
+  auto again_runner = happy_runner();
+  auto again = stages::run_pipeline(plan, e.layout, again_runner, *e.reporter, e.options);
+  REQUIRE(again.ok());
+  CHECK(again->manifest["validation"]["ok"] == true);
+  CHECK(fs::exists(again->out_wheel));
+}
+
+TEST_CASE("an interrupted stage stops the pipeline and says how to resume", "[stages]") {
+  Env e;
+  auto plan = example_plan("9.0");
+  run::ScriptedRunner r;
+  run::ScriptedResponse stop;
+  stop.interrupted = true;
+  r.on({"/usr/bin/cmake", "--build"}, stop);
+  auto res = stages::run_pipeline(plan, e.layout, r, *e.reporter, e.options);
+  REQUIRE_FALSE(res.ok());
+  CHECK(res.error().message.find("interrupted") != std::string::npos);
+  CHECK_FALSE(fs::exists(e.options.out_dir));
+}
+
+TEST_CASE("an unreachable repository fails the fetch, naming the URL, leaving nothing", "[stages]") {
+  Env e;
+  auto missing = plan_for("9.0", "file://" + (e.dir / "no-such-repo").string());
+  run::ScriptedRunner r;
+  r.strict();
+  auto res = stages::run_pipeline(missing, e.layout, r, *e.reporter, e.options);
+  REQUIRE_FALSE(res.ok());
+  CHECK(res.error().message.find("no-such-repo") != std::string::npos);
+  CHECK(r.calls().empty());
+  CHECK_FALSE(fs::exists(e.layout.source_dir(missing->key)));
+  CHECK_FALSE(fs::exists(e.options.out_dir));
+}
