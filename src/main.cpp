@@ -30,6 +30,8 @@ int main(int argc, char** argv) {
   cli::add_recipes_command(app, ctx);
   cli::add_resolve_command(app, ctx);
   cli::add_plan_command(app, ctx);
+  cli::add_validate_command(app, ctx);
+  cli::add_smoke_command(app, ctx);
   cli::add_doctor_command(app, ctx);
 
   try {

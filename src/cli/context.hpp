@@ -43,6 +43,8 @@ void add_inspect_command(CLI::App& app, Context& ctx);
 void add_recipes_command(CLI::App& app, Context& ctx);
 void add_resolve_command(CLI::App& app, Context& ctx);
 void add_plan_command(CLI::App& app, Context& ctx);
+void add_validate_command(CLI::App& app, Context& ctx);
+void add_smoke_command(CLI::App& app, Context& ctx);
 void add_doctor_command(CLI::App& app, Context& ctx);
 
 }  // namespace archbuild::cli

@@ -2,12 +2,18 @@
 
 #include "cli/host.hpp"
 
+#include <fstream>
 #include <set>
+
+#include <sys/stat.h>
 
 #include <fmt/format.h>
 
 #include "arch/parse.hpp"
+#include "core/sha256.hpp"
 #include "core/text.hpp"
+#include "store/atomic_file.hpp"
+#include "store/layout.hpp"
 #include "run/capture.hpp"
 
 namespace archbuild::cli {
@@ -40,9 +46,49 @@ std::optional<Version> version_option(const std::string& value, const char* opti
   return v;
 }
 
+// "inode:size:mtime" of a path (following links), or "missing".
+std::string file_signature(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return "missing";
+  return fmt::format("{}:{}:{}.{}", st.st_ino, st.st_size, st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+}
+
 }  // namespace
 
-plan::Resolution resolve_from_args(const ResolveArgs& a, const Context& ctx) {
+toolchain::Probe cached_probe(toolchain::Probe inner, store::Layout layout) {
+  return [inner = std::move(inner), layout = std::move(layout)](
+             const std::vector<std::string>& argv) -> Result<toolchain::ProbeOutput> {
+    std::string joined = "archbuild probe v1";
+    for (const auto& a : argv) joined += std::string(1, '\0') + a;
+    auto file = layout.probe(sha256_hex(joined).substr(0, 32));
+    std::error_code ec;
+    if (std::filesystem::exists(file, ec)) {
+      std::ifstream in(file);
+      auto doc = nlohmann::json::parse(in, nullptr, false);
+      bool fresh = doc.is_object() && doc.contains("deps") && doc["deps"].is_object() && !doc["deps"].empty();
+      if (fresh)
+        for (const auto& [path, sig] : doc["deps"].items())
+          if (!sig.is_string() || file_signature(path) != sig.get<std::string>()) fresh = false;
+      if (fresh) return toolchain::ProbeOutput{doc.value("status", -1), doc.value("out", ""), doc.value("err", "")};
+    }
+    auto r = inner(argv);
+    if (!r || r->status != 0) return r;  // failures are not remembered
+    // The answer depends on the program itself and, for an interpreter, on the folders of its
+    // sys.path (a module installed later changes them), which the Python probe prints on a
+    // line of \x1f-separated paths.
+    nlohmann::json deps = nlohmann::json::object();
+    deps[argv[0]] = file_signature(argv[0]);
+    for (const auto& line : text::split_any(r->out, "\n"))
+      if (line.find('\x1f') != std::string::npos)
+        for (const auto& p : text::split_any(line, "\x1f")) deps[p] = file_signature(p);
+    nlohmann::json doc = {{"argv", argv}, {"status", r->status}, {"out", r->out}, {"err", r->err}, {"deps", deps}};
+    std::filesystem::create_directories(file.parent_path(), ec);
+    (void)store::write_file_atomic(file, doc.dump());
+    return r;
+  };
+}
+
+plan::Request request_from_args(const ResolveArgs& a) {
   plan::Request req;
   auto targets = parse_targets(a.sm, arch::ArchData::shipped());
   if (!targets) throw Failure(Error{targets.error().exit, "--sm: " + targets.error().message});
@@ -66,7 +112,12 @@ plan::Resolution resolve_from_args(const ResolveArgs& a, const Context& ctx) {
   req.ptx = a.ptx;
   if (!a.source_url.empty()) req.source_url = a.source_url;
   req.recipe_label = a.recipe.empty() ? "the torch recipes" : a.recipe;
+  return req;
+}
 
+plan::Inputs inputs_from_args(const ResolveArgs& a, const plan::Request& req, const Context& ctx) {
+  std::optional<std::filesystem::path> python_path;
+  if (a.python.find('/') != std::string::npos) python_path = std::filesystem::absolute(a.python);
   plan::Inputs in;
   in.recipes = plan::select_recipes(a.recipe.empty() ? std::nullopt : std::optional(a.recipe)).take();
   in.toolchains = toolchain::load_shipped().take();
@@ -81,11 +132,17 @@ plan::Resolution resolve_from_args(const ResolveArgs& a, const Context& ctx) {
     if (!c) return c.error();
     return toolchain::ProbeOutput{c->timed_out ? -1 : c->status, c->out, c->err};
   };
+  if (auto dir = store::choose_cache_dir(ctx.cache_dir)) probe = cached_probe(probe, store::Layout(dir->dir));
   in.host = toolchain::discover_host(toolchain::HostEnv::current(), probe,
                                      std::vector<std::string>(tools.begin(), tools.end()), req.python, python_path);
   if (ctx.verbosity > 0)
     for (const auto& n : in.host.notes) note(ctx, "discovery: " + n);
-  return plan::resolve(req, in);
+  return in;
+}
+
+plan::Resolution resolve_from_args(const ResolveArgs& a, const Context& ctx) {
+  auto req = request_from_args(a);
+  return plan::resolve(req, inputs_from_args(a, req, ctx));
 }
 
 void print_resolution(const plan::Resolution& r, const Context& ctx) {

@@ -12,6 +12,8 @@
 #include "cli/context.hpp"
 #include "plan/plan.hpp"
 #include "plan/resolve.hpp"
+#include "store/layout.hpp"
+#include "toolchain/toolchain.hpp"
 
 namespace archbuild::cli {
 
@@ -31,6 +33,17 @@ void add_resolve_options(CLI::App& cmd, ResolveArgs& args);
 // Parses the options, loads recipes and toolchains, discovers this host and resolves. Bad
 // options or data throw Failure (exit 2); refusals and missing tools come back in the result.
 plan::Resolution resolve_from_args(const ResolveArgs& args, const Context& ctx);
+
+// The two halves of resolve_from_args, for commands that resolve many requests against one
+// host (`matrix`): the parsed request (throws Failure on bad options), and the candidate
+// recipes, toolchain data and this host as discovered (run::capture probes).
+plan::Request request_from_args(const ResolveArgs& args);
+plan::Inputs inputs_from_args(const ResolveArgs& args, const plan::Request& request, const Context& ctx);
+
+// Wraps a probe so its successful answers are kept in the cache (store: probes/<hash>.json) and
+// reused while the program and, for an interpreter, its sys.path folders are unchanged: a repeat
+// of `archbuild wheel` then starts no process at all.
+toolchain::Probe cached_probe(toolchain::Probe inner, store::Layout layout);
 
 // Human output: the choice and the rules checked (all of them with -v).
 void print_resolution(const plan::Resolution& r, const Context& ctx);

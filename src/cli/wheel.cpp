@@ -6,7 +6,6 @@
 
 #include <fmt/format.h>
 
-#include "binary/inspect.hpp"
 #include "cli/resolve_common.hpp"
 #include "core/text.hpp"
 #include "run/capture.hpp"
@@ -15,7 +14,8 @@
 #include "run/runner.hpp"
 #include "stages/pipeline.hpp"
 #include "store/layout.hpp"
-#include "validate/coverage.hpp"
+#include "cli/validate_common.hpp"
+#include "validate/validate.hpp"
 
 namespace archbuild::cli {
 
@@ -37,32 +37,44 @@ std::optional<std::string> env_of(const std::string& name) {
   return std::string(v);
 }
 
-// Coverage of the wheel's device code for the targets: the offline proof that it carries code
-// for them (inspect). A gap is exit 1 and keeps the wheel out of --out.
-Result<nlohmann::json> check_coverage(const std::filesystem::path& wheel, const std::vector<arch::Arch>& archs) {
-  auto inspection = binary::inspect_path(wheel);
-  if (!inspection) return inspection.error();
-  auto targets = validate::target_ccs(archs);
-  auto cov = validate::coverage(inspection->files, targets);
-  nlohmann::json verdicts = nlohmann::json::array();
-  std::vector<std::string> gaps;
-  for (const auto& t : cov.targets) {
-    verdicts.push_back({{"sm", t.cc.str()}, {"result", std::string(arch::to_string(t.worst))}, {"covered", t.covered}});
-    if (!t.covered) {
-      for (const auto& f : t.files) {
-        if (f.verdict.result != arch::RunResult::no_kernel_image) continue;
-        std::vector<std::string> carried;
-        for (const auto& c : f.carried) carried.push_back(c.name());
-        gaps.push_back(fmt::format("{}: no kernel image for {} (carries {})", f.path, t.cc.str(),
-                                   carried.empty() ? "nothing runnable" : text::join(carried, ", ")));
-      }
-    }
+// The validate stage: `archbuild validate` with the plan's own toolkit, host compiler and
+// interpreter (so a broken toolkit or driver is found before the wheel is published): coverage,
+// metadata, RECORD, the local label, the import test in a fresh venv, the smoke kernel.
+Result<nlohmann::json> validate_built(const std::filesystem::path& wheel, const plan::Plan& plan, const Context& ctx) {
+  const auto& res = plan->resolution;
+  validate::ValidateOptions o;
+  o.module = res.recipe.module;
+  auto plus = plan->version.find('+');
+  if (plus != std::string::npos) o.expected_label = plan->version.substr(plus + 1);
+  validate::Gpus gpus = host_gpus();
+  if (res.python) {
+    validate::ImportSetup imp;
+    imp.python = res.python->path;
+    imp.module = res.recipe.module;
+    imp.script = import_script();
+    imp.gpus = gpus;
+    o.import_test = imp;
   }
-  if (cov.files_with_device_code == 0)
-    return Error::not_fine(fmt::format("validation: {} carries no device code at all", wheel.filename().string()));
-  if (!cov.covered)
-    return Error::not_fine(fmt::format("validation: {}", text::join(gaps, "; ")));
-  return nlohmann::json{{"ok", true}, {"coverage", verdicts}, {"files_with_device_code", cov.files_with_device_code}};
+  if (res.toolkit) {
+    validate::SmokeSetup smoke;
+    smoke.nvcc = res.toolkit->nvcc;
+    if (res.compiler) smoke.host_compiler = res.compiler->path;
+    smoke.toolkit = fmt::format("CUDA {} at {}", res.toolkit->version.str(), res.toolkit->root.string());
+    smoke.source = smoke_source();
+    smoke.gpus = gpus;
+    o.smoke = smoke;
+  }
+  auto report = validate::validate_wheel(wheel, res.archs, o, capture_exec());
+  if (!report) return report.error();
+  if (!ctx.json) print_report(*report, ctx);
+  if (report->exit() != Exit::ok) {
+    std::vector<std::string> failed;
+    for (const auto& c : report->checks)
+      if (c.status == validate::Status::fail) failed.push_back(c.name + ": " + c.summary);
+    return Error{report->exit(), fmt::format("validation of {} failed: {}", wheel.filename().string(),
+                                             failed.empty() ? "a needed tool is missing" : text::join(failed, "; "))};
+  }
+  return report->to_json();
 }
 
 stages::CompilerCache compiler_cache(const std::string& kind, const store::Layout& layout) {
@@ -96,10 +108,8 @@ void run_wheel(const WheelArgs& args, Context& ctx) {
   opts.compiler_cache = compiler_cache(args.compiler_cache, layout);
   opts.getenv = env_of;
   opts.archbuild_version = ARCHBUILD_VERSION;
-  if (!args.no_validate) {
-    auto archs = plan->resolution.archs;
-    opts.validate = [archs](const std::filesystem::path& wheel) { return check_coverage(wheel, archs); };
-  }
+  if (!args.no_validate)
+    opts.validate = [&plan, &ctx](const std::filesystem::path& wheel) { return validate_built(wheel, plan, ctx); };
   if (args.compiler_cache != "none" && opts.compiler_cache.program.empty())
     warn(ctx, fmt::format("{} not found on PATH: building without a compiler cache", args.compiler_cache));
 

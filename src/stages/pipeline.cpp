@@ -88,6 +88,21 @@ Result<fs::path> find_wheel(const fs::path& dir) {
   return Error::build_failed(fmt::format("the package stage left {} wheels in {}; expected one", wheels.size(), dir.string()));
 }
 
+// Validation needs the wheel under its own name (PEP 427: the name carries the version and
+// tags; pip refuses anything else), not the store's <sha256>.whl: a copy in the key's log area.
+Result<json> validate_named(const std::function<Result<json>(const fs::path&)>& validate, const fs::path& stored,
+                            const std::string& filename, const fs::path& scratch) {
+  std::error_code ec;
+  fs::remove_all(scratch, ec);
+  fs::create_directories(scratch, ec);
+  fs::path named = scratch / filename;
+  fs::copy_file(stored, named, fs::copy_options::overwrite_existing, ec);
+  if (ec) return Error::bad_input(fmt::format("cannot copy {} for validation: {}", stored.string(), ec.message()));
+  auto r = validate(named);
+  fs::remove_all(scratch, ec);
+  return r;
+}
+
 class Pipeline {
  public:
   Pipeline(const plan::Plan& plan, const store::Layout& layout, run::Runner& runner, run::Reporter& reporter,
@@ -164,7 +179,7 @@ class Pipeline {
       auto doc = record_.read();
       if (doc && !doc->value("validation", json()).is_object()) {
         // Built with --no-validate before: validate now, before anything reaches --out.
-        auto v = options_.validate(check.path);
+        auto v = validate_named(options_.validate, check.path, (*ref)->filename, layout_.log_dir(key_) / "validate");
         if (!v) {
           failed_ = v.error();
           return std::nullopt;
@@ -289,7 +304,7 @@ class Pipeline {
     auto t0 = std::chrono::steady_clock::now();
     json report = "skipped (--no-validate)";
     if (options_.validate) {
-      auto r = options_.validate(check.path);
+      auto r = validate_named(options_.validate, check.path, filename, layout_.log_dir(key_) / "validate");
       double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (!r) {
         reporter_.stage_finished(info, {run::StageStatus::failed, seconds, r.error().message, {}});

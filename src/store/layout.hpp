@@ -8,6 +8,7 @@
 //   keys/<key>.json           manifest: build key → wheel hash, stamps, logs; keys/<key>.lock
 //   logs/<key>/<stage>.log
 //   ccache/                   compiler cache (unless the user points elsewhere)
+//   probes/<hash>.json        cached answers of tool probes (resolution on a repeat starts nothing)
 #pragma once
 
 #include <filesystem>
@@ -55,6 +56,9 @@ class Layout {
   std::filesystem::path log_dir(std::string_view key) const;          // logs/<key>/
   std::filesystem::path log(std::string_view key, std::string_view stage) const;
   std::filesystem::path ccache_dir() const { return root_ / "ccache"; }
+  // probes/<hash>.json: a tool's answer to a probe (nvcc --version …), valid while the files it
+  // depends on are unchanged (ccache's idea for compiler checks).
+  std::filesystem::path probe(std::string_view hash) const { return root_ / "probes" / (std::string(hash) + ".json"); }
 
   // Creates the root and its areas (idempotent).
   Result<Ok> create() const;

@@ -449,7 +449,9 @@ std::optional<Python> probe_python(const fs::path& exe, const Probe& probe, cons
       "import sys, importlib.util as u\n"
       "print(sys.executable)\n"
       "print('.'.join(map(str, sys.version_info[:3])))\n"
-      "print(' '.join(m for m in sys.argv[1:] if u.find_spec(m)))\n";
+      "print(' '.join(m for m in sys.argv[1:] if u.find_spec(m)))\n"
+      // What the answer depends on besides the interpreter (for a cached probe to check).
+      "print('\\x1f'.join(p for p in sys.path if p))\n";
   std::vector<std::string> argv = {exe.string(), "-c", script};
   for (const auto& m : python_build_modules()) argv.push_back(m);
   auto ran = probe(argv);
@@ -457,7 +459,17 @@ std::optional<Python> probe_python(const fs::path& exe, const Probe& probe, cons
     note(notes, fmt::format("{}: does not run, skipped", exe.string()));
     return std::nullopt;
   }
-  auto lines = text::split_any(ran->out, "\r\n");
+  // Line by line, keeping empty lines (an interpreter with none of the modules prints one).
+  std::vector<std::string> lines;
+  std::size_t start = 0;
+  while (start <= ran->out.size()) {
+    auto nl = ran->out.find('\n', start);
+    if (nl == std::string::npos) nl = ran->out.size();
+    std::string line = ran->out.substr(start, nl - start);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    lines.push_back(line);
+    start = nl + 1;
+  }
   if (lines.size() < 2) return std::nullopt;
   auto v = Version::parse(text::trim(lines[1]));
   if (!v) return std::nullopt;

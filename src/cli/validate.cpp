@@ -1,0 +1,163 @@
+// archbuild validate WHEEL --sm LIST [--python PY] [--module NAME] [--cuda X.Y] [--no-import]
+// [--no-smoke] — proves a wheel (any wheel, official ones included): coverage of each target,
+// metadata and RECORD, the local label, an import test in a fresh venv and the smoke kernel.
+#include <fmt/format.h>
+
+#include <memory>
+
+#include "arch/arch_data.hpp"
+#include "cli/context.hpp"
+#include "cli/host.hpp"
+#include "cli/validate_common.hpp"
+#include "core/text.hpp"
+#include "recipe/recipe.hpp"
+
+namespace archbuild::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ValidateArgs {
+  std::string wheel;
+  std::vector<std::string> sm;
+  std::string python;
+  std::string module;
+  std::string cuda;
+  bool no_import = false;
+  bool no_smoke = false;
+};
+
+validate::Check skipped(const char* name, std::string why, bool missing) {
+  validate::Check c;
+  c.name = name;
+  c.status = validate::Status::skip;
+  c.summary = std::move(why);
+  c.missing_tool = missing;
+  return c;
+}
+
+// The recipe's import name for this distribution, when a shipped recipe builds it.
+std::optional<std::string> recipe_module(const std::string& distribution) {
+  auto recipes = recipe::load_shipped();
+  if (!recipes) return std::nullopt;
+  for (const auto& r : *recipes)
+    if (!r.module.empty() && validate::normalize_name(r.package) == validate::normalize_name(distribution))
+      return r.module;
+  return std::nullopt;
+}
+
+void run_validate(const ValidateArgs& a, Context& ctx) {
+  auto targets = parse_targets(a.sm, arch::ArchData::shipped());
+  if (!targets) {
+    auto e = targets.error();
+    if (e.exit == Exit::bad_input) e.message = "--sm: " + e.message;
+    throw Failure(e);
+  }
+  std::optional<Version> cuda;
+  if (!a.cuda.empty()) {
+    cuda = Version::parse(a.cuda);
+    if (!cuda || cuda->size() != 2)
+      throw Failure(Error::bad_input(fmt::format("--cuda '{}': expected MAJOR.MINOR like 12.8", a.cuda)));
+  }
+  fs::path wheel = a.wheel;
+  std::error_code ec;
+  if (!fs::exists(wheel, ec)) throw Failure(Error::bad_input(fmt::format("{}: no such file", a.wheel)));
+
+  auto parsed = validate::parse_wheel_name(wheel.filename().string());
+  std::optional<validate::WheelName> name;
+  if (parsed) name = *parsed;
+
+  validate::ValidateOptions opts;
+  if (!a.module.empty())
+    opts.module = a.module;
+  else if (name)
+    opts.module = recipe_module(name->distribution);
+
+  bool need_gpus = !a.no_import || !a.no_smoke;
+  validate::Gpus gpus;
+  if (need_gpus) gpus = host_gpus();
+
+  if (a.no_import) {
+    opts.preset.push_back(skipped("import", "not run (--no-import)", false));
+  } else if (auto py = find_python(a.python, name ? validate::wheel_python(*name) : std::nullopt); !py) {
+    opts.preset.push_back(skipped("import", py.error().message, true));
+  } else {
+    validate::ImportSetup s;
+    s.python = *py;
+    s.script = import_script();
+    s.gpus = gpus;
+    opts.import_test = s;
+  }
+
+  if (a.no_smoke) {
+    opts.preset.push_back(skipped("smoke", "not run (--no-smoke)", false));
+  } else {
+    // The wheel's own CUDA (its +cuXYZ label) is preferred: the smoke kernel then tests the
+    // toolkit the wheel was built with.
+    bool preference = !cuda;
+    if (!cuda && name) {
+      auto label = validate::parse_label(name->local_label());
+      if (label.cuda) cuda = Version::parse(*label.cuda);
+    }
+    auto setup = smoke_setup(*targets, cuda, preference, ctx);
+    if (!setup) {
+      if (setup.error().exit != Exit::missing_tool) throw Failure(setup.error());
+      opts.preset.push_back(skipped("smoke", "no nvcc for the smoke kernel: " + setup.error().message, true));
+    } else {
+      setup->gpus = gpus;
+      opts.smoke = *setup;
+    }
+  }
+
+  auto report = validate::validate_wheel(wheel, *targets, opts, capture_exec()).take();  // unreadable: exit 2
+  ctx.exit = report.exit();
+  if (ctx.json) {
+    auto doc = report.to_json();
+    doc["targets"] = nlohmann::json::array();
+    for (const auto& t : *targets) doc["targets"].push_back(t.cc_name());
+    print_json(doc);
+  } else {
+    out(fmt::format("validate {} for {}", wheel.filename().string(), validate::targets_text(*targets)));
+    print_report(report, ctx);
+  }
+  if (report.failed()) {
+    std::vector<std::string> what;
+    for (const auto& c : report.checks)
+      if (c.status == validate::Status::fail) what.push_back(fmt::format("{}: {}", c.name, c.summary));
+    error_line(ctx, "not valid: " + text::join(what, "; "));
+  } else if (report.incomplete()) {
+    std::vector<std::string> what;
+    for (const auto& c : report.checks)
+      if (c.missing_tool) what.push_back(fmt::format("{}: {}", c.name, c.summary));
+    error_line(ctx, "could not check everything: " + text::join(what, "; "));
+  }
+}
+
+}  // namespace
+
+void add_validate_command(CLI::App& app, Context& ctx) {
+  auto args = std::make_shared<ValidateArgs>();
+  auto* cmd = app.add_subcommand(
+      "validate", "Prove a wheel: coverage of each target, metadata and RECORD, an import test, the smoke kernel");
+  cmd->add_option("WHEEL", args->wheel, "The wheel (.whl) to check")->required();
+  cmd->add_option("--sm", args->sm, "Target compute capabilities: 90, 9.0, sm_90, 90a, lists 80,90, native")
+      ->required()
+      ->type_name("LIST");
+  cmd->add_option("--python", args->python,
+                  "Interpreter for the import test: a path, a name, or X.Y (default: pythonX.Y for the wheel's tag, "
+                  "else python3)")
+      ->type_name("PY");
+  cmd->add_option("--module", args->module, "Module the import test imports (default: the recipe's, else top_level.txt)");
+  cmd->add_option("--cuda", args->cuda, "CUDA release whose nvcc builds the smoke kernel (default: the wheel's)")
+      ->type_name("X.Y");
+  cmd->add_flag("--no-import", args->no_import, "Skip the import test (reported as skipped)");
+  cmd->add_flag("--no-smoke", args->no_smoke, "Skip the smoke kernel (reported as skipped)");
+  add_json_flag(*cmd, ctx);
+  cmd->footer(
+      "Exit status: 0 valid; 1 a check failed (each failure named); 2 unreadable input or bad options; "
+      "3 a needed tool is missing (python with venv, nvcc). Without a GPU the GPU parts are reported as skipped.");
+  cmd->callback([args, &ctx] { run_validate(*args, ctx); });
+}
+
+}  // namespace archbuild::cli

@@ -1,0 +1,129 @@
+#include "cli/validate_common.hpp"
+
+#include <fmt/format.h>
+
+#include "arch/arch_data.hpp"
+#include "cli/host.hpp"
+#include "core/data_dir.hpp"
+#include "core/text.hpp"
+#include "run/capture.hpp"
+#include "toolchain/toolchain.hpp"
+
+namespace archbuild::cli {
+
+namespace fs = std::filesystem;
+
+validate::Exec capture_exec() {
+  return [](const validate::Command& c) -> Result<validate::Outcome> {
+    run::CaptureOptions o;
+    o.env = c.env;
+    o.cwd = c.cwd;
+    o.timeout = c.timeout;
+    auto r = run::capture(c.argv, o);
+    if (!r) return r.error();
+    return validate::Outcome{r->timed_out ? -1 : r->status, r->timed_out, std::move(r->out), std::move(r->err)};
+  };
+}
+
+validate::Gpus host_gpus() {
+  auto d = detect_host(arch::ArchData::shipped());
+  validate::Gpus g;
+  for (const auto& x : d.gpus) g.gpus.push_back({x.index, x.name, x.cc});
+  if (g.gpus.empty()) g.why_none = d.tried.empty() ? "no detection source answered" : text::join(d.tried, "; ");
+  return g;
+}
+
+namespace {
+
+fs::path shipped_file(const fs::path& rel, const char* what) {
+  fs::path p = data_root() / rel;
+  std::error_code ec;
+  if (!fs::is_regular_file(p, ec))
+    throw Failure(Error::missing_tool(fmt::format(
+        "{} is missing at {} (a broken installation? ARCHBUILD_DATA_DIR points elsewhere?)", what, p.string())));
+  return p;
+}
+
+toolchain::Probe capture_probe() {
+  return [](const std::vector<std::string>& argv) -> Result<toolchain::ProbeOutput> {
+    run::CaptureOptions opts;
+    opts.timeout = std::chrono::seconds(30);
+    auto c = run::capture(argv, opts);
+    if (!c) return c.error();
+    return toolchain::ProbeOutput{c->timed_out ? -1 : c->status, c->out, c->err};
+  };
+}
+
+}  // namespace
+
+fs::path smoke_source() { return shipped_file(fs::path("data") / "smoke" / "smoke.cu", "the smoke kernel source"); }
+
+fs::path import_script() {
+  return shipped_file(fs::path("data") / "validate" / "import_check.py", "the import test script");
+}
+
+Result<validate::SmokeSetup> smoke_setup(const std::vector<arch::Arch>& targets, const std::optional<Version>& cuda,
+                                         bool cuda_is_preference, const Context& ctx) {
+  auto env = toolchain::HostEnv::current();
+  auto probe = capture_probe();
+  std::vector<std::string> notes;
+  auto toolkits = toolchain::discover_toolkits(env, probe, &notes);
+  auto compilers = toolchain::discover_compilers(env, probe, &notes);
+  if (ctx.verbosity > 0)
+    for (const auto& n : notes) note(ctx, "discovery: " + n);
+  auto facts = toolchain::load_shipped();
+  if (!facts) return facts.error();
+  auto choice = validate::choose_toolkit(toolkits, *facts, compilers, cuda, cuda_is_preference, targets);
+  if (!choice) return choice.error();
+  for (const auto& n : choice->notes) note(ctx, "note: " + n);
+  validate::SmokeSetup s;
+  s.nvcc = choice->toolkit.nvcc;
+  if (choice->compiler) s.host_compiler = choice->compiler->path;
+  s.toolkit = fmt::format("CUDA {} at {}", choice->toolkit.version.str(), choice->toolkit.root.string());
+  if (choice->compiler) s.toolkit += fmt::format(" with {}", choice->compiler->name());
+  s.source = smoke_source();
+  return s;
+}
+
+Result<fs::path> find_python(const std::string& python, const std::optional<Version>& wheel_python) {
+  if (!python.empty()) {
+    std::string name = python;
+    if (auto v = Version::parse(python); v && v->size() == 2) name = "python" + v->str();
+    if (auto p = run::find_program(name)) return *p;
+    return Error::missing_tool(fmt::format("--python {}: not found or not executable", python));
+  }
+  if (wheel_python) {
+    if (auto p = run::find_program("python" + wheel_python->str())) return *p;
+  }
+  if (auto p = run::find_program("python3")) return *p;
+  return Error::missing_tool(
+      fmt::format("no {}python3 on PATH for the import test: install Python{} or give --python",
+                  wheel_python ? "python" + wheel_python->str() + " or " : "",
+                  wheel_python ? " " + wheel_python->str() : ""));
+}
+
+void print_report(const validate::Report& r, const Context& ctx) {
+  std::size_t width = 0;
+  for (const auto& c : r.checks) width = std::max(width, c.name.size());
+  std::size_t counts[4] = {0, 0, 0, 0};
+  for (const auto& c : r.checks) {
+    ++counts[static_cast<int>(c.status)];
+    out(fmt::format("  {:<4}  {:<{}}  {}", validate::to_string(c.status), c.name, width, c.summary));
+    bool show = ctx.verbosity > 0 || c.status == validate::Status::fail || c.status == validate::Status::warn;
+    if (show)
+      for (const auto& d : c.details)
+        if (d != c.summary) out(fmt::format("  {:<4}  {:<{}}    {}", "", "", width, d));
+  }
+  std::vector<std::string> tally;
+  auto count = [&](validate::Status s, const char* word) {
+    if (auto n = counts[static_cast<int>(s)]) tally.push_back(fmt::format("{} {}", n, word));
+  };
+  count(validate::Status::pass, "passed");
+  count(validate::Status::warn, "warned");
+  count(validate::Status::skip, "skipped");
+  count(validate::Status::fail, "failed");
+  out(fmt::format("{}: {}", r.failed() ? "NOT VALID" : r.incomplete() ? "incomplete" : "valid",
+                  text::join(tally, ", ")));
+}
+
+}  // namespace archbuild::cli

@@ -1,0 +1,347 @@
+#include "validate/import_test.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <regex>
+
+#include "arch/compat.hpp"
+#include "core/text.hpp"
+
+namespace archbuild::validate {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Printed by the interpreter under test: its version, and whether `python -m venv` can work
+// there (venv makes the folder, ensurepip puts pip in it; Debian splits both off the stdlib).
+constexpr const char* kProbe =
+    "import sys, json, importlib.util as u\n"
+    "print(json.dumps({'version': '%d.%d.%d' % sys.version_info[:3], 'executable': sys.executable,\n"
+    "                  'venv': u.find_spec('venv') is not None, 'ensurepip': u.find_spec('ensurepip') is not None}))\n";
+
+std::string json_str(const nlohmann::json& j, const char* key) {
+  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
+}
+
+bool under(const fs::path& file, const fs::path& dir) {
+  std::error_code ec;
+  auto f = fs::weakly_canonical(file, ec);
+  if (ec) f = file;
+  auto d = fs::weakly_canonical(dir, ec);
+  if (ec) d = dir;
+  auto rel = f.lexically_relative(d);
+  return !rel.empty() && *rel.begin() != "..";
+}
+
+// "sm_90", "sm_90a", "compute_120" as get_arch_list() prints them.
+std::vector<arch::CodeImage> images_of_names(const std::vector<std::string>& names) {
+  static const std::regex re("^(sm|compute)_([0-9]+)([af]?)$");
+  std::vector<arch::CodeImage> out;
+  for (const auto& n : names) {
+    std::smatch m;
+    if (!std::regex_match(n, m, re)) continue;
+    arch::CodeImage img;
+    img.kind = m[1] == "sm" ? arch::CodeKind::sass : arch::CodeKind::ptx;
+    img.cc = arch::Cc::from_sm(std::stoi(m[2].str()));
+    img.variant = m[3] == "a" ? arch::Variant::a : m[3] == "f" ? arch::Variant::f : arch::Variant::none;
+    out.push_back(img);
+  }
+  return out;
+}
+
+std::vector<std::string> string_list(const nlohmann::json& j) {
+  std::vector<std::string> out;
+  if (!j.is_array()) return out;
+  for (const auto& x : j)
+    if (x.is_string()) out.push_back(x.get<std::string>());
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> python_probe_argv(const fs::path& python) { return {python.string(), "-c", kProbe}; }
+
+Result<PythonInfo> interpret_python_probe(const Outcome& o, const fs::path& python) {
+  std::string py = python.string();
+  if (o.timed_out) return Error::missing_tool(fmt::format("{}: did not answer in time", py));
+  auto j = parse_import_output(o.out);
+  if (o.status != 0 || !j) {
+    auto lines = tail_lines(o, 1);
+    return Error::missing_tool(fmt::format("{}: not a working Python interpreter (exit {}){}", py, o.status,
+                                           lines.empty() ? "" : ": " + lines.back()));
+  }
+  auto v = Version::parse(json_str(*j, "version"));
+  if (!v) return Error::missing_tool(fmt::format("{}: reports no version", py));
+  std::string xy = v->prefix(2).str();
+  if (!j->value("venv", false))
+    return Error::missing_tool(fmt::format(
+        "{} (Python {}) lacks the venv module, which the import test needs: install python3-venv (Debian/Ubuntu: "
+        "apt install python{}-venv) or give --python an interpreter that has it",
+        py, v->str(), xy));
+  if (!j->value("ensurepip", false))
+    return Error::missing_tool(fmt::format(
+        "{} (Python {}) lacks the ensurepip module, so `python -m venv` cannot put pip in the venv: install "
+        "python3-venv (Debian/Ubuntu: apt install python{}-venv) or give --python an interpreter that has it",
+        py, v->str(), xy));
+  return PythonInfo{*v, json_str(*j, "executable")};
+}
+
+std::optional<Version> wheel_python(const WheelName& name) {
+  static const std::regex re("^(cp|py)([0-9])([0-9]+)$");
+  std::optional<Version> found;
+  for (const auto& t : name.python_tags) {
+    std::smatch m;
+    if (!std::regex_match(t, m, re)) continue;
+    auto v = Version::parse(m[2].str() + "." + m[3].str());
+    if (found && v && *found != *v) return std::nullopt;
+    found = v;
+  }
+  return found;
+}
+
+std::optional<std::string> python_tag_mismatch(const WheelName& name, const Version& python) {
+  std::string major = std::to_string(python.major());
+  std::string xy = major + std::to_string(python.minor());
+  for (const auto& t : name.python_tags)
+    if (t == "py" + major || t == "py" + xy || t == "cp" + xy || t == "cp" + major) return std::nullopt;
+  std::string want;
+  if (auto v = wheel_python(name)) want = fmt::format(": give --python python{}", v->str());
+  return fmt::format("the wheel is for {} and the interpreter is Python {}{}", text::join(name.python_tags, "."),
+                     python.str(), want);
+}
+
+fs::path venv_python(const fs::path& venv) { return venv / "bin" / "python"; }
+
+std::vector<std::string> venv_argv(const fs::path& python, const fs::path& venv) {
+  return {python.string(), "-m", "venv", venv.string()};
+}
+
+std::vector<std::string> pip_install_argv(const fs::path& venv, const fs::path& wheel) {
+  return {venv_python(venv).string(), "-m", "pip", "install", "--no-index", "--no-deps", "--no-cache-dir",
+          "--disable-pip-version-check", "--no-input", wheel.string()};
+}
+
+std::vector<std::string> import_argv(const fs::path& venv, const fs::path& script, const std::string& module,
+                                     bool gpu) {
+  // -I: neither the working folder, PYTHONPATH nor the user's site-packages can shadow the venv.
+  std::vector<std::string> argv{venv_python(venv).string(), "-I", script.string(), module};
+  if (gpu) argv.push_back("--gpu");
+  return argv;
+}
+
+std::optional<nlohmann::json> parse_import_output(const std::string& out) {
+  auto lines = text::split_any(out, "\n");
+  for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
+    std::string l = text::trim(*it);
+    if (l.empty() || l.front() != '{') continue;
+    auto j = nlohmann::json::parse(l, nullptr, false);
+    if (!j.is_discarded() && j.is_object()) return j;
+  }
+  return std::nullopt;
+}
+
+Check interpret_import(const Outcome& o, const std::string& module, const fs::path& venv) {
+  Check c;
+  c.name = "import";
+  c.status = Status::fail;
+  if (o.timed_out) {
+    c.summary = fmt::format("import {} did not finish in time", module);
+    return c;
+  }
+  auto j = parse_import_output(o.out);
+  if (!j) {
+    c.details = tail_lines(o);
+    c.summary = fmt::format("the import check printed no result (exit {}){}", o.status,
+                            c.details.empty() ? "" : ": " + c.details.back());
+    return c;
+  }
+  c.evidence = *j;
+  c.evidence.erase("gpu");  // import-gpu's evidence
+  std::string err = json_str(*j, "import_error");
+  if (!err.empty()) {
+    for (auto& l : text::split_any(json_str(*j, "traceback"), "\n")) c.details.push_back(l);
+    if (c.details.size() > 12) c.details.erase(c.details.begin(), c.details.end() - 12);
+    c.summary = fmt::format("import {} failed: {}", module, err);
+    return c;
+  }
+  std::string file = json_str(*j, "file");
+  if (file.empty() || !under(file, venv)) {
+    c.summary = fmt::format("import {} loaded {}, not the copy pip installed in the venv", module,
+                            file.empty() ? "a module without a file" : file);
+    return c;
+  }
+  c.status = Status::pass;
+  std::string version = json_str(*j, "version");
+  c.summary = fmt::format("imported {}{} from a fresh venv (Python {})", module, version.empty() ? "" : " " + version,
+                          json_str(*j, "python"));
+  if (j->contains("arch_list") && (*j)["arch_list"].is_array()) {
+    auto archs = string_list((*j)["arch_list"]);
+    // torch.cuda.get_arch_list() is [] wherever CUDA is not available.
+    c.summary += archs.empty() ? std::string("; cuda.get_arch_list() is empty here")
+                               : fmt::format("; cuda.get_arch_list() = [{}]", text::join(archs, ", "));
+  }
+  return c;
+}
+
+Check interpret_import_gpu(const nlohmann::json& result, const std::vector<arch::Arch>& targets, const Gpu& gpu) {
+  Check c;
+  c.name = "import-gpu";
+  const nlohmann::json g = result.contains("gpu") && result["gpu"].is_object() ? result["gpu"] : nlohmann::json();
+  c.evidence = {{"gpu", {{"index", gpu.index}, {"name", gpu.name}, {"cc", gpu.cc.str()}}},
+                {"result", g.is_object() ? g : nlohmann::json(nullptr)}};
+  std::vector<std::string> problems;
+  std::vector<std::string> passed;
+  if (!g.is_object()) {
+    problems.push_back("the GPU part of the import check did not run");
+  } else if (!json_str(g, "error").empty()) {
+    problems.push_back(json_str(g, "error"));
+  } else {
+    if (g.contains("available") && g["available"] == false)
+      problems.push_back(fmt::format("cuda.is_available() is False on a host with {} ({})", gpu.name, gpu.cc.str()));
+    auto cap = g.contains("capability") ? g["capability"] : nlohmann::json();
+    if (cap.is_array() && cap.size() == 2 && cap[0].is_number_integer() && cap[1].is_number_integer()) {
+      arch::Cc got{cap[0].get<int>(), cap[1].get<int>()};
+      if (got != gpu.cc)
+        problems.push_back(fmt::format("get_device_capability() = {}, the GPU it was aimed at is {}", got.str(),
+                                       gpu.cc.str()));
+      else
+        passed.push_back("capability " + got.str());
+    } else {
+      problems.push_back("the package reports no device capability");
+    }
+    if (result.contains("arch_list") && result["arch_list"].is_array()) {
+      auto names = string_list(result["arch_list"]);
+      auto v = arch::run_verdict(images_of_names(names), gpu.cc);
+      if (v.result == arch::RunResult::no_kernel_image)
+        problems.push_back(fmt::format("get_arch_list() = [{}] has no kernel image for {}", text::join(names, ", "),
+                                       gpu.cc.str()));
+      else
+        passed.push_back(fmt::format("get_arch_list() covers {} ({})", gpu.cc.str(), arch::to_string(v.result)));
+    } else {
+      c.details.push_back("the package has no cuda.get_arch_list()");
+    }
+    const nlohmann::json op = g.contains("op") ? g["op"] : nlohmann::json();
+    std::string what = op.is_object() ? json_str(op, "what") : "";
+    if (!op.is_object() || op.value("ok", nlohmann::json()).is_null()) {
+      c.details.push_back(op.is_object() && !json_str(op, "reason").empty() ? json_str(op, "reason")
+                                                                           : "no CUDA operation ran");
+      if (problems.empty()) c.status = Status::warn;
+    } else if (op["ok"] == true) {
+      passed.push_back(what + " ok");
+    } else {
+      problems.push_back(fmt::format("{}: {}", what.empty() ? "the CUDA operation" : what,
+                                     op.contains("error") ? json_str(op, "error")
+                                                          : fmt::format("got {}, expected {}",
+                                                                        op.value("got", nlohmann::json()).dump(),
+                                                                        op.value("expected", nlohmann::json()).dump())));
+    }
+  }
+  (void)targets;
+  if (!problems.empty()) {
+    c.status = Status::fail;
+    c.summary = text::join(problems, "; ");
+  } else {
+    c.summary = fmt::format("on {} ({}): {}", gpu.name, gpu.cc.str(), text::join(passed, "; "));
+    if (c.status == Status::warn) c.summary += "; no CUDA operation known for this package";
+  }
+  return c;
+}
+
+Report import_test(const fs::path& wheel, const std::optional<WheelName>& name, const std::vector<arch::Arch>& targets,
+                   const ImportSetup& setup, const Exec& exec) {
+  Report r;
+  r.subject = wheel.string();
+  auto add = [&](const char* check, Status st, std::string summary, bool missing = false,
+                 std::vector<std::string> details = {}) {
+    Check c;
+    c.name = check;
+    c.status = st;
+    c.summary = std::move(summary);
+    c.missing_tool = missing;
+    c.details = std::move(details);
+    r.add(std::move(c));
+  };
+  auto gpu_skipped = [&](const std::string& why) { add("import-gpu", Status::skip, why); };
+
+  auto probed = exec({python_probe_argv(setup.python), {}, std::nullopt, std::chrono::seconds(60)});
+  if (!probed) {
+    add("import", Status::skip, fmt::format("no Python for the import test: {}", probed.error().message), true);
+    gpu_skipped("not imported");
+    return r;
+  }
+  auto info = interpret_python_probe(*probed, setup.python);
+  if (!info) {
+    add("import", Status::skip, info.error().message, true);
+    gpu_skipped("not imported");
+    return r;
+  }
+  if (name)
+    if (auto mismatch = python_tag_mismatch(*name, info->version)) {
+      add("import", Status::skip, *mismatch, true);
+      gpu_skipped("not imported");
+      return r;
+    }
+
+  auto scratch = Scratch::make(setup.work_dir, "archbuild-import");
+  if (!scratch) {
+    add("import", Status::fail, scratch.error().message);
+    gpu_skipped("not imported");
+    return r;
+  }
+  fs::path venv = scratch->path() / "venv";
+  std::error_code ec;
+  fs::remove_all(venv, ec);  // fresh, also in a kept work folder
+  // pip must neither ask nor look anywhere but the wheel given.
+  std::map<std::string, std::string> env{{"PIP_NO_INPUT", "1"}, {"PIP_DISABLE_PIP_VERSION_CHECK", "1"},
+                                         {"PIP_CONFIG_FILE", "/dev/null"}, {"PYTHONNOUSERSITE", "1"}};
+  auto made = exec({venv_argv(setup.python, venv), env, scratch->path(), setup.venv_timeout});
+  if (!made || made->status != 0) {
+    auto lines = made ? tail_lines(*made) : std::vector<std::string>{made.error().message};
+    add("import", Status::skip,
+        fmt::format("`{} -m venv` failed{}", setup.python.string(), lines.empty() ? "" : ": " + lines.back()), true,
+        lines);
+    gpu_skipped("not imported");
+    return r;
+  }
+  auto installed = exec({pip_install_argv(venv, fs::absolute(wheel)), env, scratch->path(), setup.install_timeout});
+  if (!installed || installed->status != 0 || installed->timed_out) {
+    auto lines = installed ? tail_lines(*installed) : std::vector<std::string>{installed.error().message};
+    std::string why = installed && installed->timed_out ? "timed out" : lines.empty() ? "" : lines.back();
+    add("import", Status::fail,
+        fmt::format("pip install --no-index --no-deps of the wheel failed{}", why.empty() ? "" : ": " + why), false,
+        lines);
+    gpu_skipped("not installed");
+    return r;
+  }
+
+  std::string why_no_gpu;
+  auto gpu = matching_gpu(setup.gpus, targets, &why_no_gpu);
+  auto run_env = env;
+  if (gpu) {
+    run_env["CUDA_VISIBLE_DEVICES"] = std::to_string(gpu->index);
+    run_env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID";
+  }
+  auto ran = exec({import_argv(venv, setup.script, setup.module, gpu.has_value()), run_env, scratch->path(),
+                   setup.import_timeout});
+  if (!ran) {
+    add("import", Status::fail, fmt::format("cannot run the venv's python: {}", ran.error().message));
+    gpu_skipped("not imported");
+    return r;
+  }
+  auto imported = interpret_import(*ran, setup.module, venv);
+  bool ok = imported.status == Status::pass;
+  r.add(std::move(imported));
+  if (!ok) {
+    gpu_skipped("not imported");
+  } else if (!gpu) {
+    gpu_skipped(fmt::format("{}: get_arch_list(), the device capability and a CUDA operation were not checked",
+                            why_no_gpu));
+  } else {
+    r.add(interpret_import_gpu(*parse_import_output(ran->out), targets, *gpu));
+  }
+  return r;
+}
+
+}  // namespace archbuild::validate

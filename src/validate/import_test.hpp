@@ -1,0 +1,72 @@
+// The import test: a fresh venv (`python -m venv`), `pip install --no-index --no-deps WHEEL`,
+// then data/validate/import_check.py imports the package from the venv and, when a GPU of a
+// target CC is present, checks get_arch_list(), the device capability and one real CUDA
+// operation through the package. Without such a GPU that part is "skip" with the reason — never
+// "pass". Processes go through the injected Exec; the plan and the interpretation are functions
+// of their own so tests check them without starting anything.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "arch/arch.hpp"
+#include "core/version.hpp"
+#include "validate/report.hpp"
+#include "validate/wheel_check.hpp"
+
+namespace archbuild::validate {
+
+struct ImportSetup {
+  std::filesystem::path python;  // the interpreter that makes the venv
+  std::string module;            // what to import (the recipe's `module`)
+  std::filesystem::path script;  // data_root()/data/validate/import_check.py
+  Gpus gpus;
+  // The venv is made here (and kept); unset: a temporary folder removed afterwards.
+  std::optional<std::filesystem::path> work_dir;
+  std::chrono::milliseconds venv_timeout{std::chrono::minutes(5)};
+  std::chrono::milliseconds install_timeout{std::chrono::minutes(10)};  // torch wheels are GBs
+  std::chrono::milliseconds import_timeout{std::chrono::minutes(5)};
+};
+
+// ---- the interpreter --------------------------------------------------------------------
+
+struct PythonInfo {
+  Version version;
+  std::string executable;
+};
+// python -c '<prints {"version", "executable", "venv", "ensurepip"} as JSON>'
+std::vector<std::string> python_probe_argv(const std::filesystem::path& python);
+// Error (missing_tool) naming the missing module and what provides it (python3-venv).
+Result<PythonInfo> interpret_python_probe(const Outcome& o, const std::filesystem::path& python);
+
+// Whether the wheel's python tags accept this interpreter (cp311, py3, py311); the message says
+// which interpreter would when not.
+std::optional<std::string> python_tag_mismatch(const WheelName& name, const Version& python);
+// The X.Y the wheel's python tags name ("cp311" -> 3.11), when they name exactly one.
+std::optional<Version> wheel_python(const WheelName& name);
+
+// ---- the steps --------------------------------------------------------------------------
+
+std::filesystem::path venv_python(const std::filesystem::path& venv);  // VENV/bin/python
+std::vector<std::string> venv_argv(const std::filesystem::path& python, const std::filesystem::path& venv);
+std::vector<std::string> pip_install_argv(const std::filesystem::path& venv, const std::filesystem::path& wheel);
+// VENV/bin/python -I SCRIPT MODULE [--gpu]
+std::vector<std::string> import_argv(const std::filesystem::path& venv, const std::filesystem::path& script,
+                                     const std::string& module, bool gpu);
+
+// What import_check.py printed: the last line that is a JSON object; nullopt when none.
+std::optional<nlohmann::json> parse_import_output(const std::string& out);
+
+// "import": the module imported, from inside the venv.
+Check interpret_import(const Outcome& o, const std::string& module, const std::filesystem::path& venv);
+// "import-gpu": capability, get_arch_list() and the CUDA operation on `gpu`.
+Check interpret_import_gpu(const nlohmann::json& result, const std::vector<arch::Arch>& targets, const Gpu& gpu);
+
+// Every step; checks "import" and "import-gpu".
+Report import_test(const std::filesystem::path& wheel, const std::optional<WheelName>& name,
+                   const std::vector<arch::Arch>& targets, const ImportSetup& setup, const Exec& exec);
+
+}  // namespace archbuild::validate

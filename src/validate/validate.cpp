@@ -1,0 +1,219 @@
+#include "validate/validate.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "core/text.hpp"
+
+namespace archbuild::validate {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string human_bytes(std::uint64_t n) {
+  if (n >= (std::uint64_t{1} << 30)) return fmt::format("{:.1f} GiB", static_cast<double>(n) / (1 << 30));
+  if (n >= (std::uint64_t{1} << 20)) return fmt::format("{:.1f} MiB", static_cast<double>(n) / (1 << 20));
+  if (n >= (std::uint64_t{1} << 10)) return fmt::format("{:.1f} KiB", static_cast<double>(n) / (1 << 10));
+  return fmt::format("{} bytes", n);
+}
+
+std::string images_text(const std::vector<arch::CodeImage>& images) {
+  std::vector<std::string> names;
+  for (const auto& i : images) names.push_back(i.name());
+  return names.empty() ? "nothing the driver can load" : text::join(names, " ");
+}
+
+nlohmann::json verdicts_json(const Coverage& cov) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& t : cov.targets) {
+    nlohmann::json files = nlohmann::json::array();
+    for (const auto& fv : t.files) {
+      nlohmann::json fj = {{"path", fv.path}, {"result", arch::to_string(fv.verdict.result)}};
+      fj["image"] = fv.verdict.image ? nlohmann::json(fv.verdict.image->name()) : nlohmann::json(nullptr);
+      std::vector<std::string> carried;
+      for (const auto& i : fv.carried) carried.push_back(i.name());
+      fj["carries"] = carried;
+      if (fv.relocatable_only) fj["relocatable_only"] = true;
+      files.push_back(fj);
+    }
+    list.push_back({{"sm", t.cc.str()}, {"result", arch::to_string(t.worst)}, {"covered", t.covered}, {"files", files}});
+  }
+  return list;
+}
+
+Check coverage_check(const Coverage& cov, const std::vector<binary::FileReport>& files,
+                     const std::vector<std::string>& elf_errors) {
+  Check c;
+  c.name = "coverage";
+  c.evidence = {{"files_with_device_code", cov.files_with_device_code},
+                {"elf_files", files.size()},
+                {"verdicts", verdicts_json(cov)}};
+  std::vector<std::string> problems;
+  for (const auto& e : elf_errors) problems.push_back("unreadable library: " + e);
+  if (cov.files_with_device_code == 0)
+    problems.push_back(files.empty() ? std::string("no kernel image for any target: the wheel has no compiled "
+                                                   "libraries at all")
+                                     : fmt::format("no kernel image for any target: none of the {} ELF file{} "
+                                                   "carries device code",
+                                                   files.size(), files.size() == 1 ? "" : "s"));
+  for (const auto& t : cov.targets)
+    for (const auto& fv : t.files) {
+      if (fv.verdict.result != arch::RunResult::no_kernel_image) continue;
+      if (fv.relocatable_only)
+        problems.push_back(fmt::format("no kernel image for {} in {}: only relocatable (-rdc) device code, never "
+                                       "device-linked",
+                                       t.cc.str(), fv.path));
+      else
+        problems.push_back(
+            fmt::format("no kernel image for {} in {} (carries {})", t.cc.str(), fv.path, images_text(fv.carried)));
+    }
+  if (!problems.empty()) {
+    c.status = Status::fail;
+    c.summary = problems.front();
+    if (problems.size() > 1) c.summary += fmt::format(" (and {} more)", problems.size() - 1);
+    constexpr std::size_t kShown = 20;
+    for (std::size_t i = 0; i < problems.size() && i < kShown && problems.size() > 1; ++i)
+      c.details.push_back(problems[i]);
+    if (problems.size() > kShown) c.details.push_back(fmt::format("… and {} more", problems.size() - kShown));
+    return c;
+  }
+  std::vector<std::string> per_target;
+  for (const auto& t : cov.targets) {
+    per_target.push_back(fmt::format("{} {}", t.cc.str(), arch::to_string(t.worst)));
+    for (const auto& fv : t.files)
+      c.details.push_back(fmt::format("{}: {} runs {}", t.cc.str(), fv.path,
+                                      fv.verdict.image ? fv.verdict.image->name() : std::string("?")));
+  }
+  c.summary = fmt::format("every target runs in {} with device code: {}",
+                          cov.files_with_device_code == 1
+                              ? std::string("the one library")
+                              : fmt::format("all {} libraries", cov.files_with_device_code),
+                          text::join(per_target, ", "));
+  return c;
+}
+
+Check ptx_check(const Coverage& cov) {
+  Check c;
+  c.name = "ptx-jit";
+  if (cov.files_with_device_code == 0) {
+    c.status = Status::skip;
+    c.summary = "no device code";
+    return c;
+  }
+  nlohmann::json jit = nlohmann::json::array();
+  for (const auto& t : cov.targets) {
+    if (!t.covered || t.worst != arch::RunResult::ptx_jit) continue;
+    for (const auto& fv : t.files) {
+      if (fv.verdict.result != arch::RunResult::ptx_jit) continue;
+      c.details.push_back(fmt::format("{} runs {} only through the PTX JIT from {} (slow first launch)", t.cc.str(),
+                                      fv.path, fv.verdict.image->name()));
+      jit.push_back({{"sm", t.cc.str()}, {"path", fv.path}, {"ptx", fv.verdict.image->name()}});
+    }
+  }
+  c.evidence = {{"ptx_only", jit}};
+  if (!jit.empty()) {
+    c.status = Status::warn;
+    c.summary = c.details.front();
+    if (c.details.size() > 1) c.summary += fmt::format(" (and {} more)", c.details.size() - 1);
+  } else {
+    c.summary = "no target depends on the PTX JIT";
+  }
+  return c;
+}
+
+Check unrequested_check(const Coverage& cov, const std::vector<binary::FileReport>& files,
+                        const std::vector<arch::Arch>& targets) {
+  Check c;
+  c.name = "unrequested-archs";
+  if (cov.files_with_device_code == 0) {
+    c.status = Status::skip;
+    c.summary = "no device code";
+    return c;
+  }
+  std::set<arch::CodeImage> wanted;
+  for (const auto& img : arch::images_of(targets)) wanted.insert(img);
+  for (const auto& t : cov.targets)
+    for (const auto& fv : t.files)
+      if (fv.verdict.image) wanted.insert(*fv.verdict.image);
+  std::map<std::string, std::uint64_t> bytes;
+  std::map<std::string, std::set<std::string>> where;
+  std::uint64_t total = 0;
+  for (const auto& f : files)
+    for (const auto& ct : f.containers) {
+      if (ct.placement == binary::Placement::relocatable) continue;
+      for (const auto& e : ct.entries) {
+        if (e.kind == binary::EntryKind::lto_ir) continue;  // not loadable: not an arch the driver picks
+        arch::CodeImage img;
+        img.kind = e.kind == binary::EntryKind::ptx ? arch::CodeKind::ptx : arch::CodeKind::sass;
+        img.cc = arch::Cc::from_sm(e.sm);
+        img.variant = e.variant;
+        if (wanted.count(img)) continue;
+        std::uint64_t n = e.header_size + e.stored_size;
+        bytes[img.name()] += n;
+        where[img.name()].insert(f.path);
+        total += n;
+      }
+    }
+  nlohmann::json list = nlohmann::json::array();
+  std::vector<std::string> names;
+  for (const auto& [name, n] : bytes) {
+    names.push_back(name);
+    list.push_back({{"image", name}, {"bytes", n}, {"files", std::vector<std::string>(where[name].begin(), where[name].end())}});
+    c.details.push_back(fmt::format("{}: {} in {} file{}", name, human_bytes(n), where[name].size(),
+                                    where[name].size() == 1 ? "" : "s"));
+  }
+  c.evidence = {{"images", list}, {"bytes", total}};
+  if (bytes.empty()) {
+    c.summary = "no device code beyond what the targets need";
+  } else {
+    c.status = Status::warn;
+    c.summary = fmt::format("carries {} that no target needs: {} of device code (stored size)",
+                            text::join(names, " "), human_bytes(total));
+  }
+  return c;
+}
+
+}  // namespace
+
+std::vector<Check> coverage_checks(const std::vector<binary::FileReport>& files,
+                                   const std::vector<std::string>& elf_errors, const std::vector<arch::Arch>& targets) {
+  auto cov = coverage(files, target_ccs(targets));
+  return {coverage_check(cov, files, elf_errors), ptx_check(cov), unrequested_check(cov, files, targets)};
+}
+
+Result<Report> validate_wheel(const fs::path& wheel, const std::vector<arch::Arch>& targets,
+                              const ValidateOptions& options, const Exec& exec) {
+  auto read = read_wheel(wheel, options.read);
+  if (!read) return read.error();
+  const WheelContents& w = *read;
+  Report r;
+  r.subject = wheel.string();
+  std::string file = wheel.filename().string();
+  auto parsed = parse_wheel_name(file);
+  std::optional<WheelName> name;
+  if (parsed) name = *parsed;
+
+  r.add(check_name(file, parsed));
+  r.add(check_metadata(w, name));
+  r.add(check_record(w, name));
+  r.add(check_members(w));
+  r.add(check_local_label(w, name, options.expected_label));
+  for (auto& c : coverage_checks(w.elf, w.elf_errors, targets)) r.add(std::move(c));
+
+  if (options.import_test) {
+    ImportSetup setup = *options.import_test;
+    setup.module = import_name(w, name, options.module ? options.module
+                                                       : setup.module.empty() ? std::nullopt
+                                                                              : std::optional(setup.module));
+    r.append(import_test(wheel, name, targets, setup, exec));
+  }
+  if (options.smoke) r.append(smoke(targets, *options.smoke, exec));
+  for (const auto& c : options.preset) r.add(c);
+  return r;
+}
+
+}  // namespace archbuild::validate

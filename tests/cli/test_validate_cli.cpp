@@ -1,0 +1,213 @@
+// `archbuild validate`: the example's wheel (built here with nvcc for sm_90) is valid, is not
+// valid for another sm, and tampering with it (RECORD, a `../` member) is caught; unreadable
+// input, a missing python or nvcc give their exit statuses. [gpu] tests run the GPU parts.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+#include "binary/builders.hpp"
+#include "cli/example_wheel.hpp"
+
+using namespace archbuild;
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+const json& check_of(const json& doc, const std::string& name) {
+  for (const auto& c : doc["checks"])
+    if (c["name"] == name) return c;
+  FAIL("no check " << name << " in " << doc.dump(2));
+  return doc;
+}
+
+// The wheel rewritten with `edit` applied to its members.
+fs::path rewrite(const fs::path& wheel, const test::TempDir& dir,
+                 const std::function<void(std::vector<std::pair<std::string, std::string>>&)>& edit) {
+  auto members = test::unzip(wheel);
+  REQUIRE(members.size() > 3);
+  edit(members);
+  return dir.write(wheel.filename().string(), test::zip(members));
+}
+
+#define EXAMPLE_WHEEL_OR_SKIP(w)                                    \
+  auto w = test::example_wheel("9.0");                              \
+  if (!w.skip.empty()) {                                            \
+    WARN("skipped: " << w.skip);                                    \
+    return;                                                         \
+  }                                                                 \
+  INFO(w.log);                                                      \
+  REQUIRE(!w.path.empty())
+
+// A small well-formed wheel (no nvcc needed) for the tests of missing tools.
+fs::path tiny_wheel(const test::TempDir& dir) {
+  const std::string di = "tiny-1.0.dist-info";
+  std::vector<std::pair<std::string, std::string>> m{
+      {"tiny/__init__.py", "\n"},
+      {"tiny/libk.so", test::elf_with_fatbin(test::container({test::entry({2, 90, 0x11, test::cubin(90)})}))},
+      {di + "/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: cp311-cp311-linux_x86_64\n"},
+      {di + "/METADATA", "Metadata-Version: 2.1\nName: tiny\nVersion: 1.0\n"}};
+  std::string rec;
+  for (const auto& [name, data] : m) rec += name + "," + test::record_line_hash(data) + "," + std::to_string(data.size()) + "\n";
+  m.push_back({di + "/RECORD", rec + di + "/RECORD,,\n"});
+  return dir.write("tiny-1.0-cp311-cp311-linux_x86_64.whl", test::zip(m));
+}
+
+}  // namespace
+
+TEST_CASE("validate: the example's wheel is valid for its sm", "[validate][cli][nvcc]") {
+  EXAMPLE_WHEEL_OR_SKIP(w);
+  test::TempDir dir;
+  auto o = test::no_gpu(dir);
+  auto r = test::archbuild({"validate", w.path.string(), "--sm", "90", "--python", test::kSystemPython.string(), "--json"}, o);
+  INFO(r.out << r.err);
+  REQUIRE(r.status == 0);
+  auto doc = json::parse(r.out);
+  CHECK(doc["valid"] == true);
+  for (const char* name : {"wheel-name", "metadata", "record", "members", "local-label", "coverage", "import",
+                           "smoke-compile", "smoke-sass"})
+    CHECK(check_of(doc, name)["status"] == "pass");
+  CHECK_THAT(check_of(doc, "local-label")["summary"].get<std::string>(), Catch::Contains("sm_90"));
+  CHECK_THAT(check_of(doc, "import")["summary"].get<std::string>(),
+             Catch::Contains("imported minitorch 0.1.0+cu") && Catch::Contains("get_arch_list() = [sm_90]"));
+  CHECK(check_of(doc, "smoke-sass")["evidence"]["sass"] == json::array({"sm_90"}));
+  // No GPU here: the GPU parts are skipped with the reason, never passed.
+  CHECK(check_of(doc, "import-gpu")["status"] == "skip");
+  CHECK(check_of(doc, "smoke-run")["status"] == "skip");
+  CHECK_THAT(check_of(doc, "smoke-run")["summary"].get<std::string>(), Catch::StartsWith("run skipped: no GPU"));
+}
+
+TEST_CASE("validate: the same wheel against another sm has no kernel image", "[validate][cli][nvcc]") {
+  EXAMPLE_WHEEL_OR_SKIP(w);
+  auto r = test::archbuild({"validate", w.path.string(), "--sm", "8.0", "--no-import", "--no-smoke"});
+  INFO(r.out << r.err);
+  CHECK(r.status == 1);
+  CHECK_THAT(r.err, Catch::Contains("not valid: coverage: no kernel image for 8.0 in minitorch/libminitorch_kernels.so "
+                                    "(carries sm_90)"));
+  CHECK_THAT(r.out, Catch::Contains("fail  coverage"));
+  CHECK_THAT(r.out, Catch::Contains("skip  import"));
+  CHECK_THAT(r.out, Catch::Contains("NOT VALID"));
+}
+
+TEST_CASE("validate: a tampered RECORD hash", "[validate][cli][nvcc]") {
+  EXAMPLE_WHEEL_OR_SKIP(w);
+  test::TempDir dir;
+  auto p = rewrite(w.path, dir, [](auto& members) {
+    for (auto& [name, data] : members)
+      if (name.ends_with(".dist-info/RECORD")) {
+        auto at = data.find("minitorch/cuda.py,sha256=");
+        REQUIRE(at != std::string::npos);
+        char& ch = data[at + std::string("minitorch/cuda.py,sha256=").size()];
+        ch = ch == 'x' ? 'y' : 'x';
+      }
+  });
+  auto r = test::archbuild({"validate", p.string(), "--sm", "90", "--no-import", "--no-smoke", "--json"});
+  INFO(r.out << r.err);
+  CHECK(r.status == 1);
+  auto doc = json::parse(r.out);
+  CHECK(check_of(doc, "record")["status"] == "fail");
+  CHECK_THAT(check_of(doc, "record")["summary"].get<std::string>(), Catch::Contains("minitorch/cuda.py: hash mismatch"));
+  CHECK(check_of(doc, "coverage")["status"] == "pass");
+  CHECK_THAT(r.err, Catch::Contains("not valid: record:"));
+}
+
+TEST_CASE("validate: a wheel with a ../ member", "[validate][cli][nvcc]") {
+  EXAMPLE_WHEEL_OR_SKIP(w);
+  test::TempDir dir;
+  auto p = rewrite(w.path, dir, [](auto& members) { members.insert(members.begin(), {"../escape.py", "print(1)\n"}); });
+  auto r = test::archbuild({"validate", p.string(), "--sm", "90", "--no-import", "--no-smoke"});
+  INFO(r.out << r.err);
+  CHECK(r.status == 1);
+  CHECK_THAT(r.err, Catch::Contains("members: '../escape.py' escapes the wheel root"));
+  CHECK_THAT(r.err, Catch::Contains("record:"));  // and RECORD does not list it
+  CHECK_FALSE(fs::exists(dir.path().parent_path() / "escape.py"));
+}
+
+TEST_CASE("validate: unreadable input is exit 2", "[validate][cli]") {
+  test::TempDir dir;
+  auto text = dir.write("notes-1.0-py3-none-any.whl", "this is not a zip archive\n");
+  auto r = test::archbuild({"validate", text.string(), "--sm", "90", "--no-import", "--no-smoke"});
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::Contains("not a readable zip"));
+  CHECK(r.out.empty());
+
+  auto missing = test::archbuild({"validate", (dir / "absent.whl").string(), "--sm", "90"});
+  CHECK(missing.status == 2);
+  CHECK_THAT(missing.err, Catch::Contains("absent.whl: no such file"));
+
+  auto bad_sm = test::archbuild({"validate", text.string(), "--sm", "banana"});
+  CHECK(bad_sm.status == 2);
+  CHECK_THAT(bad_sm.err, Catch::Contains("--sm"));
+
+  auto json_err = test::archbuild({"validate", text.string(), "--sm", "90", "--no-import", "--no-smoke", "--json"});
+  CHECK(json_err.status == 2);
+  CHECK(json::parse(json_err.out)["exit"] == 2);
+}
+
+TEST_CASE("validate: a python without venv/ensurepip is a missing tool (exit 3)", "[validate][cli]") {
+  test::TempDir dir;
+  auto wheel = tiny_wheel(dir);
+  // An interpreter whose ensurepip is missing, as on Debian without python3-venv.
+  auto py = dir.write("bin/python3.11",
+                      "#!/bin/sh\necho '{\"version\": \"3.11.2\", \"executable\": \"/x\", \"venv\": true, "
+                      "\"ensurepip\": false}'\n");
+  fs::permissions(py, fs::perms::owner_all);
+  auto r = test::archbuild({"validate", wheel.string(), "--sm", "90", "--python", py.string(), "--no-smoke"},
+                           test::no_gpu(dir));
+  INFO(r.out << r.err);
+  CHECK(r.status == 3);
+  CHECK_THAT(r.err, Catch::Contains("ensurepip") && Catch::Contains("python3-venv"));
+  CHECK_THAT(r.out, Catch::Contains("pass  coverage"));
+
+  auto none = test::archbuild({"validate", wheel.string(), "--sm", "90", "--python", "/nonexistent/python3",
+                               "--no-smoke"});
+  CHECK(none.status == 3);
+  CHECK_THAT(none.err, Catch::Contains("/nonexistent/python3: not found"));
+
+  // A failed check outranks a missing tool.
+  auto wrong_sm = test::archbuild({"validate", wheel.string(), "--sm", "80", "--python", "/nonexistent/python3",
+                                   "--no-smoke"});
+  CHECK(wrong_sm.status == 1);
+}
+
+TEST_CASE("validate: no nvcc for the smoke kernel is a missing tool (exit 3)", "[validate][cli]") {
+  test::TempDir dir;
+  auto wheel = tiny_wheel(dir);
+  fs::create_directories(dir / "no-cuda");
+  auto o = test::no_gpu(dir);
+  o.env["PATH"] = (dir / "nogpu-bin").string() + ":/usr/bin:/bin";  // no /usr/local/cuda/bin
+  o.env["ARCHBUILD_CUDA_ROOTS"] = (dir / "no-cuda").string();
+  o.unset_env = {"CUDA_HOME", "CUDA_PATH"};
+  auto r = test::archbuild({"validate", wheel.string(), "--sm", "90", "--no-import", "--json"}, o);
+  INFO(r.out << r.err);
+  CHECK(r.status == 3);
+  auto doc = json::parse(r.out);
+  CHECK(check_of(doc, "smoke")["missing_tool"] == true);
+  CHECK_THAT(check_of(doc, "smoke")["summary"].get<std::string>(), Catch::Contains("no CUDA toolkit found"));
+}
+
+TEST_CASE("validate: the GPU parts on this host's GPU", "[validate][cli][gpu]") {
+  auto d = test::archbuild({"detect", "--json"});
+  if (d.status != 0) {
+    WARN("skipped: no GPU on this host (" << d.err.substr(0, 200) << ")");
+    return;
+  }
+  auto gpus = json::parse(d.out)["gpus"];
+  REQUIRE(!gpus.empty());
+  std::string cc = gpus[0]["cc"];
+  auto w = test::example_wheel(cc);
+  if (!w.skip.empty()) {
+    WARN("skipped: " << w.skip);
+    return;
+  }
+  INFO(w.log);
+  REQUIRE(!w.path.empty());
+  auto r = test::archbuild({"validate", w.path.string(), "--sm", cc, "--python", test::kSystemPython.string(), "--json"},
+                           {{}, {}, std::nullopt, "", std::chrono::seconds(900)});
+  INFO(r.out << r.err);
+  CHECK(r.status == 0);
+  auto doc = json::parse(r.out);
+  CHECK(check_of(doc, "import-gpu")["status"] == "pass");
+  CHECK(check_of(doc, "smoke-run")["status"] == "pass");
+}
