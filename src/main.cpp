@@ -33,6 +33,8 @@ int main(int argc, char** argv) {
   cli::add_validate_command(app, ctx);
   cli::add_smoke_command(app, ctx);
   cli::add_doctor_command(app, ctx);
+  cli::add_publish_command(app, ctx);
+  cli::add_matrix_command(app, ctx);
 
   try {
     app.parse(argc, argv);

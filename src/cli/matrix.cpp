@@ -1,0 +1,132 @@
+// archbuild matrix --sm LIST [--recipe NAME|FILE|PACKAGE] [--format text|json|github] [--json]
+// Expands targets × recipes × CUDA into the build jobs resolution accepts, for nightly CI: each
+// CC of --sm on its own, each candidate recipe (abstract ones skipped), each CUDA it supports.
+// Every job is resolved against this host as discovered, except that a missing tool (the
+// toolkit, a compiler, Python) does not refuse a job — the CI runner installs it. Refusals
+// (bad input: toolkit-arch, arch-syntax, …) are listed with the rule that failed.
+//
+// --format github prints exactly the `strategy.matrix` value, on one line, for fromJSON():
+//   {"include":[{"sm":"9.0","recipe":"torch-2.9","torch":"2.9.1","cuda":"13.0","arch_list":"9.0"}]}
+// --format json (or --json): {"include":[…], "refused":[{"sm","recipe","cuda","rule","message"}],
+//   "needs_install":[{"sm","recipe","cuda","message"}]}
+// Exit: 0 at least one job; 1 no job accepted; 2 bad input.
+#include <fmt/format.h>
+
+#include "arch/arch.hpp"
+#include "arch/arch_data.hpp"
+#include "cli/context.hpp"
+#include "cli/host.hpp"
+#include "cli/resolve_common.hpp"
+
+namespace archbuild::cli {
+
+namespace {
+
+struct MatrixArgs {
+  std::vector<std::string> sm;
+  std::string recipe;
+  std::string format = "text";
+};
+
+// The rule a refusal names: the first failed rule of the pair asked for, else any failed one.
+std::string refusal_rule(const plan::Resolution& r, const std::string& subject) {
+  for (const auto& rule : r.rules)
+    if (!rule.ok && rule.subject == subject) return rule.id;
+  for (const auto& rule : r.rules)
+    if (!rule.ok) return rule.id;
+  return "unknown";
+}
+
+void run_matrix(const MatrixArgs& a, Context& ctx) {
+  if (a.format == "json") ctx.json = true;
+  ResolveArgs ra;
+  ra.sm = a.sm;
+  ra.recipe = a.recipe;
+  auto base = request_from_args(ra);
+  auto inputs = inputs_from_args(ra, base, ctx);
+
+  nlohmann::json include = nlohmann::json::array(), refused = nlohmann::json::array(),
+                 needs = nlohmann::json::array();
+  for (const auto& target : base.targets) {
+    std::string sm = arch::to_torch({target}).text;  // "9.0", "12.0a", "9.0+PTX": --sm reads it back
+    for (const auto& r : inputs.recipes) {
+      if (r.abstract) continue;
+      for (const auto& cuda : r.cuda) {
+        plan::Request req = base;
+        req.targets = {target};
+        req.torch = r.torch_version();
+        req.cuda = cuda;
+        req.recipe_label = r.name;
+        plan::Inputs in = inputs;
+        in.recipes = {r};
+        auto res = plan::resolve(req, in);
+        std::string subject = fmt::format("{} + CUDA {}", r.name, cuda.str());
+        if (res.status == Exit::bad_input) {
+          refused.push_back({{"sm", sm},
+                             {"recipe", r.name},
+                             {"cuda", cuda.str()},
+                             {"rule", refusal_rule(res, subject)},
+                             {"message", res.message}});
+          continue;
+        }
+        include.push_back({{"sm", sm},
+                           {"recipe", r.name},
+                           {"torch", r.torch_version().str()},
+                           {"cuda", cuda.str()},
+                           {"arch_list", res.arch_list}});
+        if (res.status == Exit::missing_tool)
+          needs.push_back({{"sm", sm}, {"recipe", r.name}, {"cuda", cuda.str()}, {"message", res.message}});
+      }
+    }
+  }
+  if (include.empty()) ctx.exit = Exit::not_fine;
+
+  if (a.format == "github") {
+    // One line, nothing else on stdout: `echo "matrix=$(archbuild matrix … --format github)"`.
+    out(nlohmann::json{{"include", include}}.dump());
+    if (include.empty()) warn(ctx, "matrix: no combination was accepted (see --format json for the refusals)");
+    return;
+  }
+  if (ctx.json) {
+    print_json({{"include", include}, {"refused", refused}, {"needs_install", needs}});
+    return;
+  }
+  out(fmt::format("{} job(s):", include.size()));
+  for (const auto& j : include)
+    out(fmt::format("  sm {:<7} {:<16} torch {:<7} CUDA {:<5} arch list {}", j["sm"].get<std::string>(),
+                    j["recipe"].get<std::string>(), j["torch"].get<std::string>(), j["cuda"].get<std::string>(),
+                    j["arch_list"].get<std::string>()));
+  if (!refused.empty()) {
+    out(fmt::format("{} refused:", refused.size()));
+    for (const auto& j : refused)
+      out(fmt::format("  sm {:<7} {:<16} CUDA {:<5} {:<14} {}", j["sm"].get<std::string>(),
+                      j["recipe"].get<std::string>(), j["cuda"].get<std::string>(), j["rule"].get<std::string>(),
+                      j["message"].get<std::string>()));
+  }
+  if (!needs.empty() && ctx.verbosity <= 0)
+    note(ctx, fmt::format("note: {} job(s) need a tool this host lacks (a CUDA toolkit, Python modules); accepted, "
+                          "since CI installs them (-v lists them)",
+                          needs.size()));
+  for (const auto& j : needs)
+    if (ctx.verbosity > 0)
+      note(ctx, fmt::format("note: sm {} {} CUDA {}: {} (accepted: CI installs it)", j["sm"].get<std::string>(),
+                          j["recipe"].get<std::string>(), j["cuda"].get<std::string>(), j["message"].get<std::string>()));
+  if (include.empty()) warn(ctx, "matrix: no combination was accepted");
+}
+
+}  // namespace
+
+void add_matrix_command(CLI::App& app, Context& ctx) {
+  auto args = std::make_shared<MatrixArgs>();
+  auto* cmd = app.add_subcommand("matrix", "Expand targets x recipes x CUDA into CI build jobs (GitHub Actions matrix)");
+  cmd->add_option("--sm", args->sm, "Target compute capabilities, each its own job: 90, 12.0, lists 80,90,120")
+      ->required();
+  cmd->add_option("--recipe", args->recipe,
+                  "A recipe name (torch-2.7), a package (torchvision) or a recipe file; default: every torch recipe");
+  cmd->add_option("--format", args->format, "text (default), json (= --json), or github: the strategy.matrix value")
+      ->check(CLI::IsMember({"text", "json", "github"}));
+  add_json_flag(*cmd, ctx);
+  cmd->callback([args, &ctx] { run_matrix(*args, ctx); });
+}
+
+}  // namespace archbuild::cli

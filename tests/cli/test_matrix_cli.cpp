@@ -1,0 +1,102 @@
+// `archbuild matrix`: targets × torch recipes × CUDA expanded into the jobs resolution accepts,
+// refusals with their rule, and the one-line GitHub Actions form. The rules checked here
+// (which CUDA compiles which arch, which recipe spells 12.0) are data, not this host's tools:
+// a missing toolkit does not refuse a CI job.
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "support/process.hpp"
+#include "support/tempdir.hpp"
+
+using namespace archbuild;
+using nlohmann::json;
+
+namespace {
+
+double num(const std::string& v) { return std::stod(v); }
+// "2.10.0" >= "2.7"
+bool at_least(const std::string& v, int major, int minor) {
+  auto dot = v.find('.');
+  int a = std::stoi(v.substr(0, dot)), b = std::stoi(v.substr(dot + 1));
+  return a > major || (a == major && b >= minor);
+}
+
+}  // namespace
+
+TEST_CASE("matrix --sm 120,61 gives only the jobs resolution accepts and lists refusals", "[matrix]") {
+  test::TempDir cache;
+  auto r = test::archbuild({"--cache-dir", cache.path().string(), "matrix", "--sm", "120,61", "--json"});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  auto j = json::parse(r.out);
+  REQUIRE(j["include"].is_array());
+  bool sm120_cu130 = false, sm61_any = false;
+  for (const auto& job : j["include"]) {
+    auto sm = job["sm"].get<std::string>(), cuda = job["cuda"].get<std::string>(),
+         torch = job["torch"].get<std::string>();
+    CHECK(job["recipe"].get<std::string>().rfind("torch-", 0) == 0);
+    CHECK(job["arch_list"] == sm);
+    if (sm == "12.0") {
+      CHECK(at_least(torch, 2, 7));
+      CHECK(at_least(cuda, 12, 8));
+      if (cuda == "13.0") sm120_cu130 = true;
+    } else {
+      REQUIRE(sm == "6.1");
+      CHECK(num(cuda) < 13.0);  // CUDA 13.0 dropped sm_61
+      sm61_any = true;
+    }
+  }
+  CHECK(sm120_cu130);
+  CHECK(sm61_any);
+
+  bool refused_61_13 = false, refused_120_old = false;
+  for (const auto& x : j["refused"]) {
+    CHECK(!x["rule"].get<std::string>().empty());
+    CHECK(!x["message"].get<std::string>().empty());
+    if (x["sm"] == "6.1" && x["cuda"] == "13.0") {
+      refused_61_13 = true;
+      CHECK(x["rule"] == "toolkit-arch");
+    }
+    if (x["sm"] == "12.0" && x["recipe"] == "torch-2.4") {
+      refused_120_old = true;
+      CHECK(x["rule"] == "toolkit-arch");
+    }
+  }
+  CHECK(refused_61_13);
+  CHECK(refused_120_old);
+}
+
+TEST_CASE("matrix --format github prints the strategy.matrix value on one line", "[matrix]") {
+  test::TempDir cache;
+  auto r = test::archbuild(
+      {"--cache-dir", cache.path().string(), "matrix", "--sm", "90", "--recipe", "torch-2.9", "--format", "github"});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  REQUIRE(!r.out.empty());
+  CHECK(r.out.back() == '\n');
+  CHECK(r.out.find('\n') == r.out.size() - 1);  // exactly one line
+  auto j = json::parse(r.out);
+  REQUIRE(j.size() == 1);
+  REQUIRE(j["include"].size() >= 1);
+  for (const auto& job : j["include"]) {
+    CHECK(job["sm"] == "9.0");
+    CHECK(job["recipe"] == "torch-2.9");
+    CHECK(job["torch"] == "2.9.1");
+    CHECK(job.contains("cuda"));
+    CHECK(job["arch_list"] == "9.0");
+  }
+}
+
+TEST_CASE("matrix: bad input and a matrix with no job", "[matrix]") {
+  test::TempDir cache;
+  auto bad = test::archbuild({"--cache-dir", cache.path().string(), "matrix", "--sm", "banana"});
+  CHECK(bad.status == 2);
+  auto fmt = test::archbuild({"--cache-dir", cache.path().string(), "matrix", "--sm", "90", "--format", "yaml"});
+  CHECK(fmt.status == 2);
+  // sm_120 with torch 2.4 (no CUDA it supports compiles sm_120): nothing to build, exit 1.
+  auto none = test::archbuild(
+      {"--cache-dir", cache.path().string(), "matrix", "--sm", "120", "--recipe", "torch-2.4", "--format", "github"});
+  CHECK(none.status == 1);
+  CHECK(json::parse(none.out)["include"].empty());
+}
