@@ -27,6 +27,7 @@ struct WheelArgs {
   unsigned jobs = 0;
   bool offline = false;
   std::string compiler_cache = "ccache";
+  std::string remote_cache;  // --remote-cache URL (or $ARCHBUILD_REMOTE_CACHE)
   std::string progress = "auto";
   bool no_validate = false;
 };
@@ -106,6 +107,8 @@ void run_wheel(const WheelArgs& args, Context& ctx) {
   opts.out_dir = std::filesystem::absolute(args.out);
   opts.offline = args.offline;
   opts.compiler_cache = compiler_cache(args.compiler_cache, layout);
+  // CLI > environment: the shared compiler cache every build host points at.
+  opts.compiler_cache.remote = !args.remote_cache.empty() ? args.remote_cache : env_of("ARCHBUILD_REMOTE_CACHE").value_or("");
   opts.getenv = env_of;
   opts.archbuild_version = ARCHBUILD_VERSION;
   if (!args.no_validate)
@@ -134,7 +137,12 @@ void run_wheel(const WheelArgs& args, Context& ctx) {
   const auto& res = *result;
   if (ctx.json) {
     nlohmann::json cc = nullptr;
-    if (res.compiler_cache) cc = {{"hits", res.compiler_cache->hits}, {"misses", res.compiler_cache->misses}};
+    if (res.compiler_cache)
+      cc = {{"hits", res.compiler_cache->hits},
+            {"misses", res.compiler_cache->misses},
+            {"remote_hits", res.compiler_cache->remote_hits},
+            {"remote_misses", res.compiler_cache->remote_misses},
+            {"remote", opts.compiler_cache.remote.empty() ? nlohmann::json(nullptr) : nlohmann::json(opts.compiler_cache.remote)}};
     print_json({{"ok", true},
                 {"wheel", res.out_wheel.string()},
                 {"sha256", res.stored.sha256},
@@ -158,7 +166,8 @@ void run_wheel(const WheelArgs& args, Context& ctx) {
     note(ctx, fmt::format("built {} (sha256 {}); manifest {}", res.filename, res.stored.sha256.substr(0, 16),
                           layout.manifest(plan->key).string()));
   if (res.compiler_cache)
-    note(ctx, fmt::format("compiler cache: {} hits, {} misses", res.compiler_cache->hits, res.compiler_cache->misses));
+    note(ctx, fmt::format("compiler cache: {} hits ({} from the shared storage), {} misses", res.compiler_cache->hits,
+                          res.compiler_cache->remote_hits, res.compiler_cache->misses));
 }
 
 }  // namespace
@@ -173,6 +182,9 @@ void add_wheel_command(CLI::App& app, Context& ctx) {
   cmd->add_flag("--offline", args->offline, "Use only the cache's git mirrors; never connect");
   cmd->add_option("--compiler-cache", args->compiler_cache, "Compiler launcher: ccache (default), sccache or none")
       ->check(CLI::IsMember({"ccache", "sccache", "none"}));
+  cmd->add_option("--remote-cache", args->remote_cache,
+                  "Shared compiler cache for all build hosts, e.g. redis://cache.internal:6379 (default: "
+                  "$ARCHBUILD_REMOTE_CACHE)");
   cmd->add_option("--progress", args->progress, "Progress on stderr: auto, tty, plain or json")
       ->check(CLI::IsMember({"auto", "tty", "plain", "json"}));
   cmd->add_flag("--no-validate", args->no_validate, "Skip the validate stage");

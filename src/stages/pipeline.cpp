@@ -34,8 +34,10 @@ std::map<std::string, std::string> step_environment(const plan::Plan& plan, cons
       env["CCACHE_BASEDIR"] = "/";
       env["CCACHE_NOHASHDIR"] = "1";
       env["CCACHE_COMPILERCHECK"] = "content";
+      if (!cc.remote.empty()) env["CCACHE_REMOTE_STORAGE"] = cc.remote;
     } else if (cc.kind == "sccache") {
       env["SCCACHE_DIR"] = cc.dir.string();
+      if (!cc.remote.empty()) env["SCCACHE_REDIS_ENDPOINT"] = cc.remote;
     }
   }
   return env;
@@ -59,6 +61,8 @@ std::optional<CacheCounts> read_ccache_counts(run::Runner& runner, const Compile
     long value = std::atol(std::string(line.substr(tab + 1)).c_str());
     if (name == "direct_cache_hit" || name == "preprocessed_cache_hit") counts.hits += value, any = true;
     if (name == "cache_miss") counts.misses += value, any = true;
+    if (name == "remote_storage_hit") counts.remote_hits += value;
+    if (name == "remote_storage_miss") counts.remote_misses += value;
   });
   if (!result.ok() || !any) return std::nullopt;
   return counts;
@@ -153,7 +157,9 @@ class Pipeline {
 
     auto after = read_ccache_counts(runner_, options_.compiler_cache, env_);
     if (before && after)
-      result_.compiler_cache = CacheCounts{after->hits - before->hits, after->misses - before->misses};
+      result_.compiler_cache = CacheCounts{after->hits - before->hits, after->misses - before->misses,
+                                           after->remote_hits - before->remote_hits,
+                                           after->remote_misses - before->remote_misses};
     if (auto r = publish(); !r) return r.error();
     return result_;
   }

@@ -30,11 +30,16 @@ struct CompilerCache {
   std::string kind = "ccache";  // "ccache", "sccache" or "none"
   std::filesystem::path program;  // resolved path of the launcher (empty: not found → not used)
   std::filesystem::path dir;      // CCACHE_DIR / SCCACHE_DIR
+  // Shared storage all build hosts use (ccache remote_storage, e.g. redis://cache.internal:6379;
+  // sccache: SCCACHE_REDIS_ENDPOINT). Empty: local only.
+  std::string remote;
 };
 
 struct CacheCounts {
   long hits = 0;
   long misses = 0;
+  long remote_hits = 0;    // hits served by the shared storage (another host compiled it)
+  long remote_misses = 0;
 };
 
 struct PipelineOptions {
