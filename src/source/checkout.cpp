@@ -207,4 +207,21 @@ Result<std::string> checkout_commit(const fs::path& dir) {
   return oid_hex(oid);
 }
 
+Result<std::int64_t> checkout_commit_time(const fs::path& dir) {
+  init_libgit2();
+  git_repository* raw = nullptr;
+  if (git_repository_open(&raw, dir.c_str()) != 0)
+    return Error::build_failed(fmt::format("{}: not a checkout: {}", dir.string(), last_error()));
+  Repo repo(raw);
+  git_oid oid;
+  if (git_reference_name_to_id(&oid, repo.get(), "HEAD") != 0)
+    return Error::build_failed(fmt::format("{}: no HEAD: {}", dir.string(), last_error()));
+  git_commit* commit = nullptr;
+  if (git_commit_lookup(&commit, repo.get(), &oid) != 0)
+    return Error::build_failed(fmt::format("{}: HEAD is not a commit: {}", dir.string(), last_error()));
+  std::int64_t t = git_commit_time(commit);
+  git_commit_free(commit);
+  return t;
+}
+
 }  // namespace archbuild::source

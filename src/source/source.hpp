@@ -79,6 +79,9 @@ Result<Checkout> fetch_source(const SourceSpec& spec, const std::filesystem::pat
 
 // HEAD commit of an existing checkout (to check a reused tree), or an error.
 Result<std::string> checkout_commit(const std::filesystem::path& dir);
+// The committer time (seconds since the epoch) of a checkout's HEAD: SOURCE_DATE_EPOCH for a
+// reproducible build.
+Result<std::int64_t> checkout_commit_time(const std::filesystem::path& dir);
 
 // git's rules for a relative submodule URL ("../dep", "./x"): resolved against the parent URL
 // (its last path component dropped per "../"). Absolute URLs come back unchanged.

@@ -5,7 +5,9 @@
 
 #include <fmt/format.h>
 
+#include "core/sha256.hpp"
 #include "run/interrupt.hpp"
+#include "store/atomic_file.hpp"
 #include "store/key_record.hpp"
 #include "store/lock.hpp"
 
@@ -204,8 +206,34 @@ class Pipeline {
     r.stored = {(*ref)->sha256, check.path, check.size};
     r.filename = (*ref)->filename;
     auto doc = record_.read();
-    if (doc) r.manifest = *doc;
+    if (doc) {
+      r.manifest = *doc;
+      if (doc->contains("manifest"))
+        (void)store::write_file_atomic(options_.out_dir / ((*ref)->filename + ".manifest.json"), (*doc)["manifest"].dump(2));
+    }
     return r;
+  }
+
+  // What makes two builds of one plan byte-identical (not part of the key: it follows from the
+  // source and the cache location): SOURCE_DATE_EPOCH from the commit, and no build path in the
+  // binaries (-ffile-prefix-map for C, C++ and nvcc's host compiler).
+  void add_reproducibility_env() {
+    if (env_.count("SOURCE_DATE_EPOCH")) return;
+    auto doc = record_.read();
+    if (doc) {
+      auto t = doc->value("/stages/fetch/commit_time"_json_pointer, json());
+      if (t.is_number_integer()) env_["SOURCE_DATE_EPOCH"] = std::to_string(t.get<std::int64_t>());
+    }
+    std::string map = fmt::format("-ffile-prefix-map={}=/archbuild/src", fs::absolute(src_).string());
+    auto append = [&](const char* var, const std::string& flag) {
+      auto it = env_.find(var);
+      env_[var] = (it == env_.end() || it->second.empty()) ? flag : it->second + " " + flag;
+    };
+    // For gcc ccache rewrites the map under its base_dir, so hosts with different cache roots
+    // still share hits; nvcc's -Xcompiler copy would be opaque to it and split the shared cache,
+    // and nvcc's Release objects carry no source path (checked by --check-reproducible).
+    append("CFLAGS", map);
+    append("CXXFLAGS", map);
   }
 
   bool source_matches() {
@@ -231,6 +259,7 @@ class Pipeline {
     }
     if (stage == "package" && !plan_->wheel_dir.empty()) fs::remove_all(src_ / plan_->wheel_dir, ec);
 
+    add_reproducibility_env();
     reporter_.stage_started(info);
     double seconds = 0;
     bool append = false;
@@ -289,7 +318,9 @@ class Pipeline {
     }
     json subs = json::array();
     for (const auto& s : checkout->submodules) subs.push_back({{"path", s.path}, {"url", s.url}, {"commit", s.commit}});
-    if (auto r = record_.mark_done("fetch", {{"commit", checkout->commit}, {"submodules", subs}}); !r) return r.error();
+    json stamp = {{"commit", checkout->commit}, {"submodules", subs}};
+    if (auto t = source::checkout_commit_time(src_)) stamp["commit_time"] = *t;
+    if (auto r = record_.mark_done("fetch", stamp); !r) return r.error();
     reporter_.stage_finished(info, {run::StageStatus::ok, seconds, checkout->commit.substr(0, 12), {}});
     return Ok{};
   }
@@ -348,12 +379,19 @@ class Pipeline {
     m["compiler"] = res.compiler ? json{{"name", res.compiler->name()}, {"path", res.compiler->path.string()}}
                                  : json(nullptr);
     m["arch_list"] = res.arch_list;
-    m["environment"] = plan_.environment();
     m["wheel"] = {{"filename", result_.filename}, {"sha256", result_.stored.sha256}, {"size", result_.stored.size}};
+    m["source"]["commit_time"] = doc->value("/stages/fetch/commit_time"_json_pointer, json());
+    if (auto h = sha256_file_hex(res.recipe.file)) m["recipe"]["sha256"] = *h;
+    m["validation"] = doc->value("validation", json());
+    m["environment"] = env_.empty() ? json(plan_.environment()) : json(env_);
+    m["environment_note"] = "exactly what the build steps got (pass-through and compiler-cache variables included)";
     if (auto r = record_.update([&](json& d) { d["manifest"] = m; }); !r) return r.error();
     auto out = store::copy_to_out(result_.stored.path, options_.out_dir, result_.filename);
     if (!out) return out.error();
     result_.out_wheel = *out;
+    // The provenance beside the wheel, for mirrors and audits: <wheel>.manifest.json.
+    if (auto w = store::write_file_atomic(options_.out_dir / (result_.filename + ".manifest.json"), m.dump(2)); !w)
+      return w.error();
     auto final_doc = record_.read();
     if (final_doc) result_.manifest = *final_doc;
     return Ok{};

@@ -144,6 +144,14 @@ TEST_CASE("the pipeline runs the plan's steps in order, with the plan's environm
   CHECK(r->manifest["manifest"]["arch_list"] == "9.0");
   CHECK(r->manifest["manifest"]["wheel"]["sha256"] == r->stored.sha256);
   CHECK(r->manifest["manifest"]["source"]["submodules"].size() == 1);
+  // The provenance beside the wheel: recipe hash, commit and its time, the environment.
+  auto beside = nlohmann::json::parse(test::read_file(r->out_wheel.string() + ".manifest.json"));
+  CHECK(beside["wheel"]["sha256"] == r->stored.sha256);
+  CHECK(beside["recipe"]["sha256"].get<std::string>().size() == 64);
+  CHECK(beside["source"]["commit_time"] == 1735689600);  // make-example-repos' fixed date
+  CHECK(beside["environment"]["SOURCE_DATE_EPOCH"] == "1735689600");
+  CHECK(beside["environment"]["CFLAGS"].get<std::string>().find("-ffile-prefix-map=") == 0);
+  CHECK(beside["build_key"] == plan->key);
 }
 
 TEST_CASE("a repeat of a built key runs nothing", "[stages]") {
