@@ -195,7 +195,10 @@ Result<Checkout> fetch_source(const SourceSpec& spec, const fs::path& target, co
   return out;
 }
 
-Result<std::string> checkout_commit(const fs::path& dir) {
+namespace {
+
+// The repository at `dir` and its HEAD commit id.
+Result<std::pair<Repo, git_oid>> open_head(const fs::path& dir) {
   init_libgit2();
   git_repository* raw = nullptr;
   if (git_repository_open(&raw, dir.c_str()) != 0)
@@ -204,20 +207,22 @@ Result<std::string> checkout_commit(const fs::path& dir) {
   git_oid oid;
   if (git_reference_name_to_id(&oid, repo.get(), "HEAD") != 0)
     return Error::build_failed(fmt::format("{}: no HEAD: {}", dir.string(), last_error()));
-  return oid_hex(oid);
+  return std::pair<Repo, git_oid>(std::move(repo), oid);
+}
+
+}  // namespace
+
+Result<std::string> checkout_commit(const fs::path& dir) {
+  auto head = open_head(dir);
+  if (!head) return head.error();
+  return oid_hex(head->second);
 }
 
 Result<std::int64_t> checkout_commit_time(const fs::path& dir) {
-  init_libgit2();
-  git_repository* raw = nullptr;
-  if (git_repository_open(&raw, dir.c_str()) != 0)
-    return Error::build_failed(fmt::format("{}: not a checkout: {}", dir.string(), last_error()));
-  Repo repo(raw);
-  git_oid oid;
-  if (git_reference_name_to_id(&oid, repo.get(), "HEAD") != 0)
-    return Error::build_failed(fmt::format("{}: no HEAD: {}", dir.string(), last_error()));
+  auto head = open_head(dir);
+  if (!head) return head.error();
   git_commit* commit = nullptr;
-  if (git_commit_lookup(&commit, repo.get(), &oid) != 0)
+  if (git_commit_lookup(&commit, head->first.get(), &head->second) != 0)
     return Error::build_failed(fmt::format("{}: HEAD is not a commit: {}", dir.string(), last_error()));
   std::int64_t t = git_commit_time(commit);
   git_commit_free(commit);
