@@ -13,6 +13,7 @@
 #include "run/reporter.hpp"
 #include "run/runner.hpp"
 #include "stages/pipeline.hpp"
+#include "stages/reproducible.hpp"
 #include "store/layout.hpp"
 #include "cli/validate_common.hpp"
 #include "validate/validate.hpp"
@@ -30,6 +31,7 @@ struct WheelArgs {
   std::string remote_cache;  // --remote-cache URL (or $ARCHBUILD_REMOTE_CACHE)
   std::string progress = "auto";
   bool no_validate = false;
+  bool check_reproducible = false;
 };
 
 std::optional<std::string> env_of(const std::string& name) {
@@ -135,6 +137,36 @@ void run_wheel(const WheelArgs& args, Context& ctx) {
     throw Failure(result.error());
   }
   const auto& res = *result;
+  // --check-reproducible: the same plan again in a second cache directory, without compiler
+  // cache or validation; any difference is named member by member, never hidden.
+  nlohmann::json repro = nullptr;
+  if (args.check_reproducible) {
+    std::error_code ec;
+    store::Layout other(layout.reproducibility_check_dir());
+    std::filesystem::remove_all(other.root(), ec);
+    stages::PipelineOptions o2 = opts;
+    o2.out_dir = other.root() / "out";
+    o2.compiler_cache.kind = "none";
+    o2.validate = nullptr;
+    reporter->message(run::Level::info, fmt::format("--check-reproducible: building the same plan again in {}", other.root().string()));
+    auto again = stages::run_pipeline(plan, other, runner, *reporter, o2);
+    if (!again) {
+      std::filesystem::remove_all(other.root(), ec);
+      throw Failure(again.error());
+    }
+    bool same = again->stored.sha256 == res.stored.sha256;
+    std::vector<std::string> differ;
+    if (!same) differ = stages::differing_members(res.out_wheel, again->out_wheel);
+    repro = {{"reproducible", same}, {"sha256", {res.stored.sha256, again->stored.sha256}}, {"differing_members", differ}};
+    std::filesystem::remove_all(other.root(), ec);
+    if (!same) {
+      if (ctx.json) print_json({{"ok", false}, {"wheel", res.out_wheel.string()}, {"key", plan->key}, {"reproducibility", repro}});
+      throw Failure(Error::not_fine(fmt::format("not reproducible: two builds of key {} differ (sha256 {} vs {}) in {}",
+                                                plan->key.substr(0, 16), res.stored.sha256.substr(0, 16),
+                                                again->stored.sha256.substr(0, 16), text::join(differ, ", "))));
+    }
+    note(ctx, fmt::format("reproducible: a second build in another cache directory gave the same sha256 {}", res.stored.sha256));
+  }
   if (ctx.json) {
     nlohmann::json cc = nullptr;
     if (res.compiler_cache)
@@ -155,7 +187,8 @@ void run_wheel(const WheelArgs& args, Context& ctx) {
                 {"stages_resumed_past", res.resumed_past},
                 {"compiler_cache", cc},
                 {"manifest", layout.manifest(plan->key).string()},
-                {"validation", res.manifest.value("validation", nlohmann::json())}});
+                {"validation", res.manifest.value("validation", nlohmann::json())},
+                {"reproducibility", repro}});
     return;
   }
   out(res.out_wheel.string());
@@ -188,6 +221,9 @@ void add_wheel_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--progress", args->progress, "Progress on stderr: auto, tty, plain or json")
       ->check(CLI::IsMember({"auto", "tty", "plain", "json"}));
   cmd->add_flag("--no-validate", args->no_validate, "Skip the validate stage");
+  cmd->add_flag("--check-reproducible", args->check_reproducible,
+                "Build the same plan a second time in another cache directory and compare the wheels (exit 1 and "
+                "the differing members when they differ)");
   add_json_flag(*cmd, ctx);
   cmd->callback([args, &ctx] { run_wheel(*args, ctx); });
 }

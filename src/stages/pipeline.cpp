@@ -1,5 +1,7 @@
 #include "stages/pipeline.hpp"
 
+#include <cstdlib>
+
 #include <algorithm>
 #include <regex>
 
@@ -7,6 +9,7 @@
 
 #include "core/sha256.hpp"
 #include "run/interrupt.hpp"
+#include "stages/reproducible.hpp"
 #include "store/atomic_file.hpp"
 #include "store/key_record.hpp"
 #include "store/lock.hpp"
@@ -286,6 +289,13 @@ class Pipeline {
       if (!built) {
         reporter_.stage_finished(info, {run::StageStatus::failed, seconds, built.error().message, log});
         return built.error();
+      }
+      // Deterministic zip: sorted members, SOURCE_DATE_EPOCH times, fixed modes, fresh RECORD.
+      std::int64_t epoch = 0;
+      if (auto it = env_.find("SOURCE_DATE_EPOCH"); it != env_.end()) epoch = std::atoll(it->second.c_str());
+      if (auto n = normalize_wheel(*built, *built, epoch); !n) {
+        reporter_.stage_finished(info, {run::StageStatus::failed, seconds, n.error().message, log});
+        return n.error();
       }
       auto stored = store::put_wheel(layout_, *built);
       if (!stored) return stored.error();

@@ -58,6 +58,8 @@ class Layout {
   std::filesystem::path ccache_dir() const { return root_ / "ccache"; }
   // probes/<hash>.json: a tool's answer to a probe (nvcc --version …), valid while the files it
   // depends on are unchanged (ccache's idea for compiler checks).
+  // A second, throw-away cache for `wheel --check-reproducible` (the same plan built elsewhere).
+  std::filesystem::path reproducibility_check_dir() const { return root_ / "repro-check"; }
   std::filesystem::path probe(std::string_view hash) const { return root_ / "probes" / (std::string(hash) + ".json"); }
 
   // Creates the root and its areas (idempotent).

@@ -17,6 +17,7 @@
 #include "stages/pipeline.hpp"
 #include "store/key_record.hpp"
 #include "store/layout.hpp"
+#include "mirror/make_wheel.hpp"
 #include "support/process.hpp"
 #include "support/tempdir.hpp"
 #include "toolchain/toolchain.hpp"
@@ -78,7 +79,10 @@ run::ScriptedRunner happy_runner(const std::string& wheel_name = "minitorch-0.1.
   run::ScriptedRunner r;
   run::ScriptedResponse package;
   package.lines = {"creating wheel"};
-  package.files[fs::path("dist") / wheel_name] = "PK fake wheel " + wheel_name;
+  // A real (tiny) wheel: the package stage rewrites it deterministically.
+  std::string version = wheel_name.substr(std::string("minitorch-").size());
+  version = version.substr(0, version.find('-'));
+  package.effect = [version](const run::Command& c) { test::make_wheel(c.cwd / "dist", "minitorch", version, "minitorch"); };
   r.on([](const run::Command& c) { return c.argv.size() > 1 && c.argv[1] == "setup.py" && c.argv[2] == "bdist_wheel"; },
        package);
   run::ScriptedResponse build;
