@@ -10,6 +10,7 @@
 #include <optional>
 
 #include <nlohmann/json.hpp>
+#include <toml++/toml.h>
 
 #include "support/process.hpp"
 #include "support/tempdir.hpp"
@@ -18,6 +19,16 @@ namespace t = archbuild::test;
 namespace fs = std::filesystem;
 
 namespace {
+
+// The official wheels' pip index for a CUDA tag, as data/torch-releases.toml spells it (the
+// tests check the doctor's command against the data, not against a URL written here).
+std::string official_index(const std::string& cu) {
+  auto data = toml::parse_file(std::string(ARCHBUILD_SOURCE_DIR) + "/data/torch-releases.toml");
+  std::string pattern = data["index_url"].value_or(std::string());
+  REQUIRE(pattern.find("{cu}") != std::string::npos);
+  return pattern.replace(pattern.find("{cu}"), 4, cu);
+}
+
 
 const char* const kNvcc = "/usr/local/cuda/bin/nvcc";
 const char* const kPython = "/usr/bin/python3";
@@ -169,7 +180,7 @@ TEST_CASE("doctor: RTX 5090 (--sm 120) against a 2.5+cu124-like torch: no kernel
   // Shortest first: the official 2.7 cu128 wheel, then a source build resolution picks.
   CHECK(f["fixes"][0]["kind"] == "official-wheel");
   CHECK(f["fixes"][0]["command"] == h.python.string() +
-                                        " -m pip install \"torch==2.7.*\" --index-url https://download.pytorch.org/whl/cu128");
+                                        " -m pip install \"torch==2.7.*\" --index-url " + official_index("cu128"));
   const auto& last = f["fixes"].back();
   CHECK(last["kind"] == "build");
   CHECK(has(last["command"].get<std::string>(), "archbuild wheel --sm 120 --recipe torch-2."));
@@ -271,7 +282,7 @@ TEST_CASE("doctor: a CPU-only torch", "[cli][doctor]") {
   REQUIRE(j["findings"].size() == 1);
   CHECK(j["findings"][0]["id"] == "cpu-only");
   CHECK(j["findings"][0]["fixes"][0]["command"] ==
-        h.python.string() + " -m pip install \"torch==2.5.*\" --index-url https://download.pytorch.org/whl/cu124");
+        h.python.string() + " -m pip install \"torch==2.5.*\" --index-url " + official_index("cu124"));
   auto r = h.doctor({"--sm", "90"});
   CHECK(has(r.out, "CPU only"));
   CHECK(has(r.out, "finding  cpu-only"));

@@ -49,6 +49,12 @@ const doctor::Releases& releases() {
   static const doctor::Releases r = doctor::Releases::load_shipped().take();
   return r;
 }
+
+// The pip index the data file gives for a CUDA tag ("cu128").
+std::string index_of(const std::string& cu) {
+  std::string url = releases().index_url;
+  return url.replace(url.find("{cu}"), 4, cu);
+}
 const std::vector<toolchain::Toolchain>& toolchains() {
   static const auto v = toolchain::load_shipped().take();
   return v;
@@ -133,7 +139,11 @@ TEST_CASE("releases: the shipped data loads and computes which wheels cover a CC
       if (verdict.result == arch::RunResult::native) covering.push_back(rel.line.str() + "+" + v.cu());
     }
   CHECK(covering == std::vector<std::string>{"2.7+cu128", "2.8+cu128", "2.8+cu129", "2.9+cu130"});
-  CHECK(r.index_for(r27->variants.back()) == "https://download.pytorch.org/whl/cu128");
+  // The index comes from the data file's pattern, with the variant's tag put in.
+  std::string expected = r.index_url;
+  expected.replace(expected.find("{cu}"), 4, "cu128");
+  CHECK(r.index_for(r27->variants.back()) == expected);
+  CHECK(expected.find("{cu}") == std::string::npos);
   CHECK(r.minor_compat_driver(12) == Version::parse("525.60.13"));
   CHECK_FALSE(r.minor_compat_driver(10));
 }
@@ -274,7 +284,7 @@ TEST_CASE("doctor: RTX 5090 against a 2.5+cu124 torch: no kernel image - officia
   CHECK(fd.fixes[0].kind == "official-wheel");
   CHECK(contains(fd.fixes[0].text, "torch 2.7"));
   CHECK(contains(fd.fixes[0].text, "cu128"));
-  CHECK(fd.fixes[0].command == "python3 -m pip install \"torch==2.7.*\" --index-url https://download.pytorch.org/whl/cu128");
+  CHECK(fd.fixes[0].command == "python3 -m pip install \"torch==2.7.*\" --index-url " + index_of("cu128"));
   CHECK(contains(fd.fixes[0].also, "2.7 (cu128), 2.8 (cu128, cu129), 2.9 (cu130)"));
   CHECK(fd.fixes[1].kind == "build");
   CHECK(fd.fixes[1].command == "archbuild wheel --sm 120 --recipe torch-2.9");
@@ -401,7 +411,7 @@ TEST_CASE("doctor: a CPU-only torch on a GPU host", "[doctor]") {
   CHECK(contains(fd.summary, "torch.version.cuda is None"));
   REQUIRE_FALSE(fd.fixes.empty());
   // The same release line, the newest CUDA whose driver this host has.
-  CHECK(fd.fixes[0].command == "python3 -m pip install \"torch==2.5.*\" --index-url https://download.pytorch.org/whl/cu124");
+  CHECK(fd.fixes[0].command == "python3 -m pip install \"torch==2.5.*\" --index-url " + index_of("cu124"));
   // The official fix stays on 2.5: no build to stay there; the general build is still offered.
   CHECK(adv.calls == std::vector<std::pair<std::string, std::string>>{{"90", ""}});
   CHECK_FALSE(r.targets[0].result);  // nothing to judge in a CPU-only torch
