@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
   cli::add_doctor_command(app, ctx);
   cli::add_publish_command(app, ctx);
   cli::add_matrix_command(app, ctx);
+  cli::add_cuda_launch_command(app, ctx);
 
   try {
     app.parse(argc, argv);

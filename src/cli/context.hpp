@@ -48,5 +48,6 @@ void add_smoke_command(CLI::App& app, Context& ctx);
 void add_doctor_command(CLI::App& app, Context& ctx);
 void add_publish_command(CLI::App& app, Context& ctx);
 void add_matrix_command(CLI::App& app, Context& ctx);
+void add_cuda_launch_command(CLI::App& app, Context& ctx);
 
 }  // namespace archbuild::cli

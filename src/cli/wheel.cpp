@@ -13,6 +13,7 @@
 #include "run/reporter.hpp"
 #include "run/runner.hpp"
 #include "stages/pipeline.hpp"
+#include "core/data_dir.hpp"
 #include "stages/reproducible.hpp"
 #include "store/layout.hpp"
 #include "cli/validate_common.hpp"
@@ -80,6 +81,17 @@ Result<nlohmann::json> validate_built(const std::filesystem::path& wheel, const 
   return report->to_json();
 }
 
+// Ends the command with `e` when a result document was already built: --json prints that one
+// document with "error" and "exit" added (never a second document), stderr gets the line.
+void end_with_error(Context& ctx, nlohmann::json doc, const Error& e) {
+  if (!ctx.json) throw Failure(e);
+  doc["error"] = e.message;
+  doc["exit"] = static_cast<int>(e.exit);
+  print_json(doc);
+  error_line(ctx, e.message);
+  ctx.exit = e.exit;
+}
+
 stages::CompilerCache compiler_cache(const std::string& kind, const store::Layout& layout) {
   stages::CompilerCache cc;
   cc.kind = kind;
@@ -113,6 +125,7 @@ void run_wheel(const WheelArgs& args, Context& ctx) {
   opts.compiler_cache.remote = !args.remote_cache.empty() ? args.remote_cache : env_of("ARCHBUILD_REMOTE_CACHE").value_or("");
   opts.getenv = env_of;
   opts.archbuild_version = ARCHBUILD_VERSION;
+  opts.archbuild_exe = self_executable();
   if (!args.no_validate)
     opts.validate = [&plan, &ctx](const std::filesystem::path& wheel) { return validate_built(wheel, plan, ctx); };
   if (args.compiler_cache != "none" && opts.compiler_cache.program.empty())
@@ -131,10 +144,8 @@ void run_wheel(const WheelArgs& args, Context& ctx) {
   run::ProcessRunner runner;
   auto result = stages::run_pipeline(plan, layout, runner, *reporter, opts);
   if (!result) {
-    if (ctx.json)
-      print_json({{"ok", false}, {"key", plan->key}, {"error", result.error().message},
-                  {"exit", static_cast<int>(result.error().exit)}});
-    throw Failure(result.error());
+    end_with_error(ctx, {{"ok", false}, {"key", plan->key}}, result.error());
+    return;
   }
   const auto& res = *result;
   // --check-reproducible: the same plan again in a second cache directory, without compiler
@@ -152,7 +163,8 @@ void run_wheel(const WheelArgs& args, Context& ctx) {
     auto again = stages::run_pipeline(plan, other, runner, *reporter, o2);
     if (!again) {
       std::filesystem::remove_all(other.root(), ec);
-      throw Failure(again.error());
+      end_with_error(ctx, {{"ok", false}, {"wheel", res.out_wheel.string()}, {"key", plan->key}}, again.error());
+      return;
     }
     bool same = again->stored.sha256 == res.stored.sha256;
     std::vector<std::string> differ;
@@ -160,10 +172,11 @@ void run_wheel(const WheelArgs& args, Context& ctx) {
     repro = {{"reproducible", same}, {"sha256", {res.stored.sha256, again->stored.sha256}}, {"differing_members", differ}};
     std::filesystem::remove_all(other.root(), ec);
     if (!same) {
-      if (ctx.json) print_json({{"ok", false}, {"wheel", res.out_wheel.string()}, {"key", plan->key}, {"reproducibility", repro}});
-      throw Failure(Error::not_fine(fmt::format("not reproducible: two builds of key {} differ (sha256 {} vs {}) in {}",
-                                                plan->key.substr(0, 16), res.stored.sha256.substr(0, 16),
-                                                again->stored.sha256.substr(0, 16), text::join(differ, ", "))));
+      end_with_error(ctx, {{"ok", false}, {"wheel", res.out_wheel.string()}, {"key", plan->key}, {"reproducibility", repro}},
+                     Error::not_fine(fmt::format("not reproducible: two builds of key {} differ (sha256 {} vs {}) in {}",
+                                                 plan->key.substr(0, 16), res.stored.sha256.substr(0, 16),
+                                                 again->stored.sha256.substr(0, 16), text::join(differ, ", "))));
+      return;
     }
     note(ctx, fmt::format("reproducible: a second build in another cache directory gave the same sha256 {}", res.stored.sha256));
   }

@@ -9,4 +9,7 @@ namespace archbuild {
 // else the source tree archbuild was built from. The directory holds data/, recipes/, toolchains/.
 std::filesystem::path data_root();
 
+// The running archbuild executable (/proc/self/exe); empty when it cannot be read.
+std::filesystem::path self_executable();
+
 }  // namespace archbuild

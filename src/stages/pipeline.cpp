@@ -9,6 +9,7 @@
 
 #include "core/sha256.hpp"
 #include "run/interrupt.hpp"
+#include "stages/build_path.hpp"
 #include "stages/reproducible.hpp"
 #include "store/atomic_file.hpp"
 #include "store/key_record.hpp"
@@ -39,6 +40,9 @@ std::map<std::string, std::string> step_environment(const plan::Plan& plan, cons
       env["CCACHE_BASEDIR"] = "/";
       env["CCACHE_NOHASHDIR"] = "1";
       env["CCACHE_COMPILERCHECK"] = "content";
+      // The CUDA launcher's prefix map names this host's build tree; it maps every tree to the
+      // same name, so it cannot change the object and must not split the cache between hosts.
+      env["CCACHE_IGNOREOPTIONS"] = "-Xcompiler=-ffile-prefix-map=*";
       if (!cc.remote.empty()) env["CCACHE_REMOTE_STORAGE"] = cc.remote;
     } else if (cc.kind == "sccache") {
       env["SCCACHE_DIR"] = cc.dir.string();
@@ -219,7 +223,7 @@ class Pipeline {
 
   // What makes two builds of one plan byte-identical (not part of the key: it follows from the
   // source and the cache location): SOURCE_DATE_EPOCH from the commit, and no build path in the
-  // binaries (-ffile-prefix-map for C, C++ and nvcc's host compiler).
+  // binaries (stages/build_path.hpp: a prefix map for C and C++, archbuild's CUDA launcher).
   void add_reproducibility_env() {
     if (env_.count("SOURCE_DATE_EPOCH")) return;
     auto doc = record_.read();
@@ -227,16 +231,24 @@ class Pipeline {
       auto t = doc->value("/stages/fetch/commit_time"_json_pointer, json());
       if (t.is_number_integer()) env_["SOURCE_DATE_EPOCH"] = std::to_string(t.get<std::int64_t>());
     }
-    std::string map = fmt::format("-ffile-prefix-map={}=/archbuild/src", fs::absolute(src_).string());
+    // As the build sees it: setup.py and cmake take their paths from getcwd(), which has no symlinks.
+    std::error_code ec;
+    fs::path tree = fs::weakly_canonical(fs::absolute(src_), ec);
+    if (ec) tree = fs::absolute(src_).lexically_normal();
+    std::string map = prefix_map_flag(tree);
     auto append = [&](const char* var, const std::string& flag) {
       auto it = env_.find(var);
       env_[var] = (it == env_.end() || it->second.empty()) ? flag : it->second + " " + flag;
     };
-    // For gcc ccache rewrites the map under its base_dir, so hosts with different cache roots
-    // still share hits; nvcc's -Xcompiler copy would be opaque to it and split the shared cache,
-    // and nvcc's Release objects carry no source path (checked by --check-reproducible).
     append("CFLAGS", map);
     append("CXXFLAGS", map);
+    const char* launcher_var = "CMAKE_CUDA_COMPILER_LAUNCHER";
+    auto existing = env_.count(launcher_var) ? env_[launcher_var] : std::string();
+    if (auto chain = cuda_launcher(options_.archbuild_exe, tree, existing)) env_[launcher_var] = *chain;
+    else if (!options_.archbuild_exe.empty())
+      reporter_.message(run::Level::warning,
+                        fmt::format("the cache path {} holds ';' or ',': CUDA objects will carry it (not reproducible "
+                                    "across cache directories)", tree.string()));
   }
 
   bool source_matches() {

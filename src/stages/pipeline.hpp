@@ -50,6 +50,9 @@ struct PipelineOptions {
   // The caller's environment for the plan's pass-through names (HOME, LANG, …).
   std::function<std::optional<std::string>(const std::string&)> getenv;
   std::string archbuild_version;
+  // archbuild's own executable: the CUDA compiler launcher that keeps the build path out of CUDA
+  // objects (stages/build_path.hpp). Empty: no launcher (CUDA objects name the cache path).
+  std::filesystem::path archbuild_exe;
   // The validate stage: checks the packaged wheel (coverage, metadata, smoke …) and returns its
   // report for the manifest, or an error (exit 1) that keeps the wheel out of --out and out of
   // the key. Unset (--no-validate): the stage records "skipped".

@@ -4,9 +4,11 @@
 // unreachable repository) leave the cache and --out whole.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -200,4 +202,102 @@ TEST_CASE("wheel: bad input is exit 2 before anything runs", "[cli][wheel]") {
   CHECK(r.status == 2);
   r = t::archbuild({"wheel", "--sm", "90", "--jobs", "0"});
   CHECK(r.status == 2);
+}
+
+// Issue 8: the same plan built in two cache directories (two hosts), at different times, in
+// another time zone, without a compiler cache (so nothing is shared but the source) gives one
+// wheel byte for byte; --check-reproducible says so too.
+TEST_CASE("wheel: two cache directories at different times give a byte-identical wheel", "[cli][wheel][nvcc]") {
+  std::string why;
+  if (!can_build(why)) {
+    WARN("skipped: " << why);
+    return;
+  }
+  Workspace w;
+  auto build_in = [&](const fs::path& cache, const std::string& out, const std::string& tz) {
+    auto args = w.wheel_args("90", out);
+    args.at(1) = cache.string();
+    for (const char* a : {"--compiler-cache", "none", "--no-validate"}) args.push_back(a);
+    t::RunOptions o;
+    o.env["TZ"] = tz;
+    o.timeout = std::chrono::seconds(600);
+    auto r = t::archbuild(args, o);
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    return json::parse(r.out);
+  };
+  auto a = build_in(w.dir / "cache", "out-a", "UTC");
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // the zip's time resolution
+  auto b = build_in(w.dir / "elsewhere" / "a-longer-cache-path", "out-b", "Asia/Kolkata");
+  CHECK(a["key"] == b["key"]);
+  CHECK(a["sha256"] == b["sha256"]);
+  WARN("reproducibility: host A sha256 " << a["sha256"] << ", host B sha256 " << b["sha256"]);
+  // Neither cache path is in the wheel's CUDA library.
+  // (The wheel is deflated: look in the build tree's library.)
+  std::string so = t::read_file(w.dir / "elsewhere" / "a-longer-cache-path" / "src" / b["key"].get<std::string>() /
+                                "build" / "libminitorch_kernels.so");
+  REQUIRE_FALSE(so.empty());
+  CHECK(so.find("a-longer-cache-path") == std::string::npos);
+  CHECK(so.find(w.dir.path().string()) == std::string::npos);
+
+  auto check = t::archbuild([&] {
+    auto args = w.wheel_args("90", "out-c");
+    args.push_back("--check-reproducible");
+    return args;
+  }());
+  INFO(check.err);
+  REQUIRE(check.status == 0);
+  auto c = json::parse(check.out);
+  CHECK(c["reproducibility"]["reproducible"] == true);
+  CHECK(c["reproducibility"]["sha256"][0] == c["reproducibility"]["sha256"][1]);
+  CHECK(c["reproducibility"]["differing_members"].empty());
+  CHECK_FALSE(fs::exists(w.dir / "cache" / "repro-check"));  // the second build is cleaned up
+}
+
+// The check is not a formality: a project that writes the build time into the wheel is caught,
+// and the member that differs is named (exit 1).
+TEST_CASE("wheel: --check-reproducible names the members that differ", "[cli][wheel][nvcc]") {
+  std::string why;
+  if (!can_build(why)) {
+    WARN("skipped: " << why);
+    return;
+  }
+  if (t::which("git").empty()) {
+    WARN("skipped: git is not on PATH (the test edits the example repository with it)");
+    return;
+  }
+  Workspace w;
+  // The example, changed to stamp the build time into the package, committed and re-tagged.
+  fs::path repo = w.dir / "repos" / "minitorch";
+  std::string setup = t::read_file(repo / "setup.py");
+  std::string anchor = "\"_build_info.json\"))\n";
+  auto at = setup.find(anchor);
+  REQUIRE(at != std::string::npos);
+  setup.insert(at + anchor.size(),
+               "        with open(os.path.join(dest, \"_built_at.txt\"), \"w\") as f:\n"
+               "            f.write(str(__import__(\"time\").time_ns()))\n");
+  std::ofstream(repo / "setup.py") << setup;
+  t::RunOptions git_env;
+  git_env.env = {{"GIT_AUTHOR_NAME", "t"}, {"GIT_AUTHOR_EMAIL", "t@t.invalid"}, {"GIT_COMMITTER_NAME", "t"},
+                 {"GIT_COMMITTER_EMAIL", "t@t.invalid"}, {"GIT_CONFIG_NOSYSTEM", "1"}, {"HOME", w.dir.path().string()}};
+  for (auto args : std::vector<std::vector<std::string>>{{"-C", repo.string(), "commit", "-q", "-m", "stamp the build time", "--", "setup.py"},
+                                                         {"-C", repo.string(), "tag", "-f", "-a", "v0.1.0", "-m", "v0.1.0"}}) {
+    auto r = t::run(t::which("git"), args, git_env);
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+  }
+  auto args = w.wheel_args("90");
+  for (const char* a : {"--check-reproducible", "--no-validate"}) args.push_back(a);
+  t::RunOptions o;
+  o.timeout = std::chrono::seconds(600);
+  auto r = t::archbuild(args, o);
+  INFO(r.err);
+  CHECK(r.status == 1);
+  auto j = json::parse(r.out);
+  CHECK(j["ok"] == false);
+  CHECK(j["reproducibility"]["reproducible"] == false);
+  auto members = j["reproducibility"]["differing_members"];
+  CHECK(std::find(members.begin(), members.end(), "minitorch/_built_at.txt") != members.end());
+  CHECK(std::find(members.begin(), members.end(), "minitorch/libminitorch_kernels.so") == members.end());
+  CHECK(r.err.find("minitorch/_built_at.txt") != std::string::npos);
 }

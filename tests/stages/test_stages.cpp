@@ -3,6 +3,7 @@
 // failure and validation — without building anything.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -293,4 +294,25 @@ TEST_CASE("an unreachable repository fails the fetch, naming the URL, leaving no
   CHECK(r.calls().empty());
   CHECK_FALSE(fs::exists(e.layout.source_dir(missing->key)));
   CHECK_FALSE(fs::exists(e.options.out_dir));
+}
+
+TEST_CASE("archbuild's CUDA launcher goes in front of ccache, for this key's source tree", "[stages]") {
+  Env e;
+  e.options.archbuild_exe = "/opt/archbuild/bin/archbuild";
+  e.options.compiler_cache.kind = "ccache";
+  e.options.compiler_cache.program = "/usr/bin/ccache";
+  e.options.compiler_cache.dir = e.dir / "ccache";
+  auto plan = example_plan("9.0");
+  auto runner = happy_runner();
+  REQUIRE(stages::run_pipeline(plan, e.layout, runner, *e.reporter, e.options).ok());
+  auto calls = runner.calls();
+  auto it = std::find_if(calls.begin(), calls.end(), [](const run::Command& c) { return c.log.stem() == "build"; });
+  REQUIRE(it != calls.end());
+  const run::Command& build = *it;
+  fs::path tree = fs::weakly_canonical(e.layout.source_dir(plan->key));
+  CHECK(build.env.at("CMAKE_CUDA_COMPILER_LAUNCHER") ==
+        "/opt/archbuild/bin/archbuild;cuda-launch;--tree;" + tree.string() + ";--;/usr/bin/ccache");
+  CHECK(build.env.at("CMAKE_CXX_COMPILER_LAUNCHER") == "/usr/bin/ccache");
+  CHECK(build.env.at("CXXFLAGS") == "-ffile-prefix-map=" + tree.string() + "=/archbuild/src");
+  CHECK(build.env.at("CCACHE_IGNOREOPTIONS") == "-Xcompiler=-ffile-prefix-map=*");
 }

@@ -1,0 +1,52 @@
+// stages/build_path: what the CUDA launcher adds to a compile so the object does not depend on
+// where the build tree lives (argument rewriting only; tests/cli/test_cuda_launch_cli.cpp
+// compiles for real).
+#include <catch2/catch.hpp>
+
+#include "stages/build_path.hpp"
+
+using namespace archbuild;
+using Args = std::vector<std::string>;
+
+TEST_CASE("a CMake CUDA compile gets the alias source name, the prefix map and -objtemp", "[build_path]") {
+  Args cmake = {"/usr/bin/ccache", "/usr/local/cuda/bin/nvcc", "-DX=1", "-I/c/t/key/csrc", "-O3", "-x", "cu",
+                "-c", "/c/t/key/csrc/kernels.cu", "-o", "CMakeFiles/k.dir/csrc/kernels.cu.o"};
+  auto out = stages::cuda_compile_args(cmake, "/c/t/key/build", "/c/t/key");
+  Args want = cmake;
+  want.push_back("-Xcudafe=--orig_src_path_name=/archbuild/src/csrc/kernels.cu");
+  want.push_back("-Xcompiler=-ffile-prefix-map=/c/t/key=/archbuild/src");
+  want.push_back("-objtemp");
+  CHECK(out == want);
+}
+
+TEST_CASE("relative sources, -dc, and a last *.cu without -c are found", "[build_path]") {
+  auto out = stages::cuda_compile_args({"nvcc", "-dc", "../csrc/a.cu", "-o", "a.o"}, "/t/build", "/t");
+  CHECK(out.at(5) == "-Xcudafe=--orig_src_path_name=/archbuild/src/csrc/a.cu");
+  out = stages::cuda_compile_args({"nvcc", "-E", "/t/x/b.cu"}, "/", "/t/");
+  REQUIRE(out.size() == 5);  // no -o: no -objtemp
+  CHECK(out.at(3) == "-Xcudafe=--orig_src_path_name=/archbuild/src/x/b.cu");
+  CHECK(out.at(4) == "-Xcompiler=-ffile-prefix-map=/t/=/archbuild/src");
+}
+
+TEST_CASE("what the launcher leaves alone", "[build_path]") {
+  Args version = {"nvcc", "--version"};
+  CHECK(stages::cuda_compile_args(version, "/t", "/t") == version);
+  Args outside = {"nvcc", "-c", "/elsewhere/k.cu", "-o", "k.o"};
+  CHECK(stages::cuda_compile_args(outside, "/t", "/t") == outside);
+  Args dotdot = {"nvcc", "-c", "../k.cu", "-o", "k.o"};
+  CHECK(stages::cuda_compile_args(dotdot, "/t", "/t") == dotdot);
+  Args comma = {"nvcc", "-c", "/t/a,b.cu", "-o", "k.o"};  // nvcc would split the option at ','
+  CHECK(stages::cuda_compile_args(comma, "/t", "/t") == comma);
+  Args has_objtemp = {"nvcc", "-c", "/t/k.cu", "-o", "k.o", "--objdir-as-tempdir"};
+  CHECK(stages::cuda_compile_args(has_objtemp, "/t", "/t").back() != "-objtemp");
+}
+
+TEST_CASE("the launcher list for CMake, and paths a list cannot carry", "[build_path]") {
+  CHECK(stages::cuda_launcher("/bin/archbuild", "/c/src/k", "/usr/bin/ccache") ==
+        "/bin/archbuild;cuda-launch;--tree;/c/src/k;--;/usr/bin/ccache");
+  CHECK(stages::cuda_launcher("/bin/archbuild", "/c/src/k", "") == "/bin/archbuild;cuda-launch;--tree;/c/src/k;--");
+  CHECK_FALSE(stages::cuda_launcher("/bin/archbuild", "/c/a;b/k", ""));
+  CHECK_FALSE(stages::cuda_launcher("/bin/archbuild", "/c/a,b/k", ""));
+  CHECK_FALSE(stages::cuda_launcher("", "/c/src/k", ""));
+  CHECK(stages::prefix_map_flag("/c/src/k") == "-ffile-prefix-map=/c/src/k=/archbuild/src");
+}
