@@ -147,6 +147,19 @@ class Pipeline {
       start = "fetch";
     }
     env_ = step_environment(plan_, options_);
+    add_build_path_env();
+    // CMake reads the compiler launchers only when it first configures: a tree configured with
+    // others (archbuild moved, ccache added or gone) would keep running those, so it is
+    // configured again.
+    if (start == "build" || start == "package") {
+      auto doc = record_.read();
+      json was = doc ? doc->value("/stages/configure/launchers"_json_pointer, json()) : json();
+      if (was != launchers()) {
+        reporter_.message(run::Level::info, "the compiler launchers changed since this tree was configured: configuring again");
+        if (auto r = record_.clear_stage("configure"); !r) return r.error();
+        start = "configure";
+      }
+    }
     auto before = read_ccache_counts(runner_, options_.compiler_cache, env_);
 
     const auto& names = stage_names();
@@ -222,15 +235,9 @@ class Pipeline {
   }
 
   // What makes two builds of one plan byte-identical (not part of the key: it follows from the
-  // source and the cache location): SOURCE_DATE_EPOCH from the commit, and no build path in the
-  // binaries (stages/build_path.hpp: a prefix map for C and C++, archbuild's CUDA launcher).
-  void add_reproducibility_env() {
-    if (env_.count("SOURCE_DATE_EPOCH")) return;
-    auto doc = record_.read();
-    if (doc) {
-      auto t = doc->value("/stages/fetch/commit_time"_json_pointer, json());
-      if (t.is_number_integer()) env_["SOURCE_DATE_EPOCH"] = std::to_string(t.get<std::int64_t>());
-    }
+  // source and the cache location): no build path in the binaries (stages/build_path.hpp: a
+  // prefix map for C and C++, archbuild's CUDA launcher) and SOURCE_DATE_EPOCH from the commit.
+  void add_build_path_env() {
     // As the build sees it: setup.py and cmake take their paths from getcwd(), which has no symlinks.
     std::error_code ec;
     fs::path tree = fs::weakly_canonical(fs::absolute(src_), ec);
@@ -249,6 +256,25 @@ class Pipeline {
       reporter_.message(run::Level::warning,
                         fmt::format("the cache path {} holds ';' or ',': CUDA objects will carry it (not reproducible "
                                     "across cache directories)", tree.string()));
+  }
+
+  // After fetch: the commit's time.
+  void add_source_date_epoch() {
+    if (env_.count("SOURCE_DATE_EPOCH")) return;
+    auto doc = record_.read();
+    if (!doc) return;
+    auto t = doc->value("/stages/fetch/commit_time"_json_pointer, json());
+    if (t.is_number_integer()) env_["SOURCE_DATE_EPOCH"] = std::to_string(t.get<std::int64_t>());
+  }
+
+  // The compiler launchers of this run, as the configure stamp records them.
+  json launchers() const {
+    json l = json::object();
+    for (const char* lang : {"C", "CXX", "CUDA"}) {
+      auto it = env_.find(fmt::format("CMAKE_{}_COMPILER_LAUNCHER", lang));
+      l[lang] = it == env_.end() ? "" : it->second;
+    }
+    return l;
   }
 
   bool source_matches() {
@@ -274,7 +300,7 @@ class Pipeline {
     }
     if (stage == "package" && !plan_->wheel_dir.empty()) fs::remove_all(src_ / plan_->wheel_dir, ec);
 
-    add_reproducibility_env();
+    add_source_date_epoch();
     reporter_.stage_started(info);
     double seconds = 0;
     bool append = false;
@@ -296,6 +322,7 @@ class Pipeline {
       }
     }
     json extra = json::object();
+    if (stage == "configure") extra = {{"launchers", launchers()}};
     if (stage == "package") {
       auto built = find_wheel(src_ / plan_->wheel_dir);
       if (!built) {

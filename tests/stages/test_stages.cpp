@@ -316,3 +316,27 @@ TEST_CASE("archbuild's CUDA launcher goes in front of ccache, for this key's sou
   CHECK(build.env.at("CXXFLAGS") == "-ffile-prefix-map=" + tree.string() + "=/archbuild/src");
   CHECK(build.env.at("CCACHE_IGNOREOPTIONS") == "-Xcompiler=-ffile-prefix-map=*");
 }
+
+TEST_CASE("a rerun whose compiler launchers changed configures again", "[stages]") {
+  Env e;
+  e.options.archbuild_exe = "/opt/archbuild-1/bin/archbuild";
+  auto plan = example_plan("9.0");
+  run::ScriptedRunner failing;
+  run::ScriptedResponse broken;
+  broken.exit_status = 1;
+  failing.on({"/usr/bin/cmake", "--build"}, broken);
+  REQUIRE_FALSE(stages::run_pipeline(plan, e.layout, failing, *e.reporter, e.options).ok());
+  // The same launchers: the rerun resumes at build.
+  run::ScriptedRunner failing_again;
+  failing_again.on({"/usr/bin/cmake", "--build"}, broken);
+  REQUIRE_FALSE(stages::run_pipeline(plan, e.layout, failing_again, *e.reporter, e.options).ok());
+  CHECK(stages_of(failing_again) == std::vector<std::string>{"build"});
+  // archbuild moved (an upgrade): CMake would keep running the old path, so configure again.
+  e.options.archbuild_exe = "/opt/archbuild-2/bin/archbuild";
+  auto runner = happy_runner();
+  auto again = stages::run_pipeline(plan, e.layout, runner, *e.reporter, e.options);
+  REQUIRE(again.ok());
+  CHECK(again->resumed_past == std::vector<std::string>{"fetch"});
+  CHECK(stages_of(runner) == std::vector<std::string>{"configure", "build", "package"});
+  CHECK(e.progress.str().find("compiler launchers changed") != std::string::npos);
+}
