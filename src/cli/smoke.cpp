@@ -24,34 +24,24 @@ struct SmokeArgs {
 };
 
 void run_smoke(const SmokeArgs& a, Context& ctx) {
-  auto targets = parse_targets(a.sm, arch::ArchData::shipped());
-  if (!targets) {
-    auto e = targets.error();
-    if (e.exit == Exit::bad_input) e.message = "--sm: " + e.message;
-    throw Failure(e);
-  }
-  std::optional<Version> cuda;
-  if (!a.cuda.empty()) {
-    cuda = Version::parse(a.cuda);
-    if (!cuda || cuda->size() != 2)
-      throw Failure(Error::bad_input(fmt::format("--cuda '{}': expected MAJOR.MINOR like 12.8", a.cuda)));
-  }
-  auto setup = smoke_setup(*targets, cuda, false, ctx).take();  // no toolkit: exit 3; none can: exit 2
+  auto targets = sm_option(a.sm);
+  auto cuda = cuda_option(a.cuda);
+  auto setup = smoke_setup(targets, cuda, false, ctx).take();  // no toolkit: exit 3; none can: exit 2
   setup.require_gpu = a.require_gpu;
   setup.run = !a.no_run;
   if (!a.keep.empty()) setup.work_dir = std::filesystem::absolute(a.keep);
   if (setup.run) setup.gpus = host_gpus();
 
-  auto report = validate::smoke(*targets, setup, capture_exec());
+  auto report = validate::smoke(targets, setup, capture_exec());
   ctx.exit = report.exit();
   if (ctx.json) {
     auto doc = report.to_json();
     doc["toolkit"] = setup.toolkit;
     doc["targets"] = nlohmann::json::array();
-    for (const auto& t : *targets) doc["targets"].push_back(t.cc_name());
+    for (const auto& t : targets) doc["targets"].push_back(t.cc_name());
     print_json(doc);
   } else {
-    out(fmt::format("smoke kernel for {} with {}", validate::targets_text(*targets), setup.toolkit));
+    out(fmt::format("smoke kernel for {} with {}", validate::targets_text(targets), setup.toolkit));
     print_report(report, ctx);
   }
   if (report.failed()) {

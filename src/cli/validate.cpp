@@ -48,18 +48,8 @@ std::optional<std::string> recipe_module(const std::string& distribution) {
 }
 
 void run_validate(const ValidateArgs& a, Context& ctx) {
-  auto targets = parse_targets(a.sm, arch::ArchData::shipped());
-  if (!targets) {
-    auto e = targets.error();
-    if (e.exit == Exit::bad_input) e.message = "--sm: " + e.message;
-    throw Failure(e);
-  }
-  std::optional<Version> cuda;
-  if (!a.cuda.empty()) {
-    cuda = Version::parse(a.cuda);
-    if (!cuda || cuda->size() != 2)
-      throw Failure(Error::bad_input(fmt::format("--cuda '{}': expected MAJOR.MINOR like 12.8", a.cuda)));
-  }
+  auto targets = sm_option(a.sm);
+  auto cuda = cuda_option(a.cuda);
   fs::path wheel = a.wheel;
   std::error_code ec;
   if (!fs::exists(wheel, ec)) throw Failure(Error::bad_input(fmt::format("{}: no such file", a.wheel)));
@@ -100,7 +90,7 @@ void run_validate(const ValidateArgs& a, Context& ctx) {
       auto label = validate::parse_label(name->local_label());
       if (label.cuda) cuda = Version::parse(*label.cuda);
     }
-    auto setup = smoke_setup(*targets, cuda, preference, ctx);
+    auto setup = smoke_setup(targets, cuda, preference, ctx);
     if (!setup) {
       if (setup.error().exit != Exit::missing_tool) throw Failure(setup.error());
       opts.preset.push_back(skipped("smoke", "no nvcc for the smoke kernel: " + setup.error().message, true));
@@ -110,15 +100,15 @@ void run_validate(const ValidateArgs& a, Context& ctx) {
     }
   }
 
-  auto report = validate::validate_wheel(wheel, *targets, opts, capture_exec()).take();  // unreadable: exit 2
+  auto report = validate::validate_wheel(wheel, targets, opts, capture_exec()).take();  // unreadable: exit 2
   ctx.exit = report.exit();
   if (ctx.json) {
     auto doc = report.to_json();
     doc["targets"] = nlohmann::json::array();
-    for (const auto& t : *targets) doc["targets"].push_back(t.cc_name());
+    for (const auto& t : targets) doc["targets"].push_back(t.cc_name());
     print_json(doc);
   } else {
-    out(fmt::format("validate {} for {}", wheel.filename().string(), validate::targets_text(*targets)));
+    out(fmt::format("validate {} for {}", wheel.filename().string(), validate::targets_text(targets)));
     print_report(report, ctx);
   }
   if (report.failed()) {

@@ -13,6 +13,24 @@ namespace archbuild::cli {
 
 namespace fs = std::filesystem;
 
+std::vector<arch::Arch> sm_option(const std::vector<std::string>& sm) {
+  auto targets = parse_targets(sm, arch::ArchData::shipped());
+  if (!targets) {
+    auto e = targets.error();
+    if (e.exit == Exit::bad_input) e.message = "--sm: " + e.message;
+    throw Failure(e);
+  }
+  return *targets;
+}
+
+std::optional<Version> cuda_option(const std::string& cuda) {
+  if (cuda.empty()) return std::nullopt;
+  auto v = Version::parse(cuda);
+  if (!v || v->size() != 2)
+    throw Failure(Error::bad_input(fmt::format("--cuda '{}': expected MAJOR.MINOR like 12.8", cuda)));
+  return v;
+}
+
 validate::Exec capture_exec() {
   return [](const validate::Command& c) -> Result<validate::Outcome> {
     run::CaptureOptions o;

@@ -14,6 +14,11 @@
 
 namespace archbuild::cli {
 
+// --sm LIST as targets (native: this host's GPUs); Failure with exit 2 naming --sm, or 3.
+std::vector<arch::Arch> sm_option(const std::vector<std::string>& sm);
+// --cuda MAJOR.MINOR (nullopt when empty); Failure with exit 2 otherwise.
+std::optional<Version> cuda_option(const std::string& cuda);
+
 // run::capture behind validate's Exec.
 validate::Exec capture_exec();
 
