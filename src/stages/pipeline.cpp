@@ -423,7 +423,9 @@ class Pipeline {
                    {"tag", plan_->tag},
                    {"commit", doc->value("/stages/fetch/commit"_json_pointer, std::string())},
                    {"submodules", doc->value("/stages/fetch/submodules"_json_pointer, json::array())}};
-    m["toolkit"] = res.toolkit ? json{{"version", res.toolkit->version.str()}, {"path", res.toolkit->root.string()}}
+    m["toolkit"] = res.toolkit ? json{{"version", res.toolkit->version.str()},
+                                      {"nvcc_version", res.toolkit->compiler_version().str()},
+                                      {"path", res.toolkit->root.string()}}
                                : json(nullptr);
     m["compiler"] = res.compiler ? json{{"name", res.compiler->name()}, {"path", res.compiler->path.string()}}
                                  : json(nullptr);

@@ -157,6 +157,7 @@ TEST_CASE("the pipeline runs the plan's steps in order, with the plan's environm
   CHECK(beside["environment"]["SOURCE_DATE_EPOCH"] == "1735689600");
   CHECK(beside["environment"]["CFLAGS"].get<std::string>().find("-ffile-prefix-map=") == 0);
   CHECK(beside["build_key"] == plan->key);
+  CHECK(beside["toolkit"]["nvcc_version"] == "13.0.88");  // the exact compiler, not only the release
 }
 
 TEST_CASE("a repeat of a built key runs nothing", "[stages]") {
