@@ -136,10 +136,10 @@ bool have_git() { return !test::which("git").empty(); }
 
 TEST_CASE("resolve_submodule_url: git's relative URL rules", "[source]") {
   CHECK(resolve_submodule_url("file:///tmp/x/minitorch", "../minidep") == "file:///tmp/x/minidep");
-  CHECK(resolve_submodule_url("https://github.com/pytorch/pytorch.git", "../cpuinfo.git") ==
-        "https://github.com/pytorch/cpuinfo.git");
-  CHECK(resolve_submodule_url("https://github.com/pytorch/pytorch/", "../../google/benchmark") ==
-        "https://github.com/google/benchmark");
+  CHECK(resolve_submodule_url("https://git.example.org/pytorch/pytorch.git", "../cpuinfo.git") ==
+        "https://git.example.org/pytorch/cpuinfo.git");
+  CHECK(resolve_submodule_url("https://git.example.org/pytorch/pytorch/", "../../google/benchmark") ==
+        "https://git.example.org/google/benchmark");
   CHECK(resolve_submodule_url("file:///a/b", "./sub") == "file:///a/b/sub");
   CHECK(resolve_submodule_url("git@github.com:pytorch/pytorch", "../dep") == "git@github.com:pytorch/dep");
   CHECK(resolve_submodule_url("git@host:repo", "../dep") == "git@host:dep");
