@@ -1,6 +1,8 @@
 // archbuild wheel --sm LIST [resolve options] [--out DIR] [--jobs N] [--offline]
 //   [--compiler-cache ccache|sccache|none] [--progress auto|tty|plain|json] [--no-validate] [--json]
 // Resolve → plan → fetch → configure → build → package → validate → the wheel in --out.
+#include <unistd.h>
+
 #include <cstdlib>
 #include <iostream>
 
@@ -99,6 +101,14 @@ stages::CompilerCache compiler_cache(const std::string& kind, const store::Layou
   if (auto p = run::find_program(kind)) cc.program = *p;
   // Configured by the user (CCACHE_DIR / SCCACHE_DIR) or archbuild's own under the cache.
   std::string var = kind == "ccache" ? "CCACHE_DIR" : "SCCACHE_DIR";
+  for (char** e = environ; e && *e; ++e) {
+    std::string_view entry(*e);
+    auto eq = entry.find('=');
+    if (eq == std::string_view::npos) continue;
+    std::string name(entry.substr(0, eq));
+    for (const auto& prefix : stages::compiler_cache_env_prefixes)
+      if (name.starts_with(prefix)) cc.settings[name] = std::string(entry.substr(eq + 1));
+  }
   if (auto d = env_of(var)) cc.dir = *d;
   else cc.dir = layout.ccache_dir();
   return cc;

@@ -41,7 +41,7 @@ std::vector<std::string> cuda_compile_args(std::vector<std::string> argv, const 
                     std::any_of(argv.begin(), argv.end(), [](const std::string& a) { return a.starts_with("--output-file"); });
   bool has_objtemp = std::find(argv.begin(), argv.end(), "-objtemp") != argv.end() ||
                      std::find(argv.begin(), argv.end(), "--objdir-as-tempdir") != argv.end();
-  if (has_output && !has_objtemp) argv.push_back("-objtemp");
+  if (has_output && !has_objtemp) argv.push_back("--objdir-as-tempdir");
   return argv;
 }
 

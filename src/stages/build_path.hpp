@@ -26,8 +26,9 @@ std::string prefix_map_flag(const std::filesystem::path& tree);
 // `cwd`) with what makes its object independent of where `tree` lives, appended:
 //   -Xcudafe=--orig_src_path_name=<alias>/<source relative to tree>  (names and module id)
 //   -Xcompiler=-ffile-prefix-map=<tree>=<alias>                       (__FILE__, host debug info)
-//   -objtemp  (nvcc's intermediate files beside the object, not /tmp/tmpxft_<pid>_…: their name
-//              is the host object's STT_FILE symbol)
+//   --objdir-as-tempdir  (nvcc's intermediate files beside the object, not /tmp/tmpxft_<pid>_…:
+//              their name is the host object's STT_FILE symbol; the long form, as sccache reads
+//              the short -objtemp as "-o bjtemp")
 // The source is the argument after -c/-dc (--compile/--device-c), else the last *.cu argument.
 // Unchanged when there is no source, the source is outside `tree`, or a path holds a comma
 // (nvcc splits option values at commas).

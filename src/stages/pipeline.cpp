@@ -32,6 +32,7 @@ std::map<std::string, std::string> step_environment(const plan::Plan& plan, cons
       if (auto v = options.getenv(name)) env[name] = *v;
   const CompilerCache& cc = options.compiler_cache;
   if (cc.kind != "none" && !cc.program.empty()) {
+    for (const auto& [name, value] : cc.settings) env[name] = value;
     for (const char* lang : {"C", "CXX", "CUDA"})
       env[fmt::format("CMAKE_{}_COMPILER_LAUNCHER", lang)] = cc.program.string();
     if (cc.kind == "ccache") {

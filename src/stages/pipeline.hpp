@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,7 +34,13 @@ struct CompilerCache {
   // Shared storage all build hosts use (ccache remote_storage, e.g. redis://cache.internal:6379;
   // sccache: SCCACHE_REDIS_ENDPOINT). Empty: local only.
   std::string remote;
+  // The caller's own settings for the cache and what it hands compiles to (CCACHE_PREFIX=distcc,
+  // SCCACHE_SERVER_PORT, DISTCC_HOSTS, …: names starting with compiler_cache_env_prefixes),
+  // passed to the build; archbuild's own settings above win where they overlap.
+  std::map<std::string, std::string> settings;
 };
+
+inline const std::vector<std::string> compiler_cache_env_prefixes = {"CCACHE_", "SCCACHE_", "DISTCC_", "ICECC_"};
 
 struct CacheCounts {
   long hits = 0;

@@ -87,7 +87,7 @@ TEST_CASE("cuda-launch: the command's exit status and output are its own", "[cli
   r = t::archbuild({"cuda-launch", "--tree", "/w/key", "--", "/bin/echo", "-c", "/w/key/a.cu", "-o", "a.o"});
   CHECK(r.status == 0);
   CHECK(r.out == "-c /w/key/a.cu -o a.o -Xcudafe=--orig_src_path_name=/archbuild/src/a.cu "
-                 "-Xcompiler=-ffile-prefix-map=/w/key=/archbuild/src -objtemp\n");
+                 "-Xcompiler=-ffile-prefix-map=/w/key=/archbuild/src --objdir-as-tempdir\n");
   r = t::archbuild({"cuda-launch", "--tree", "/w/key", "--", "/bin/echo", "-dlink", "a.o", "-o", "dlink.o"});
   CHECK(r.out == "-dlink a.o -o dlink.o\n");  // not a compile of a source: unchanged
 }

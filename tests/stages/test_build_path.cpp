@@ -8,14 +8,14 @@
 using namespace archbuild;
 using Args = std::vector<std::string>;
 
-TEST_CASE("a CMake CUDA compile gets the alias source name, the prefix map and -objtemp", "[build_path]") {
+TEST_CASE("a CMake CUDA compile gets the alias source name, the prefix map and --objdir-as-tempdir", "[build_path]") {
   Args cmake = {"/usr/bin/ccache", "/usr/local/cuda/bin/nvcc", "-DX=1", "-I/c/t/key/csrc", "-O3", "-x", "cu",
                 "-c", "/c/t/key/csrc/kernels.cu", "-o", "CMakeFiles/k.dir/csrc/kernels.cu.o"};
   auto out = stages::cuda_compile_args(cmake, "/c/t/key/build", "/c/t/key");
   Args want = cmake;
   want.push_back("-Xcudafe=--orig_src_path_name=/archbuild/src/csrc/kernels.cu");
   want.push_back("-Xcompiler=-ffile-prefix-map=/c/t/key=/archbuild/src");
-  want.push_back("-objtemp");
+  want.push_back("--objdir-as-tempdir");
   CHECK(out == want);
 }
 
@@ -23,7 +23,7 @@ TEST_CASE("relative sources, -dc, and a last *.cu without -c are found", "[build
   auto out = stages::cuda_compile_args({"nvcc", "-dc", "../csrc/a.cu", "-o", "a.o"}, "/t/build", "/t");
   CHECK(out.at(5) == "-Xcudafe=--orig_src_path_name=/archbuild/src/csrc/a.cu");
   out = stages::cuda_compile_args({"nvcc", "-E", "/t/x/b.cu"}, "/", "/t/");
-  REQUIRE(out.size() == 5);  // no -o: no -objtemp
+  REQUIRE(out.size() == 5);  // no -o: no --objdir-as-tempdir
   CHECK(out.at(3) == "-Xcudafe=--orig_src_path_name=/archbuild/src/x/b.cu");
   CHECK(out.at(4) == "-Xcompiler=-ffile-prefix-map=/t/=/archbuild/src");
 }
@@ -37,8 +37,10 @@ TEST_CASE("what the launcher leaves alone", "[build_path]") {
   CHECK(stages::cuda_compile_args(dotdot, "/t", "/t") == dotdot);
   Args comma = {"nvcc", "-c", "/t/a,b.cu", "-o", "k.o"};  // nvcc would split the option at ','
   CHECK(stages::cuda_compile_args(comma, "/t", "/t") == comma);
-  Args has_objtemp = {"nvcc", "-c", "/t/k.cu", "-o", "k.o", "--objdir-as-tempdir"};
-  CHECK(stages::cuda_compile_args(has_objtemp, "/t", "/t").back() != "-objtemp");
+  for (const char* given : {"-objtemp", "--objdir-as-tempdir"}) {
+    Args has_objtemp = {"nvcc", "-c", "/t/k.cu", "-o", "k.o", given};
+    CHECK(stages::cuda_compile_args(has_objtemp, "/t", "/t").back() != "--objdir-as-tempdir");
+  }
 }
 
 TEST_CASE("the launcher list for CMake, and paths a list cannot carry", "[build_path]") {

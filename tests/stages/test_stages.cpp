@@ -303,6 +303,9 @@ TEST_CASE("archbuild's CUDA launcher goes in front of ccache, for this key's sou
   e.options.compiler_cache.kind = "ccache";
   e.options.compiler_cache.program = "/usr/bin/ccache";
   e.options.compiler_cache.dir = e.dir / "ccache";
+  // The caller's own settings pass through; archbuild's own win where they overlap.
+  e.options.compiler_cache.settings = {{"CCACHE_PREFIX", "distcc"}, {"DISTCC_HOSTS", "localhost/2"},
+                                       {"CCACHE_BASEDIR", "/home/me"}};
   auto plan = example_plan("9.0");
   auto runner = happy_runner();
   REQUIRE(stages::run_pipeline(plan, e.layout, runner, *e.reporter, e.options).ok());
@@ -316,6 +319,9 @@ TEST_CASE("archbuild's CUDA launcher goes in front of ccache, for this key's sou
   CHECK(build.env.at("CMAKE_CXX_COMPILER_LAUNCHER") == "/usr/bin/ccache");
   CHECK(build.env.at("CXXFLAGS") == "-ffile-prefix-map=" + tree.string() + "=/archbuild/src");
   CHECK(build.env.at("CCACHE_IGNOREOPTIONS") == "-Xcompiler=-ffile-prefix-map=*");
+  CHECK(build.env.at("CCACHE_PREFIX") == "distcc");
+  CHECK(build.env.at("DISTCC_HOSTS") == "localhost/2");
+  CHECK(build.env.at("CCACHE_BASEDIR") == "/");
 }
 
 TEST_CASE("a rerun whose compiler launchers changed configures again", "[stages]") {
