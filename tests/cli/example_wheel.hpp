@@ -7,6 +7,9 @@
 // the suite compiles it once.
 #pragma once
 
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
 #include <archive.h>
 #include <archive_entry.h>
 
@@ -192,6 +195,14 @@ inline RunOptions no_gpu(const TempDir& dir) {
   o.env["ARCHBUILD_CUDA_LIBRARY"] = "/nonexistent/libcuda.so.1";
   o.timeout = std::chrono::seconds(600);
   return o;
+}
+
+// The check called `name` in a validate/smoke --json report (the test fails without it).
+inline const nlohmann::json& check_of(const nlohmann::json& doc, const std::string& name) {
+  for (const auto& c : doc["checks"])
+    if (c["name"] == name) return c;
+  FAIL("no check " << name << " in " << doc.dump(2));
+  return doc;
 }
 
 }  // namespace archbuild::test

@@ -7,19 +7,10 @@
 #include "cli/example_wheel.hpp"
 
 using namespace archbuild;
+using test::check_of;
 using json = nlohmann::json;
 namespace fs = std::filesystem;
 
-namespace {
-
-const json& check_of(const json& doc, const std::string& name) {
-  for (const auto& c : doc["checks"])
-    if (c["name"] == name) return c;
-  FAIL("no check " << name << " in " << doc.dump(2));
-  return doc;
-}
-
-}  // namespace
 
 TEST_CASE("smoke: compile + inspect for sm_80, sm_90 and sm_120, run skipped without a GPU", "[smoke][cli][nvcc]") {
   if (!fs::exists(test::kNvcc)) {

@@ -10,17 +10,11 @@
 #include "cli/example_wheel.hpp"
 
 using namespace archbuild;
+using test::check_of;
 using json = nlohmann::json;
 namespace fs = std::filesystem;
 
 namespace {
-
-const json& check_of(const json& doc, const std::string& name) {
-  for (const auto& c : doc["checks"])
-    if (c["name"] == name) return c;
-  FAIL("no check " << name << " in " << doc.dump(2));
-  return doc;
-}
 
 // The wheel rewritten with `edit` applied to its members.
 fs::path rewrite(const fs::path& wheel, const test::TempDir& dir,
