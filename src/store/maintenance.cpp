@@ -123,23 +123,40 @@ Result<CacheStats> stats(const Layout& layout) {
   return s;
 }
 
+namespace {
+
+// The key's lock if no build holds it (held while the caller removes the key's files); a busy
+// key is noted as skipped, with its holder, and added to `busy`.
+Result<std::optional<FileLock>> lock_idle_key(const Layout& layout, const std::string& key, Removal& r,
+                                              std::set<std::string>& busy) {
+  auto lock = try_lock_key(layout, key);
+  if (!lock) return lock.error();
+  if (!*lock) {
+    busy.insert(key);
+    auto holder = lock_holder(layout.key_lock(key));
+    r.skipped.push_back(fmt::format("key {}: being built{}", key, holder.empty() ? "" : " by " + holder));
+  }
+  return lock;
+}
+
+// Everything a key owns but its wheel (the store keeps wheels by hash).
+void remove_key(const Layout& layout, const std::string& key, Removal& r) {
+  remove_path(layout.source_dir(key), r);
+  remove_path(layout.build_dir(key), r);
+  remove_path(layout.log_dir(key), r);
+  remove_path(layout.manifest(key), r);
+}
+
+}  // namespace
+
 Result<Removal> clear(const Layout& layout) {
   Removal r;
   auto keys = all_keys(layout);
   std::set<std::string> busy;
   for (const auto& key : keys) {
-    auto lock = try_lock_key(layout, key);
+    auto lock = lock_idle_key(layout, key, r, busy);
     if (!lock) return lock.error();
-    if (!*lock) {
-      busy.insert(key);
-      auto holder = lock_holder(layout.key_lock(key));
-      r.skipped.push_back(fmt::format("key {}: being built{}", key, holder.empty() ? "" : " by " + holder));
-      continue;
-    }
-    remove_path(layout.source_dir(key), r);
-    remove_path(layout.build_dir(key), r);
-    remove_path(layout.log_dir(key), r);
-    remove_path(layout.manifest(key), r);
+    if (*lock) remove_key(layout, key, r);
   }
   auto keep = referenced_wheels(layout, busy);
   for (const auto& e : entries(layout.wheels_dir())) {
@@ -178,13 +195,9 @@ Result<Removal> gc(const Layout& layout, const GcOptions& options) {
   auto keys = all_keys(layout);
   std::set<std::string> busy;
   for (const auto& key : keys) {
-    auto lock = try_lock_key(layout, key);
+    auto lock = lock_idle_key(layout, key, r, busy);
     if (!lock) return lock.error();
-    if (!*lock) {
-      busy.insert(key);
-      r.skipped.push_back(fmt::format("key {}: being built", key));
-      continue;
-    }
+    if (!*lock) continue;
     KeyRecord rec(layout, key);
     auto wheel = rec.wheel();
     if (wheel && *wheel) {
@@ -200,10 +213,7 @@ Result<Removal> gc(const Layout& layout, const GcOptions& options) {
     for (const auto& p : {layout.manifest(key), layout.source_dir(key), layout.build_dir(key), layout.log_dir(key)})
       if (auto t = mtime(p); t && (!newest || *t > *newest)) newest = t;
     if (newest && options.now - *newest < options.keep_unfinished) continue;
-    remove_path(layout.source_dir(key), r);
-    remove_path(layout.build_dir(key), r);
-    remove_path(layout.log_dir(key), r);
-    remove_path(layout.manifest(key), r);
+    remove_key(layout, key, r);
   }
   auto keep = referenced_wheels(layout, all_keys(layout));
   for (const auto& e : entries(layout.wheels_dir())) {
