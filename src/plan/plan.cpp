@@ -274,6 +274,7 @@ Result<Plan> make_plan(const Resolution& res, const PlanOptions& options) {
       p.wheel_dir = r.wheel_dir;
       break;
     case recipe::Driver::python_build:
+    case recipe::Driver::scikit_build_core:
       p.steps.push_back({"build", "python", py,
                          {"-m", "build", "--wheel", "--no-isolation", "--outdir", r.wheel_dir, "."}, "."});
       p.wheel_dir = r.wheel_dir;

@@ -522,6 +522,7 @@ Resolution resolve(const Request& req, const Inputs& in) {
     std::vector<std::string> needed;
     if (r.driver == recipe::Driver::setup_py) needed = {"setuptools", "wheel"};
     else if (r.driver == recipe::Driver::python_build) needed = {"build", "setuptools", "wheel"};
+    else if (r.driver == recipe::Driver::scikit_build_core) needed = {"build", "scikit_build_core"};
     std::vector<std::string> lacking;
     for (const auto& m : needed)
       if (!R.python->has_module(m)) lacking.push_back(m);

@@ -18,6 +18,7 @@ std::string_view to_string(Driver d) {
   switch (d) {
     case Driver::setup_py: return "setup-py";
     case Driver::python_build: return "python-build";
+    case Driver::scikit_build_core: return "scikit-build-core";
     case Driver::cmake: return "cmake";
   }
   return "?";
@@ -190,12 +191,14 @@ class RecipeReader {
     if (auto v = rd.string("driver", !partial_)) {
       if (*v == "setup-py") r.driver = Driver::setup_py;
       else if (*v == "python-build") r.driver = Driver::python_build;
+      else if (*v == "scikit-build-core") r.driver = Driver::scikit_build_core;
       else if (*v == "cmake") r.driver = Driver::cmake;
       else {
-        auto near = text::nearest(*v, {"setup-py", "python-build", "cmake"}, 1);
+        auto near = text::nearest(*v, {"setup-py", "python-build", "scikit-build-core", "cmake"}, 1);
         return rd.error_at("driver", fmt::format("build.driver \"{}\" is not a driver{}; expected setup-py "
                                                  "(setup.py build --cmake-only / bdist_wheel), python-build "
-                                                 "(python -m build --wheel) or cmake",
+                                                 "(python -m build --wheel), scikit-build-core (python -m build --wheel with "
+                                                 "the scikit-build-core backend) or cmake",
                                                  *v, near.empty() ? "" : " (did you mean '" + near[0] + "'?)"));
       }
     }

@@ -21,10 +21,11 @@ namespace archbuild::recipe {
 // How the project is built (pytorch-build.md "Entry points, by era").
 enum class Driver {
   setup_py,      // setup.py build --cmake-only; cmake --build build; setup.py bdist_wheel
-  python_build,  // python -m build --wheel --no-isolation
+  python_build,  // python -m build --wheel --no-isolation (setuptools backend)
+  scikit_build_core,  // python -m build --wheel --no-isolation with scikit-build-core (torch >= 2.14)
   cmake,         // cmake -S . -B build -G Ninja; cmake --build build (no wheel)
 };
-std::string_view to_string(Driver d);  // "setup-py", "python-build", "cmake"
+std::string_view to_string(Driver d);  // "setup-py", "python-build", "scikit-build-core", "cmake"
 
 // How the arch list reaches the build and which spellings its parser accepts.
 enum class ArchFormat { torch, cmake };  // "8.0;9.0+PTX" or "80-real;90"

@@ -425,7 +425,7 @@ std::vector<Compiler> discover_compilers(const HostEnv& env, const Probe& probe,
 }
 
 const std::vector<std::string>& python_build_modules() {
-  static const std::vector<std::string> m = {"setuptools", "wheel", "build", "pip", "venv"};
+  static const std::vector<std::string> m = {"setuptools", "wheel", "build", "pip", "venv", "scikit_build_core"};
   return m;
 }
 
@@ -435,6 +435,8 @@ std::string debian_package_for_module(const std::string& module) {
   if (module == "build") return "python3-build";
   if (module == "pip") return "python3-pip";
   if (module == "venv") return "python3-venv";
+  // Not packaged by Debian 12: pip (in a venv) or a wheelhouse provides it.
+  if (module == "scikit_build_core") return "scikit-build-core (pip; not a Debian 12 package)";
   return "python3-" + module;
 }
 
