@@ -15,6 +15,7 @@ namespace {
 struct PlanArgs {
   ResolveArgs resolve;
   unsigned jobs = 0;
+  bool offline = false;
 };
 
 struct Built {
@@ -59,6 +60,10 @@ void run_plan(const PlanArgs& args, Context& ctx) {
   }
   plan::PlanOptions opts;
   if (args.jobs) opts.jobs = args.jobs;
+  if (r.local_dir() || !args.resolve.ref.empty()) {
+    auto dir = store::choose_cache_dir(ctx.cache_dir).take();
+    opts.source = choose_source(r, args.resolve, store::Layout(dir.dir), args.offline, ctx);
+  }
   plan::Plan p = plan::make_plan(r, opts).take();
   Built built = built_state(ctx, p->key);
   if (!built.problem.empty()) warn(ctx, "cannot tell whether the key is built: " + built.problem);
@@ -77,8 +82,14 @@ void run_plan(const PlanArgs& args, Context& ctx) {
   const auto& rc = r.recipe;
   out(fmt::format("plan       {} {} from {}", rc.package, p->version, rc.name));
   out(fmt::format("recipe     {}", rc.file.string()));
-  out(fmt::format("source     {} @ {}{}{}", p->url, p->tag, p->commit ? " (commit " + *p->commit + ")" : "",
-                  p->submodules ? ", submodules recursive" : ""));
+  if (p->local)
+    out(fmt::format("source     local tree {} ({} files, content {}){}", p->local->dir.string(), p->local->files,
+                    p->local->content_hash.substr(0, 12), p->local->head ? ", in a repository at " + p->local->head->substr(0, 12) : ""));
+  else if (p->ref != p->tag)
+    out(fmt::format("source     {} @ {} = commit {}", p->url, p->ref, p->commit.value_or(p->tag)));
+  else
+    out(fmt::format("source     {} @ {}{}{}", p->url, p->tag, p->commit ? " (commit " + *p->commit + ")" : "",
+                    p->submodules ? ", submodules recursive" : ""));
   out(fmt::format("toolkit    CUDA {} at {} (nvcc {})", r.toolkit->version.str(), r.toolkit->root.string(),
                   r.toolkit->compiler_version().str()));
   out(fmt::format("compiler   {} at {}", r.compiler->name(), r.compiler->path.string()));
@@ -113,8 +124,10 @@ void add_plan_command(CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand(
       "plan", "Resolve, then show the full build: environment, each step's argv, the build key and whether it is built");
   add_resolve_options(*cmd, args->resolve);
+  add_ref_option(*cmd, args->resolve);
   cmd->add_option("--jobs", args->jobs, "Parallel jobs (default: from cores and memory, ~4 GiB per nvcc job)")
       ->check(CLI::Range(1u, 4096u));
+  cmd->add_flag("--offline", args->offline, "Resolve --ref with the cache's git mirrors only; never connect");
   add_json_flag(*cmd, ctx);
   cmd->callback([args, &ctx] { run_plan(*args, ctx); });
 }

@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <set>
+#include <sstream>
 
 #include <sys/stat.h>
 
@@ -15,6 +16,9 @@
 #include "store/atomic_file.hpp"
 #include "store/layout.hpp"
 #include "run/capture.hpp"
+#include "run/interrupt.hpp"
+#include "source/local.hpp"
+#include "source/source.hpp"
 
 namespace archbuild::cli {
 
@@ -33,6 +37,55 @@ void add_resolve_options(CLI::App& cmd, ResolveArgs& a) {
   cmd.add_flag("--ptx", a.ptx, "Also embed PTX for the newest target (JIT on newer GPUs)");
   cmd.add_option("--source-url", a.source_url,
                  "Fetch the source from this repository URL instead of the recipe's (e.g. file:///srv/git/x.git)");
+  cmd.add_option("--source", a.source_dir,
+                 "Build this local tree as it is (uncommitted changes included; it is copied, never touched)");
+}
+
+void add_ref_option(CLI::App& cmd, ResolveArgs& a) {
+  cmd.add_option("--ref", a.ref,
+                 "Build this branch, tag or commit instead of the recipe's tag (resolved to a commit before the plan)");
+}
+
+plan::SourceChoice choose_source(const plan::Resolution& r, const ResolveArgs& args, const store::Layout& layout,
+                                 bool offline, const Context& ctx) {
+  plan::SourceChoice sc;
+  if (auto dir = r.local_dir()) {
+    if (!args.ref.empty())
+      throw Failure(Error::bad_input("--ref names a commit of a repository; a local tree (--source, source.path) is "
+                                     "built as it is: drop one of them"));
+    note(ctx, fmt::format("reading the local tree {}", dir->string()));
+    auto tree = source::scan_local_tree(*dir);
+    if (!tree) throw Failure(tree.error());
+    sc.kind = plan::SourceChoice::Kind::local;
+    sc.dir = tree->root;
+    sc.content_hash = tree->content_hash;
+    sc.files = tree->entries.size();
+    sc.head = tree->head;
+    std::ifstream in(tree->root / "version.txt");
+    std::stringstream text;
+    if (in) {
+      text << in.rdbuf();
+      sc.tree_version = text.str();
+    }
+    return sc;
+  }
+  if (args.ref.empty()) return sc;
+  std::string url = r.url();
+  source::SourceOptions so;
+  so.offline = offline;
+  so.cancelled = [] { return run::interrupt_requested(); };
+  source::MirrorSlot slot{layout.git_mirror(url), layout.git_mirror_lock(url)};
+  if (auto e = layout.create(); !e) throw Failure(e.error());
+  auto info = source::resolve_ref(url, args.ref, slot, so);
+  if (!info) throw Failure(info.error());
+  sc.kind = plan::SourceChoice::Kind::ref;
+  sc.ref = args.ref;
+  sc.commit = info->commit;
+  sc.ref_is_tag = info->kind == source::RefInfo::Kind::tag;
+  auto version = source::read_file_at(slot.dir, info->commit, "version.txt");
+  if (!version) throw Failure(version.error());
+  sc.tree_version = *version;
+  return sc;
 }
 
 namespace {
@@ -111,6 +164,11 @@ plan::Request request_from_args(const ResolveArgs& a) {
     throw Failure(Error::bad_input(fmt::format("--python '{}': expected MAJOR.MINOR like 3.11", a.python)));
   req.ptx = a.ptx;
   if (!a.source_url.empty()) req.source_url = a.source_url;
+  if (!a.source_dir.empty()) {
+    if (!a.source_url.empty())
+      throw Failure(Error::bad_input("--source DIR and --source-url URL exclude each other: build a local tree or a repository"));
+    req.source_dir = std::filesystem::absolute(a.source_dir).lexically_normal();
+  }
   req.recipe_label = a.recipe.empty() ? "the torch recipes" : a.recipe;
   return req;
 }

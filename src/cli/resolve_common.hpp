@@ -25,10 +25,21 @@ struct ResolveArgs {
   std::string python;           // --python X.Y
   bool ptx = false;             // --ptx
   std::string source_url;       // --source-url URL
+  std::string source_dir;       // --source DIR
+  std::string ref;              // --ref BRANCH|TAG|COMMIT (plan, wheel)
 };
 
 // Adds --sm (required), --recipe, --torch, --cuda, --python, --ptx and --source-url.
 void add_resolve_options(CLI::App& cmd, ResolveArgs& args);
+
+// Adds --ref (plan and wheel: the source is fixed before the plan).
+void add_ref_option(CLI::App& cmd, ResolveArgs& args);
+
+// The source of the plan, decided before it (plan::SourceChoice): a local tree scanned and hashed
+// (--source DIR / source.path), or --ref resolved to a commit through the cache's mirror (fetching
+// it unless offline) with its version.txt; else the recipe's tag. Errors throw Failure.
+plan::SourceChoice choose_source(const plan::Resolution& r, const ResolveArgs& args, const store::Layout& layout,
+                                 bool offline, const Context& ctx);
 
 // Parses the options, loads recipes and toolchains, discovers this host and resolves. Bad
 // options or data throw Failure (exit 2); refusals and missing tools come back in the result.

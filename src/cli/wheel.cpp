@@ -120,12 +120,12 @@ void run_wheel(const WheelArgs& args, Context& ctx) {
     print_resolution(r, ctx);
     throw Failure({r.status, r.message});
   }
-  plan::PlanOptions po;
-  if (args.jobs) po.jobs = args.jobs;
-  plan::Plan plan = plan::make_plan(r, po).take();
-
   auto dir = store::choose_cache_dir(ctx.cache_dir).take();
   store::Layout layout(dir.dir);
+  plan::PlanOptions po;
+  if (args.jobs) po.jobs = args.jobs;
+  po.source = choose_source(r, args.resolve, layout, args.offline, ctx);
+  plan::Plan plan = plan::make_plan(r, po).take();
 
   stages::PipelineOptions opts;
   opts.out_dir = std::filesystem::absolute(args.out);
@@ -236,6 +236,7 @@ void add_wheel_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--jobs,-j", args->jobs, "Parallel jobs (default: from cores and memory; see `archbuild plan`)")
       ->check(CLI::Range(1u, 1024u));
   cmd->add_flag("--offline", args->offline, "Use only the cache's git mirrors; never connect");
+  add_ref_option(*cmd, args->resolve);
   cmd->add_option("--compiler-cache", args->compiler_cache, "Compiler launcher: ccache (default), sccache or none")
       ->check(CLI::IsMember({"ccache", "sccache", "none"}));
   cmd->add_option("--remote-cache", args->remote_cache,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -71,6 +72,43 @@ std::string local_version(const recipe::Recipe& r, const toolchain::Toolchain& t
   return fmt::format("{}+{}", r.version.str(), text::join(parts, "."));
 }
 
+namespace {
+
+// "2.16.0a0" from a version.txt line, "2.15.1" from a tag "v2.15.1"; nullopt unless PEP 440-ish
+// (digits and dots, then an optional a/b/rc/.dev/.post part): anything else keeps the recipe's.
+std::optional<std::string> release_of(std::string s) {
+  s = text::trim(s);
+  if (!s.empty() && (s[0] == 'v' || s[0] == 'V')) s.erase(0, 1);
+  if (auto plus = s.find('+'); plus != std::string::npos) s.erase(plus);
+  static const std::regex pep440(R"(^\d+(\.\d+)*((a|b|rc)\d+)?(\.post\d+)?(\.dev\d+)?$)");
+  if (!std::regex_match(s, pep440)) return std::nullopt;
+  return s;
+}
+
+}  // namespace
+
+std::string source_version(const recipe::Recipe& r, const SourceChoice& s, const toolchain::Toolchain& tc,
+                           const std::vector<arch::Arch>& archs) {
+  std::string base = local_version(r, tc, archs);
+  std::string labels = base.substr(base.find('+') + 1);
+  std::string release = r.version.str();
+  std::string first_line = s.tree_version ? text::trim(s.tree_version->substr(0, s.tree_version->find('\n'))) : "";
+  switch (s.kind) {
+    case SourceChoice::Kind::recipe_tag: return base;
+    case SourceChoice::Kind::ref:
+      if (s.ref_is_tag) {
+        if (s.ref == r.source.tag) return base;
+        if (auto v = release_of(s.ref)) return fmt::format("{}+{}", *v, labels);
+      }
+      if (auto v = release_of(first_line)) release = *v;
+      return fmt::format("{}+git{}.{}", release, s.commit.substr(0, 7), labels);
+    case SourceChoice::Kind::local:
+      if (auto v = release_of(first_line)) release = *v;
+      return fmt::format("{}+src{}.{}", release, s.content_hash.substr(0, 7), labels);
+  }
+  return base;
+}
+
 std::string build_key(const json& key_inputs) {
   // nlohmann's objects are sorted maps: dump() is canonical (sorted keys, no whitespace).
   return sha256_hex("archbuild build key v1\n" + key_inputs.dump());
@@ -115,6 +153,7 @@ json to_json(const recipe::Recipe& r) {
   j["cuda"] = versions(r.cuda);
   j["python"] = versions(r.python);
   j["source"] = {{"url", r.source.url},
+                 {"path", r.source.path.empty() ? json(nullptr) : json(r.source.path.string())},
                  {"tag", r.source.tag},
                  {"commit", r.source.commit ? json(*r.source.commit) : json(nullptr)},
                  {"submodules", r.source.submodules}};
@@ -189,8 +228,11 @@ json Plan::to_json() const {
   json j;
   j["resolution"] = plan::to_json(p.resolution);
   j["recipe"] = plan::to_json(p.resolution.recipe);
-  j["source"] = {{"url", p.url}, {"tag", p.tag}, {"commit", p.commit ? json(*p.commit) : json(nullptr)},
+  j["source"] = {{"url", p.url}, {"tag", p.tag}, {"ref", p.ref}, {"commit", p.commit ? json(*p.commit) : json(nullptr)},
                  {"submodules", p.submodules}};
+  if (p.local)
+    j["source"]["local"] = {{"dir", p.local->dir.string()}, {"content_sha256", p.local->content_hash},
+                            {"files", p.local->files}, {"head", p.local->head ? json(*p.local->head) : json(nullptr)}};
   j["version"] = p.version;
   json env = json::object(), unkeyed = json::object();
   for (const auto& [k, v] : p.env) {
@@ -222,10 +264,29 @@ Result<Plan> make_plan(const Resolution& res, const PlanOptions& options) {
   p.resolution = res;
   p.url = res.url();
   p.tag = r.source.tag;
+  p.ref = r.source.tag;
   p.commit = r.source.commit;
   p.submodules = r.source.submodules;
-  if (p.url.empty()) return Error::bad_input(fmt::format("{} has no source.url; give --source-url URL", r.name));
-  p.version = local_version(r, res.toolchain, res.archs);
+  const SourceChoice& sc = options.source;
+  if (sc.kind == SourceChoice::Kind::ref) {
+    // The fetch checks out the commit the ref named when planned: a branch that moves later is a
+    // new plan with a new key, never a silent change under this one.
+    p.tag = sc.commit;
+    p.commit = sc.commit;
+    p.ref = sc.ref;
+  } else if (sc.kind == SourceChoice::Kind::local) {
+    p.url.clear();
+    p.tag.clear();
+    p.commit.reset();
+    p.ref.clear();
+    p.local = sc;
+  }
+  if (res.local_dir() && !p.local)
+    return Error::bad_input(fmt::format("{}: the source is the local tree {}, but it was not scanned before planning",
+                                        r.name, res.local_dir()->string()));
+  if (p.url.empty() && !p.local)
+    return Error::bad_input(fmt::format("{} has no source.url or source.path; give --source-url URL or --source DIR", r.name));
+  p.version = source_version(r, sc, res.toolchain, res.archs);
   p.jobs = jobs_rule(options.resources ? *options.resources : HostResources::current(), options.jobs);
 
   auto keyed = [&](const std::string& k, std::string v) { p.env[k] = EnvVar{std::move(v), true, ""}; };
@@ -294,8 +355,11 @@ Result<Plan> make_plan(const Resolution& res, const PlanOptions& options) {
   k["module"] = r.module;
   k["version"] = p.version;
   k["driver"] = std::string(recipe::to_string(r.driver));
-  k["source"] = {{"url", p.url}, {"tag", p.tag}, {"commit", p.commit ? json(*p.commit) : json(nullptr)},
-                 {"submodules", p.submodules}};
+  if (p.local)  // the content, not where it lies: the same tree elsewhere is the same build
+    k["source"] = {{"local_content", p.local->content_hash}};
+  else
+    k["source"] = {{"url", p.url}, {"tag", p.tag}, {"commit", p.commit ? json(*p.commit) : json(nullptr)},
+                   {"submodules", p.submodules}};
   k["cuda"] = {{"release", res.toolchain.cuda.str()}, {"nvcc", tk.compiler_version().str()}};
   k["host_compiler"] = {{"kind", std::string(toolchain::to_string(cc.kind))}, {"version", cc.version.str()}};
   k["python"] = res.python->release().str();

@@ -52,11 +52,31 @@ struct Jobs {
 };
 Jobs jobs_rule(const HostResources& host, std::optional<unsigned> requested);
 
+// The source when it is not simply the recipe's tag — decided before planning (the command asks
+// source/, which alone talks git), so the plan and its key are fixed before anything runs.
+struct SourceChoice {
+  enum class Kind { recipe_tag, ref, local };
+  Kind kind = Kind::recipe_tag;
+  // ref: --ref as given, the commit it named when planned, and whether it was a tag.
+  std::string ref;
+  std::string commit;
+  bool ref_is_tag = false;
+  // The tree's own version.txt (first line), when it has one: a non-tag build's release part.
+  std::optional<std::string> tree_version;
+  // local: --source DIR / the recipe's source.path, built as it is (uncommitted changes included).
+  std::filesystem::path dir;
+  std::string content_hash;  // source::scan_local_tree's hash: the key holds it, not the path
+  std::size_t files = 0;
+  std::optional<std::string> head;  // the HEAD of the git repository the tree is in (informative)
+};
+
 struct PlanData {
   Resolution resolution;   // recipe, toolchain, toolkit, compiler, python, archs, rules
-  std::string url;         // --source-url or the recipe's
-  std::string tag;
-  std::optional<std::string> commit;
+  std::string url;         // --source-url or the recipe's (empty for a local tree)
+  std::string tag;         // what the fetch stage checks out: the recipe's tag, or --ref's commit
+  std::optional<std::string> commit;  // pinned: the recipe's commit, or what --ref resolved to
+  std::string ref;         // what was asked for: the recipe's tag, --ref as given, or "" (local)
+  std::optional<SourceChoice> local;  // set when the source is a local tree
   bool submodules = true;
   std::string version;     // the wheel version: "2.7.1+cu128.sm120"
   std::map<std::string, EnvVar> env;     // the full environment the build gets
@@ -87,6 +107,7 @@ class Plan {
 
 struct PlanOptions {
   std::optional<unsigned> jobs;              // --jobs N
+  SourceChoice source;                       // --ref / --source DIR / source.path
   std::optional<HostResources> resources;    // default: HostResources::current()
 };
 
@@ -98,6 +119,11 @@ std::string build_key(const nlohmann::json& key_inputs);
 
 // The wheel version: release + "+cu128" + one label per image ("sm90", "sm120a", "ptx120").
 std::string local_version(const recipe::Recipe& r, const toolchain::Toolchain& tc, const std::vector<arch::Arch>& archs);
+// The same for a source other than the recipe's tag: a non-tag commit says so ("2.16.0a0+git1a2b3c4.
+// cu130.sm90", the release from the tree's version.txt), a tag other than the recipe's gives its own
+// release ("v2.15.1" → 2.15.1), a local tree "+src<hash7>". PEP 440 valid in every case.
+std::string source_version(const recipe::Recipe& r, const SourceChoice& s, const toolchain::Toolchain& tc,
+                           const std::vector<arch::Arch>& archs);
 
 nlohmann::json to_json(const Resolution& r);
 nlohmann::json to_json(const recipe::Recipe& r);

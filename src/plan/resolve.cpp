@@ -173,10 +173,14 @@ class Evaluator {
              fmt::format("{} supports Python {}, not {}{}", r.name, join_versions(r.python), py->str(),
                          c.python ? "" : " (the default python3)"));
     }
-    if (req_.source_url)
+    if (req_.source_dir)
+      ok("source-url", fmt::format("--source {} (a local tree, as it is)", req_.source_dir->string()));
+    else if (req_.source_url)
       ok("source-url", fmt::format("--source-url {}", *req_.source_url));
+    else if (!r.source.path.empty())
+      ok("source-url", fmt::format("source.path {} (a local tree, as it is)", r.source.path.string()));
     else if (r.source.url.empty())
-      fail("source-url", "no source.url in the recipe; give --source-url URL");
+      fail("source-url", "no source.url or source.path in the recipe; give --source-url URL or --source DIR");
     else
       ok("source-url", r.source.url);
     return p;
@@ -308,6 +312,7 @@ std::vector<std::string> required_tools(const recipe::Recipe& r) {
 Resolution resolve(const Request& req, const Inputs& in) {
   Resolution R;
   R.source_url = req.source_url;
+  R.source_dir = req.source_dir;
   auto refuse = [&](std::string msg) {
     R.status = Exit::bad_input;
     R.message = std::move(msg);
@@ -526,6 +531,22 @@ Resolution resolve(const Request& req, const Inputs& in) {
     std::vector<std::string> lacking;
     for (const auto& m : needed)
       if (!R.python->has_module(m)) lacking.push_back(m);
+    // No --python: the default python3 (a pyenv one, say) lacks what the steps import, and another
+    // interpreter of the same release has it: build with that one, and say so. Same release, so
+    // nothing chosen above changes; an explicit --python is never replaced.
+    if (!lacking.empty() && !req.python) {
+      for (const auto& other : in.host.other_pythons) {
+        bool has_all = std::all_of(needed.begin(), needed.end(), [&](const std::string& m) { return other.has_module(m); });
+        if (!has_all || other.release() != R.python->release()) continue;
+        R.rules.push_back({"python-default", subj, true,
+                           fmt::format("{} lacks {}; {} (Python {}) has them: building with it (--python chooses)",
+                                       R.python->path.string(), text::join(lacking, ", "), other.path.string(),
+                                       other.version.str())});
+        R.python = other;
+        lacking.clear();
+        break;
+      }
+    }
     if (lacking.empty()) {
       if (!needed.empty())
         R.rules.push_back({"python-modules", subj, true,

@@ -21,7 +21,8 @@ struct Request {
   std::optional<Version> cuda;            // --cuda 12.8
   std::optional<Version> python;          // --python 3.11
   bool ptx = false;                       // --ptx: PTX for the newest target too
-  std::optional<std::string> source_url;  // --source-url: overrides the recipe's source.url
+  std::optional<std::string> source_url;  // --source-url: overrides the recipe's source.url/path
+  std::optional<std::filesystem::path> source_dir;  // --source DIR: a local tree, over both
   std::string recipe_label;               // how the recipes were chosen, for messages
 };
 
@@ -51,9 +52,17 @@ struct Resolution {
   std::vector<arch::Arch> archs;              // what will be built (SASS + PTX wishes)
   std::string arch_list;                      // in the recipe's syntax: "9.0" / "90-real"
   std::optional<std::string> source_url;      // --source-url, when given
+  std::optional<std::filesystem::path> source_dir;  // --source DIR, when given
 
   bool ok() const { return status == Exit::ok; }
-  std::string url() const { return source_url ? *source_url : recipe.source.url; }
+  // The repository to fetch; empty when a local tree is built (local_dir()).
+  std::string url() const { return source_dir ? "" : source_url ? *source_url : recipe.source.url; }
+  // The local tree to build: --source DIR, else the recipe's source.path unless --source-url.
+  std::optional<std::filesystem::path> local_dir() const {
+    if (source_dir) return source_dir;
+    if (!source_url && !recipe.source.path.empty()) return recipe.source.path;
+    return std::nullopt;
+  }
 };
 
 struct Inputs {

@@ -172,7 +172,16 @@ class RecipeReader {
                                   "https://github.com/pytorch/pytorch.git or file:///srv/git/x.git");
       s.url = *v;
     }
-    if (auto v = rd.string("tag", !partial_)) {
+    if (auto v = rd.string("path")) {
+      if (text::trim(*v).empty()) return rd.error_at("path", "source.path must name a folder, relative to this recipe file");
+      // Relative to the recipe file, so a recipe inside a project names the project.
+      s.path = (std::filesystem::absolute(std::filesystem::path(file_).parent_path()) / *v).lexically_normal();
+      if (!s.path.has_filename()) s.path = s.path.parent_path();  // "dir/." normalises to "dir/"
+      if (!s.url.empty())
+        return rd.error_at("path", "source.path and source.url exclude each other: a recipe builds a local tree "
+                                   "or a repository");
+    }
+    if (auto v = rd.string("tag", !partial_ && s.path.empty())) {
       if (text::trim(*v).empty()) return rd.error_at("tag", "source.tag must name a git tag, e.g. v2.7.1");
       s.tag = *v;
     }

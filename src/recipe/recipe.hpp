@@ -43,6 +43,8 @@ struct Source {
   std::string tag;
   std::optional<std::string> commit;  // 40 hex digits; verified at fetch
   bool submodules = true;             // recursive
+  // A local tree built as it is (absolute; the file says it relative to itself). Excludes url.
+  std::filesystem::path path;
 };
 
 struct Recipe {

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -76,6 +77,22 @@ Result<std::string> update_mirror(const std::string& url, const std::string& ref
 // build key's lock (target is per key). On error nothing is left at `target` or beside it.
 Result<Checkout> fetch_source(const SourceSpec& spec, const std::filesystem::path& target,
                               const MirrorFor& mirror_for, const SourceOptions& options);
+
+// What a ref names now (`--ref BRANCH|TAG|COMMIT`), the mirror updated as update_mirror does (a
+// branch is fetched again unless offline): a plan pins the commit, so the key holds it.
+struct RefInfo {
+  enum class Kind { tag, branch, commit };
+  std::string ref;
+  std::string commit;  // 40 hex
+  Kind kind = Kind::commit;
+};
+Result<RefInfo> resolve_ref(const std::string& url, const std::string& ref, const MirrorSlot& slot,
+                            const SourceOptions& options);
+
+// A file of a commit in a bare mirror, read without a checkout (version.txt before planning):
+// its text, nullopt when the commit has no such file. Errors: exit 4 (no mirror, no commit).
+Result<std::optional<std::string>> read_file_at(const std::filesystem::path& mirror, const std::string& commit,
+                                                const std::string& path);
 
 // HEAD commit of an existing checkout (to check a reused tree), or an error.
 Result<std::string> checkout_commit(const std::filesystem::path& dir);

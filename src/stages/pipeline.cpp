@@ -9,6 +9,7 @@
 
 #include "core/sha256.hpp"
 #include "run/interrupt.hpp"
+#include "source/local.hpp"
 #include "stages/build_path.hpp"
 #include "stages/reproducible.hpp"
 #include "store/atomic_file.hpp"
@@ -283,6 +284,8 @@ class Pipeline {
     if (!fs::is_directory(src_, ec)) return false;
     auto doc = record_.read();
     if (!doc) return false;
+    if (plan_->local)  // archbuild's copy; nothing else writes there
+      return doc->value("/stages/fetch/local_content"_json_pointer, std::string()) == plan_->local->content_hash;
     auto recorded = doc->value("/stages/fetch/commit"_json_pointer, std::string());
     auto head = source::checkout_commit(src_);
     return head && !recorded.empty() && *head == recorded;
@@ -347,7 +350,35 @@ class Pipeline {
     return Ok{};
   }
 
+  // A local tree: archbuild's own copy of it, as it is now (the plan's content hash checked).
+  Result<Ok> fetch_local(const run::StageInfo& info) {
+    reporter_.stage_started(info);
+    auto t0 = std::chrono::steady_clock::now();
+    auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+    const auto& local = *plan_->local;
+    auto fail = [&](const Error& e) {
+      reporter_.stage_finished(info, {run::StageStatus::failed, seconds(), e.message, {}});
+      return e;
+    };
+    auto tree = source::scan_local_tree(local.dir);
+    if (!tree) return fail(tree.error());
+    if (tree->content_hash != local.content_hash)
+      return fail(Error::bad_input(fmt::format("{} changed since it was planned (content {} → {}); run again to plan "
+                                               "the tree as it is now", local.dir.string(),
+                                               local.content_hash.substr(0, 12), tree->content_hash.substr(0, 12))));
+    auto copied = source::copy_local_tree(*tree, src_, [] { return run::interrupt_requested(); });
+    if (!copied) return fail(copied.error());
+    json stamp = {{"local", local.dir.string()}, {"local_content", tree->content_hash}, {"files", tree->entries.size()},
+                  {"bytes", tree->bytes}, {"head", tree->head ? json(*tree->head) : json(nullptr)}};
+    if (tree->commit_time) stamp["commit_time"] = *tree->commit_time;
+    if (auto r = record_.mark_done("fetch", stamp); !r) return r.error();
+    reporter_.stage_finished(info, {run::StageStatus::ok, seconds(),
+                                    fmt::format("{} files copied from {}", tree->entries.size(), local.dir.string()), {}});
+    return Ok{};
+  }
+
   Result<Ok> fetch(const run::StageInfo& info) {
+    if (plan_->local) return fetch_local(info);
     reporter_.stage_started(info);
     auto t0 = std::chrono::steady_clock::now();
     source::SourceSpec spec{plan_->url, plan_->tag, plan_->commit.value_or("")};
@@ -422,6 +453,7 @@ class Pipeline {
     m["recipe"] = {{"name", res.recipe.name}, {"file", res.recipe.file.string()}};
     m["source"] = {{"url", plan_->url},
                    {"tag", plan_->tag},
+                   {"ref", plan_->ref},
                    {"commit", doc->value("/stages/fetch/commit"_json_pointer, std::string())},
                    {"submodules", doc->value("/stages/fetch/submodules"_json_pointer, json::array())}};
     m["toolkit"] = res.toolkit ? json{{"version", res.toolkit->version.str()},
@@ -433,6 +465,11 @@ class Pipeline {
     m["arch_list"] = res.arch_list;
     m["wheel"] = {{"filename", result_.filename}, {"sha256", result_.stored.sha256}, {"size", result_.stored.size}};
     m["source"]["commit_time"] = doc->value("/stages/fetch/commit_time"_json_pointer, json());
+    if (plan_->local)
+      m["source"]["local"] = {{"dir", plan_->local->dir.string()},
+                              {"content_sha256", plan_->local->content_hash},
+                              {"files", doc->value("/stages/fetch/files"_json_pointer, json())},
+                              {"head", doc->value("/stages/fetch/head"_json_pointer, json())}};
     if (auto h = sha256_file_hex(res.recipe.file)) m["recipe"]["sha256"] = *h;
     m["validation"] = doc->value("validation", json());
     m["environment"] = env_.empty() ? json(plan_.environment()) : json(env_);

@@ -157,12 +157,12 @@ bool python_ok() { return fs::exists(kPython); }
 
 TEST_CASE("doctor: RTX 5090 (--sm 120) against a 2.5+cu124-like torch: no kernel image", "[cli][doctor]") {
   if (!python_ok()) {
-    WARN("skipped: no /usr/bin/python3");
+    WARN("##archbuild-skip## no /usr/bin/python3");
     return;
   }
   const auto& b = built();
   if (!b.error.empty()) {
-    WARN("skipped: " << b.error);
+    WARN("##archbuild-skip## " << b.error);
     return;
   }
   FakeHost h;
@@ -197,12 +197,12 @@ TEST_CASE("doctor: RTX 5090 (--sm 120) against a 2.5+cu124-like torch: no kernel
 
 TEST_CASE("doctor: H100 (--sm 90) against a 2.7+cu128-like torch: native and exit 0", "[cli][doctor]") {
   if (!python_ok()) {
-    WARN("skipped: no /usr/bin/python3");
+    WARN("##archbuild-skip## no /usr/bin/python3");
     return;
   }
   const auto& b = built();
   if (!b.error.empty()) {
-    WARN("skipped: " << b.error);
+    WARN("##archbuild-skip## " << b.error);
     return;
   }
   FakeHost h;
@@ -224,7 +224,7 @@ TEST_CASE("doctor: H100 (--sm 90) against a 2.7+cu128-like torch: native and exi
 
 TEST_CASE("doctor: 12.1 against a torch whose lib carries sm_90a SASS + compute_120 PTX: PTX only", "[cli][doctor]") {
   if (!python_ok()) {
-    WARN("skipped: no /usr/bin/python3");
+    WARN("##archbuild-skip## no /usr/bin/python3");
     return;
   }
   FakeHost h;
@@ -245,7 +245,7 @@ TEST_CASE("doctor: 12.1 against a torch whose lib carries sm_90a SASS + compute_
 
 TEST_CASE("doctor: a driver too old for torch's CUDA runtime (fake nvidia-smi)", "[cli][doctor]") {
   if (!python_ok()) {
-    WARN("skipped: no /usr/bin/python3");
+    WARN("##archbuild-skip## no /usr/bin/python3");
     return;
   }
   FakeHost h;
@@ -271,7 +271,7 @@ TEST_CASE("doctor: a driver too old for torch's CUDA runtime (fake nvidia-smi)",
 
 TEST_CASE("doctor: a CPU-only torch", "[cli][doctor]") {
   if (!python_ok()) {
-    WARN("skipped: no /usr/bin/python3");
+    WARN("##archbuild-skip## no /usr/bin/python3");
     return;
   }
   FakeHost h;
@@ -290,7 +290,7 @@ TEST_CASE("doctor: a CPU-only torch", "[cli][doctor]") {
 
 TEST_CASE("doctor: the toolkit in CUDA_HOME cannot compile the target", "[cli][doctor]") {
   if (!python_ok()) {
-    WARN("skipped: no /usr/bin/python3");
+    WARN("##archbuild-skip## no /usr/bin/python3");
     return;
   }
   FakeHost h;
@@ -308,7 +308,7 @@ TEST_CASE("doctor: the toolkit in CUDA_HOME cannot compile the target", "[cli][d
 
 TEST_CASE("doctor: nothing to examine is exit 3 and a bad --sm exit 2", "[cli][doctor]") {
   if (!python_ok()) {
-    WARN("skipped: no /usr/bin/python3");
+    WARN("##archbuild-skip## no /usr/bin/python3");
     return;
   }
   FakeHost h;  // the site folder has no torch

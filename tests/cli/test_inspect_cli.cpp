@@ -117,7 +117,7 @@ const fs::path& nvcc_dir() {
 
 TEST_CASE("inspect: nvcc builds list exactly the code that was asked for", "[cli][inspect][nvcc]") {
   if (!fs::exists(kNvcc)) {
-    WARN("skipped: " << kNvcc << " is not installed");
+    WARN("##archbuild-skip## " << kNvcc << " is not installed");
     return;
   }
   const fs::path& dir = nvcc_dir();
@@ -301,12 +301,12 @@ TEST_CASE("inspect --python: the torch of an interpreter", "[cli][inspect]") {
   SECTION("a real interpreter without torch") {
     auto py = t::which("python3");
     if (py.empty()) {
-      WARN("skipped: no python3");
+      WARN("##archbuild-skip## no python3");
       return;
     }
     auto probe = t::run(py, {"-c", "import importlib.util as u; print(u.find_spec('torch') is None)"});
     if (probe.out != "True\n") {
-      WARN("skipped: python3 has torch installed");
+      WARN("##archbuild-skip## python3 has torch installed");
       return;
     }
     CHECK(t::archbuild({"inspect", "--python", py}).status == 3);

@@ -59,7 +59,7 @@ TEST_CASE("remote compiler cache: the second host's compiles are remote hits", "
   else if (ccache.empty()) why = "no ccache on PATH";
   else if (!fs::exists("/usr/bin/python3")) why = "no /usr/bin/python3";
   if (!why.empty()) {
-    WARN("skipped: " << why);
+    WARN("##archbuild-skip## " << why);
     return;
   }
   t::TempDir dir;
@@ -110,7 +110,7 @@ TEST_CASE("sccache: compiles go through it and the wheel is the uncached one", "
   else if (sccache.empty()) why = "no sccache on PATH (Debian package sccache)";
   else if (!fs::exists("/usr/bin/python3")) why = "no /usr/bin/python3";
   if (!why.empty()) {
-    WARN("skipped: " << why);
+    WARN("##archbuild-skip## " << why);
     return;
   }
   t::TempDir dir;

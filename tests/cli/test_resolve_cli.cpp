@@ -242,11 +242,22 @@ TEST_CASE("archbuild plan refused: one JSON document, exit 2") {
   CHECK(j["resolution"]["status"] == "refused");
 }
 
-TEST_CASE("archbuild plan on the example project: --source-url gives the repository") {
+TEST_CASE("archbuild plan on the example project: source.path names its folder, --source-url gives the repository") {
   FakeHost h;
   h.cuda130();
   std::string recipe = std::string(ARCHBUILD_SOURCE_DIR) + "/examples/minitorch/recipe.toml";
-  auto no_url = h.run({"plan", "--sm", "90", "--recipe", recipe});
+  // The recipe's source.path: the example folder, as it is.
+  auto local = h.run({"plan", "--sm", "90", "--recipe", recipe, "--json"});
+  REQUIRE(local.status == 0);
+  auto lj = parse(local);
+  CHECK(lj["source"]["local"]["dir"] == std::string(ARCHBUILD_SOURCE_DIR) + "/examples/minitorch");
+  CHECK(lj["key_inputs"]["source"]["local_content"].get<std::string>().size() == 64);
+  CHECK(lj["version"].get<std::string>().rfind("0.1.0+src", 0) == 0);
+  // Without source.path and source.url: the way out names both options.
+  test::TempDir tmp;
+  std::string text = test::read_file(recipe);
+  text.erase(text.find("path = \".\"\n"), std::string("path = \".\"\n").size());
+  auto no_url = h.run({"plan", "--sm", "90", "--recipe", tmp.write("recipe.toml", text).string()});
   CHECK(no_url.status == 2);
   CHECK(contains(no_url.err, "--source-url"));
 
@@ -265,7 +276,7 @@ TEST_CASE("archbuild plan on the example project: --source-url gives the reposit
 
 TEST_CASE("archbuild plan --sm 90 on this machine's real toolkit and compiler") {
   if (!fs::exists("/usr/local/cuda/bin/nvcc")) {
-    WARN("skipped: /usr/local/cuda/bin/nvcc is absent");
+    WARN("##archbuild-skip## /usr/local/cuda/bin/nvcc is absent");
     return;
   }
   // Debian's interpreter (setuptools, wheel, build: scripts/install-deps), not a pyenv one.

@@ -14,7 +14,7 @@ namespace fs = std::filesystem;
 
 TEST_CASE("smoke: compile + inspect for sm_80, sm_90 and sm_120, run skipped without a GPU", "[smoke][cli][nvcc]") {
   if (!fs::exists(test::kNvcc)) {
-    WARN("skipped: " << test::kNvcc.string() << " is absent");
+    WARN("##archbuild-skip## " << test::kNvcc.string() << " is absent");
     return;
   }
   test::TempDir dir;
@@ -46,7 +46,7 @@ TEST_CASE("smoke: compile + inspect for sm_80, sm_90 and sm_120, run skipped wit
 
 TEST_CASE("smoke: --require-gpu without a GPU is exit 3, after compiling", "[smoke][cli][nvcc]") {
   if (!fs::exists(test::kNvcc)) {
-    WARN("skipped: " << test::kNvcc.string() << " is absent");
+    WARN("##archbuild-skip## " << test::kNvcc.string() << " is absent");
     return;
   }
   test::TempDir dir;
@@ -90,13 +90,13 @@ TEST_CASE("smoke: no toolkit, an uninstalled --cuda, bad --sm", "[smoke][cli]") 
 TEST_CASE("smoke: runs on this host's GPU", "[smoke][cli][gpu]") {
   auto d = test::archbuild({"detect", "--json"});
   if (d.status != 0) {
-    WARN("skipped: no GPU on this host (" << d.err.substr(0, 200) << ")");
+    WARN("##archbuild-skip## no GPU on this host (" << d.err.substr(0, 200) << ")");
     return;
   }
   auto r = test::archbuild({"smoke", "--sm", "native", "--require-gpu", "--json"});
   INFO(r.out << r.err);
   if (r.status == 3 && r.err.find("no CUDA toolkit") != std::string::npos) {
-    WARN("skipped: no CUDA toolkit on this GPU host");
+    WARN("##archbuild-skip## no CUDA toolkit on this GPU host");
     return;
   }
   REQUIRE(r.status == 0);

@@ -28,7 +28,7 @@ fs::path rewrite(const fs::path& wheel, const test::TempDir& dir,
 #define EXAMPLE_WHEEL_OR_SKIP(w)                                    \
   auto w = test::example_wheel("9.0");                              \
   if (!w.skip.empty()) {                                            \
-    WARN("skipped: " << w.skip);                                    \
+    WARN("##archbuild-skip## " << w.skip);                                    \
     return;                                                         \
   }                                                                 \
   INFO(w.log);                                                      \
@@ -184,7 +184,7 @@ TEST_CASE("validate: no nvcc for the smoke kernel is a missing tool (exit 3)", "
 TEST_CASE("validate: the GPU parts on this host's GPU", "[validate][cli][gpu]") {
   auto d = test::archbuild({"detect", "--json"});
   if (d.status != 0) {
-    WARN("skipped: no GPU on this host (" << d.err.substr(0, 200) << ")");
+    WARN("##archbuild-skip## no GPU on this host (" << d.err.substr(0, 200) << ")");
     return;
   }
   auto gpus = json::parse(d.out)["gpus"];
@@ -192,7 +192,7 @@ TEST_CASE("validate: the GPU parts on this host's GPU", "[validate][cli][gpu]") 
   std::string cc = gpus[0]["cc"];
   auto w = test::example_wheel(cc);
   if (!w.skip.empty()) {
-    WARN("skipped: " << w.skip);
+    WARN("##archbuild-skip## " << w.skip);
     return;
   }
   INFO(w.log);

@@ -75,7 +75,7 @@ std::vector<std::string> files_in(const fs::path& d) {
 TEST_CASE("wheel: builds the example for exactly the target, then reuses it", "[cli][wheel][nvcc]") {
   std::string why;
   if (!can_build(why)) {
-    WARN("skipped: " << why);
+    WARN("##archbuild-skip## " << why);
     return;
   }
   Workspace w;
@@ -113,7 +113,7 @@ TEST_CASE("wheel: kill -9 during the build, then a rerun completes; --out never 
           "[cli][wheel][nvcc]") {
   std::string why;
   if (!can_build(why)) {
-    WARN("skipped: " << why);
+    WARN("##archbuild-skip## " << why);
     return;
   }
   Workspace w;
@@ -142,7 +142,7 @@ TEST_CASE("wheel: kill -9 during the build, then a rerun completes; --out never 
 TEST_CASE("wheel: two concurrent runs of one key build once and agree", "[cli][wheel][nvcc]") {
   std::string why;
   if (!can_build(why)) {
-    WARN("skipped: " << why);
+    WARN("##archbuild-skip## " << why);
     return;
   }
   Workspace w;
@@ -162,7 +162,7 @@ TEST_CASE("wheel: two concurrent runs of one key build once and agree", "[cli][w
 TEST_CASE("wheel: a failing build is exit 4 with the log's tail and path", "[cli][wheel][nvcc]") {
   std::string why;
   if (!can_build(why)) {
-    WARN("skipped: " << why);
+    WARN("##archbuild-skip## " << why);
     return;
   }
   Workspace w;
@@ -184,7 +184,7 @@ TEST_CASE("wheel: an unreachable repository is a clear error and leaves no check
                          "--source-url", "file://" + (dir / "missing.git").string(), "--out",
                          (dir / "out").string(), "--python", "/usr/bin/python3"});
   if (r.status == 3) {
-    WARN("skipped: this host lacks a tool the example needs: " << r.err);
+    WARN("##archbuild-skip## this host lacks a tool the example needs: " << r.err);
     return;
   }
   CHECK(r.status == 4);
@@ -210,7 +210,7 @@ TEST_CASE("wheel: bad input is exit 2 before anything runs", "[cli][wheel]") {
 TEST_CASE("wheel: two cache directories at different times give a byte-identical wheel", "[cli][wheel][nvcc]") {
   std::string why;
   if (!can_build(why)) {
-    WARN("skipped: " << why);
+    WARN("##archbuild-skip## " << why);
     return;
   }
   Workspace w;
@@ -259,11 +259,11 @@ TEST_CASE("wheel: two cache directories at different times give a byte-identical
 TEST_CASE("wheel: --check-reproducible names the members that differ", "[cli][wheel][nvcc]") {
   std::string why;
   if (!can_build(why)) {
-    WARN("skipped: " << why);
+    WARN("##archbuild-skip## " << why);
     return;
   }
   if (t::which("git").empty()) {
-    WARN("skipped: git is not on PATH (the test edits the example repository with it)");
+    WARN("##archbuild-skip## git is not on PATH (the test edits the example repository with it)");
     return;
   }
   Workspace w;

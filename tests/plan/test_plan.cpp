@@ -330,12 +330,16 @@ TEST_CASE("recipe selection: names, packages, files, abstract bases") {
   CHECK(typo.error().exit == Exit::bad_input);
 }
 
-TEST_CASE("a recipe without a url needs --source-url") {
-  std::string file = std::string(ARCHBUILD_SOURCE_DIR) + "/examples/minitorch/recipe.toml";
+TEST_CASE("a recipe without a url or path needs --source-url") {
+  // The example's recipe without its source.path.
+  test::TempDir tmp;
+  std::string text = test::read_file(std::string(ARCHBUILD_SOURCE_DIR) + "/examples/minitorch/recipe.toml");
+  text.erase(text.find("path = \".\"\n"), std::string("path = \".\"\n").size());
+  std::string file = tmp.write("recipe.toml", text).string();
   auto in = inputs(host_130(), file);
   auto r = resolve(request("90"), in);
   CHECK(r.status == Exit::bad_input);
-  CHECK(contains(r.message, "Way out: give --source-url URL"));
+  CHECK(contains(r.message, "give --source-url URL"));
   auto req = request("90");
   req.source_url = "file:///tmp/minitorch.git";
   auto ok = resolve(req, in);
@@ -604,4 +608,97 @@ TEST_CASE("the local version label is PEP 440") {
   std::string v = local_version(t27, c128, archs);
   CHECK(v == "2.7.1+cu128.sm90a.sm120.ptx120");
   CHECK(std::regex_match(v, std::regex(R"([0-9.]+\+[a-z0-9]+(\.[a-z0-9]+)*)")));
+}
+
+// ---- sources other than the recipe's tag (issue 12) ---------------------------------------
+
+namespace {
+
+const std::string kExampleRecipe = std::string(ARCHBUILD_SOURCE_DIR) + "/examples/minitorch/recipe.toml";
+
+SourceChoice local_choice(const std::string& dir, const std::string& hash) {
+  SourceChoice s;
+  s.kind = SourceChoice::Kind::local;
+  s.dir = dir;
+  s.content_hash = hash;
+  s.files = 3;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("source.path: the example names its own folder, the key holds the content and not the place") {
+  auto in = inputs(host_130(), kExampleRecipe);
+  auto r = resolve(request("90"), in);
+  REQUIRE(r.status == Exit::ok);
+  REQUIRE(r.local_dir());
+  CHECK(*r.local_dir() == fs::path(ARCHBUILD_SOURCE_DIR) / "examples" / "minitorch");
+  CHECK(r.url().empty());
+  // Planning a local tree needs its scan (the command does it; plan/ reads no files).
+  CHECK_FALSE(make_plan(r, fixed_resources()).ok());
+
+  std::string h1(64, 'a'), h2(64, 'b');
+  auto o = fixed_resources();
+  o.source = local_choice("/home/a/minitorch", h1);
+  auto p1 = make_plan(r, o);
+  REQUIRE(p1.ok());
+  CHECK((*p1)->version == "0.1.0+srcaaaaaaa.cu130.sm90");
+  CHECK((*p1)->key_inputs["source"] == nlohmann::json{{"local_content", h1}});
+  CHECK(p1->to_json()["source"]["local"]["dir"] == "/home/a/minitorch");
+  o.source = local_choice("/elsewhere/copy", h1);  // the same tree elsewhere: the same build
+  CHECK(make_plan(r, o)->operator->()->key == (*p1)->key);
+  o.source = local_choice("/home/a/minitorch", h2);  // an edit: a new key
+  CHECK(make_plan(r, o)->operator->()->key != (*p1)->key);
+  o.source.tree_version = "0.2.0\n";
+  CHECK(make_plan(r, o)->operator->()->version == "0.2.0+srcbbbbbbb.cu130.sm90");
+
+  // --source-url takes the place of source.path; --source DIR the place of both.
+  auto req = request("90");
+  req.source_url = "file:///tmp/minitorch.git";
+  auto by_url = resolve(req, in);
+  REQUIRE(by_url.status == Exit::ok);
+  CHECK_FALSE(by_url.local_dir());
+  CHECK(by_url.url() == "file:///tmp/minitorch.git");
+  req.source_url.reset();
+  req.source_dir = "/work/mine";
+  auto by_dir = resolve(req, in);
+  REQUIRE(by_dir.status == Exit::ok);
+  CHECK(*by_dir.local_dir() == "/work/mine");
+  CHECK(has_rule(by_dir, "source-url", true, "--source /work/mine"));
+}
+
+TEST_CASE("ref option: the key holds the commit, the manifest the ref, the version says what it is") {
+  auto in = inputs(host_130(), kExampleRecipe);
+  auto req = request("90");
+  req.source_url = "file:///tmp/minitorch.git";
+  auto r = resolve(req, in);
+  REQUIRE(r.status == Exit::ok);
+  auto o = fixed_resources();
+  o.source.kind = SourceChoice::Kind::ref;
+  o.source.ref = "main";
+  o.source.commit = "1a2b3c4d5e6f1a2b3c4d5e6f1a2b3c4d5e6f1a2b";
+  o.source.tree_version = "0.2.0a0\n";
+  auto p = make_plan(r, o);
+  REQUIRE(p.ok());
+  CHECK((*p)->version == "0.2.0a0+git1a2b3c4.cu130.sm90");
+  CHECK((*p)->tag == o.source.commit);  // the fetch checks out exactly what was planned
+  CHECK((*p)->ref == "main");
+  CHECK((*p)->key_inputs["source"]["commit"] == o.source.commit);
+  CHECK((*p)->key_inputs["source"].dump().find("main") == std::string::npos);
+  auto base = make_plan(r, fixed_resources());
+  CHECK((*base)->key != (*p)->key);
+  CHECK(std::regex_match((*p)->version, std::regex(R"([0-9.]+a0\+git[0-9a-f]{7}(\.[a-z0-9]+)+)")));
+
+  // No version.txt: the recipe's release, still marked as a git build.
+  o.source.tree_version.reset();
+  CHECK(make_plan(r, o)->operator->()->version == "0.1.0+git1a2b3c4.cu130.sm90");
+  // Another tag: its own release; the recipe's own tag: the recipe's version.
+  o.source.ref = "v0.1.1";
+  o.source.ref_is_tag = true;
+  CHECK(make_plan(r, o)->operator->()->version == "0.1.1+cu130.sm90");
+  o.source.ref = "v0.1.0";
+  CHECK(make_plan(r, o)->operator->()->version == "0.1.0+cu130.sm90");
+  // A tag that is no version: a git build.
+  o.source.ref = "nightly";
+  CHECK(make_plan(r, o)->operator->()->version == "0.1.0+git1a2b3c4.cu130.sm90");
 }

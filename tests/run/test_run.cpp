@@ -452,7 +452,7 @@ std::string wheel_arch_list(ProcessRunner& runner, const std::filesystem::path& 
 
 TEST_CASE("example minitorch: setup.py build --cmake-only, cmake --build, bdist_wheel (CPU build)", "[run][example]") {
   if (!std::filesystem::exists("/usr/bin/python3") || !std::filesystem::exists("/usr/bin/cmake")) {
-    WARN("skipped: /usr/bin/python3 or cmake is missing");
+    WARN("##archbuild-skip## /usr/bin/python3 or cmake is missing");
     return;
   }
   TempDir tmp;
@@ -481,7 +481,7 @@ TEST_CASE("example minitorch: setup.py build --cmake-only, cmake --build, bdist_
 
 TEST_CASE("example minitorch: kernels compiled for exactly TORCH_CUDA_ARCH_LIST (nvcc)", "[run][example]") {
   if (!std::filesystem::exists("/usr/local/cuda/bin/nvcc")) {
-    WARN("skipped: /usr/local/cuda/bin/nvcc is not installed");
+    WARN("##archbuild-skip## /usr/local/cuda/bin/nvcc is not installed");
     return;
   }
   TempDir tmp;

@@ -151,7 +151,7 @@ TEST_CASE("resolve_submodule_url: git's relative URL rules", "[source]") {
 
 TEST_CASE("fetch_source: mirror, only the wanted tag, checkout at a detached HEAD", "[source]") {
   if (!have_git()) {
-    WARN("skipped: the git CLI (used to make test repositories) is not installed");
+    WARN("##archbuild-skip## the git CLI (used to make test repositories) is not installed");
     return;
   }
   TempDir tmp;
@@ -193,7 +193,7 @@ TEST_CASE("fetch_source: mirror, only the wanted tag, checkout at a detached HEA
 
 TEST_CASE("fetch_source: a reused target is replaced whole; stale temp dirs are removed", "[source]") {
   if (!have_git()) {
-    WARN("skipped: no git CLI");
+    WARN("##archbuild-skip## no git CLI");
     return;
   }
   TempDir tmp;
@@ -213,7 +213,7 @@ TEST_CASE("fetch_source: a reused target is replaced whole; stale temp dirs are 
 
 TEST_CASE("fetch_source: pinned commit verified; a mismatch names both hashes", "[source]") {
   if (!have_git()) {
-    WARN("skipped: no git CLI");
+    WARN("##archbuild-skip## no git CLI");
     return;
   }
   TempDir tmp;
@@ -238,7 +238,7 @@ TEST_CASE("fetch_source: pinned commit verified; a mismatch names both hashes", 
 
 TEST_CASE("fetch_source: offline uses only the mirror", "[source]") {
   if (!have_git()) {
-    WARN("skipped: no git CLI");
+    WARN("##archbuild-skip## no git CLI");
     return;
   }
   TempDir tmp;
@@ -285,7 +285,7 @@ TEST_CASE("fetch_source: unreachable URL — retried with back-off, then an erro
 
 TEST_CASE("fetch_source: an unknown tag is named, with the nearest existing ones", "[source]") {
   if (!have_git()) {
-    WARN("skipped: no git CLI");
+    WARN("##archbuild-skip## no git CLI");
     return;
   }
   TempDir tmp;
@@ -303,7 +303,7 @@ TEST_CASE("fetch_source: an unknown tag is named, with the nearest existing ones
 
 TEST_CASE("fetch_source: a commit, a branch that moves, and cancellation", "[source]") {
   if (!have_git()) {
-    WARN("skipped: no git CLI");
+    WARN("##archbuild-skip## no git CLI");
     return;
   }
   TempDir tmp;
@@ -343,7 +343,7 @@ TEST_CASE("fetch_source: a commit, a branch that moves, and cancellation", "[sou
 TEST_CASE("fetch_source: submodules recursively, each from its own mirror, at the recorded commits",
           "[source]") {
   if (!have_git()) {
-    WARN("skipped: no git CLI");
+    WARN("##archbuild-skip## no git CLI");
     return;
   }
   TempDir tmp;
@@ -397,7 +397,7 @@ TEST_CASE("fetch_source: submodules recursively, each from its own mirror, at th
 
 TEST_CASE("fetch_source: a damaged mirror is recreated", "[source]") {
   if (!have_git()) {
-    WARN("skipped: no git CLI");
+    WARN("##archbuild-skip## no git CLI");
     return;
   }
   TempDir tmp;
@@ -419,7 +419,7 @@ TEST_CASE("fetch_source: a damaged mirror is recreated", "[source]") {
 
 TEST_CASE("fetch_source: the example project (minitorch + minidep submodule) via file://", "[source]") {
   if (!have_git()) {
-    WARN("skipped: no git CLI");
+    WARN("##archbuild-skip## no git CLI");
     return;
   }
   for (bool relative : {false, true}) {

@@ -1,0 +1,139 @@
+// source/local: a local tree built as it is — what belongs to it (git's ignore rules, submodules,
+// links), its content hash (an edit changes it, a move does not), and the copy archbuild builds in.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "source/local.hpp"
+#include "support/process.hpp"
+#include "support/tempdir.hpp"
+
+namespace t = archbuild::test;
+namespace fs = std::filesystem;
+using archbuild::source::copy_local_tree;
+using archbuild::source::scan_local_tree;
+
+namespace {
+
+std::vector<std::string> paths(const archbuild::source::LocalTree& tree) {
+  std::vector<std::string> out;
+  for (const auto& e : tree.entries) out.push_back(e.path);
+  return out;
+}
+
+void git(const fs::path& dir, std::vector<std::string> args) {
+  std::vector<std::string> a = {"-C", dir.string(), "-c", "user.name=t", "-c", "user.email=t@t.invalid"};
+  a.insert(a.end(), args.begin(), args.end());
+  t::RunOptions o;
+  o.env = {{"GIT_CONFIG_NOSYSTEM", "1"}, {"HOME", dir.string()}};
+  auto r = t::run("/usr/bin/git", a, o);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+}
+
+}  // namespace
+
+TEST_CASE("local tree: plain folder, hash follows content and not location", "[source][local]") {
+  t::TempDir a, b;
+  for (const auto* d : {&a, &b}) {
+    d->write("proj/setup.py", "print('hi')\n");
+    d->write("proj/csrc/k.cu", "__global__ void k() {}\n");
+  }
+  auto ta = scan_local_tree(a / "proj");
+  auto tb = scan_local_tree(b / "proj");
+  REQUIRE(ta);
+  REQUIRE(tb);
+  CHECK(paths(*ta) == std::vector<std::string>{"csrc/k.cu", "setup.py"});
+  CHECK(ta->content_hash == tb->content_hash);
+  CHECK_FALSE(ta->git);
+
+  b.write("proj/csrc/k.cu", "__global__ void k() { }\n");
+  auto tb2 = scan_local_tree(b / "proj");
+  REQUIRE(tb2);
+  CHECK(tb2->content_hash != ta->content_hash);
+
+  // The executable bit is part of the tree (a build script).
+  fs::permissions(a / "proj/setup.py", fs::perms::owner_exec, fs::perm_options::add);
+  auto ta2 = scan_local_tree(a / "proj");
+  REQUIRE(ta2);
+  CHECK(ta2->content_hash != ta->content_hash);
+
+  auto missing = scan_local_tree(a / "nope");
+  REQUIRE_FALSE(missing);
+  CHECK(missing.error().exit == archbuild::Exit::bad_input);
+}
+
+TEST_CASE("local tree: git's view — ignored files out, untracked and uncommitted changes in", "[source][local]") {
+  t::TempDir d;
+  fs::path repo = d / "repo";
+  d.write("repo/.gitignore", "/build/\n*.o\n");
+  d.write("repo/CMakeLists.txt", "project(x)\n");
+  git(repo, {"init", "-q"});
+  git(repo, {"add", "-A"});
+  git(repo, {"commit", "-qm", "one"});
+  d.write("repo/CMakeLists.txt", "project(x) # edited, not committed\n");
+  d.write("repo/new.cpp", "int main() {}\n");        // untracked, not ignored
+  d.write("repo/build/CMakeCache.txt", "x\n");        // ignored folder
+  d.write("repo/a.o", "obj\n");                       // ignored file
+  // A checked-out submodule (a nested repository): in, by its own ignore rules.
+  d.write("repo/third_party/dep/.gitignore", "*.tmp\n");
+  d.write("repo/third_party/dep/dep.h", "#pragma once\n");
+  d.write("repo/third_party/dep/x.tmp", "scratch\n");
+  git(repo / "third_party/dep", {"init", "-q"});
+
+  auto tree = scan_local_tree(repo);
+  REQUIRE(tree);
+  CHECK(tree->git);
+  CHECK(tree->head.has_value());
+  CHECK(tree->commit_time.has_value());
+  CHECK(paths(*tree) == std::vector<std::string>{".gitignore", "CMakeLists.txt", "new.cpp", "third_party/dep/.gitignore",
+                                                 "third_party/dep/dep.h"});
+
+  // A folder inside a repository (an example inside archbuild's own) uses that repository's rules.
+  d.write("repo/sub/keep.txt", "k\n");
+  d.write("repo/sub/drop.o", "o\n");
+  auto sub = scan_local_tree(repo / "sub");
+  REQUIRE(sub);
+  CHECK(paths(*sub) == std::vector<std::string>{"keep.txt"});
+}
+
+TEST_CASE("local tree: links inside are kept, links leaving the tree are copied as their target", "[source][local]") {
+  t::TempDir d;
+  d.write("dep/include/dep.h", "#pragma once\n");
+  d.write("proj/main.cpp", "#include <dep.h>\n");
+  fs::create_directories(d / "proj/third_party");
+  fs::create_symlink("../../dep", d / "proj/third_party/dep");
+  fs::create_symlink("main.cpp", d / "proj/alias.cpp");
+  auto tree = scan_local_tree(d / "proj");
+  REQUIRE(tree);
+  CHECK(paths(*tree) == std::vector<std::string>{"alias.cpp", "main.cpp", "third_party/dep/include/dep.h"});
+
+  fs::path out = d / "copy";
+  auto copied = copy_local_tree(*tree, out);
+  REQUIRE(copied);
+  CHECK(fs::is_symlink(out / "alias.cpp"));
+  CHECK(fs::read_symlink(out / "alias.cpp") == "main.cpp");
+  CHECK_FALSE(fs::is_symlink(out / "third_party/dep"));
+  CHECK(t::read_file(out / "third_party/dep/include/dep.h") == "#pragma once\n");
+  CHECK_FALSE(fs::exists(d / "copy.partial"));
+  // The copy is the same tree.
+  auto again = scan_local_tree(out);
+  REQUIRE(again);
+  CHECK(again->content_hash == tree->content_hash);
+  // The original was not touched.
+  CHECK(fs::is_symlink(d / "proj/third_party/dep"));
+}
+
+TEST_CASE("local tree: a file edited after the scan fails the copy, nothing half-written stays", "[source][local]") {
+  t::TempDir d;
+  d.write("proj/a.txt", "one\n");
+  auto tree = scan_local_tree(d / "proj");
+  REQUIRE(tree);
+  d.write("proj/a.txt", "two\n");
+  auto copied = copy_local_tree(*tree, d / "copy");
+  REQUIRE_FALSE(copied);
+  CHECK(copied.error().message.find("changed while archbuild copied it") != std::string::npos);
+  CHECK_FALSE(fs::exists(d / "copy"));
+  CHECK_FALSE(fs::exists(d / "copy.partial"));
+}
