@@ -423,7 +423,8 @@ void copy_example(const std::filesystem::path& to) {
   namespace fs = std::filesystem;
   const fs::path root = ARCHBUILD_SOURCE_DIR;
   fs::copy(root / "examples/minitorch", to, fs::copy_options::recursive);
-  for (const char* junk : {"build", "dist", "recipe.toml"}) fs::remove_all(to / junk);
+  // third_party/minidep is a link to ../../minitorch-dep in the repository: the real folder here.
+  for (const char* junk : {"build", "dist", "recipe.toml", "third_party/minidep"}) fs::remove_all(to / junk);
   fs::create_directories(to / "third_party");
   fs::copy(root / "examples/minitorch-dep", to / "third_party/minidep", fs::copy_options::recursive);
 }
