@@ -208,3 +208,34 @@ TEST_CASE("wheel --ref BRANCH: planned at its commit, a moved branch is a new ke
   CHECK(moved["key"] != p["key"]);
   CHECK(moved["key_inputs"]["source"]["commit"] != commit);
 }
+
+TEST_CASE("git's url.<base>.insteadOf reaches every fetch: github.com URLs served by local repositories",
+          "[cli][wheel][source][nvcc]") {
+  if (auto why = cannot_build(); !why.empty()) {
+    WARN("##archbuild-skip## " << why);
+    return;
+  }
+  t::TempDir dir;
+  // The submodule URL is relative ("../minidep"), so it resolves against the github.com URL and
+  // must be rewritten too.
+  auto made = t::run("/bin/bash", {(kSource / "tests/support/make-example-repos").string(), (dir / "repos").string(),
+                                   "--relative-submodule-url"});
+  REQUIRE(made.status == 0);
+  dir.write("home/.gitconfig", "[url \"file://" + (dir / "repos").string() + "/\"]\n\tinsteadOf = https://github.com/archbuild-test/\n");
+  t::RunOptions o = long_run();
+  o.env["HOME"] = (dir / "home").string();
+  o.env["GIT_CONFIG_NOSYSTEM"] = "1";
+  auto r = t::archbuild({"--cache-dir", (dir / "cache").string(), "wheel", "--sm", "90", "--recipe",
+                         (kSource / "examples/minitorch/recipe.toml").string(), "--source-url",
+                         "https://github.com/archbuild-test/minitorch", "--python", "/usr/bin/python3", "--out",
+                         (dir / "out").string(), "--no-validate", "--json"},
+                        o);
+  INFO(r.out << r.err);
+  REQUIRE(r.status == 0);
+  json doc = json::parse(r.out);
+  json manifest = json::parse(t::read_file(doc["manifest"].get<std::string>()))["manifest"];
+  // The manifest keeps the URL as written; the submodule came through the rewrite.
+  CHECK(manifest["source"]["url"] == "https://github.com/archbuild-test/minitorch");
+  REQUIRE(manifest["source"]["submodules"].size() == 1);
+  CHECK(manifest["source"]["submodules"][0]["url"] == "https://github.com/archbuild-test/minidep");
+}
