@@ -1,6 +1,8 @@
 // archbuild plan --sm LIST [same options as resolve] [--jobs N] [--json]: the resolved recipe,
 // source, toolkit and compiler paths, the full build environment, each step's argv, the build
 // key, and whether that key is already built.
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 #include "cli/resolve_common.hpp"
@@ -60,6 +62,7 @@ void run_plan(const PlanArgs& args, Context& ctx) {
   }
   plan::PlanOptions opts;
   if (args.jobs) opts.jobs = args.jobs;
+  opts.env = env_from_args(args.resolve);
   if (r.local_dir() || !args.resolve.ref.empty()) {
     auto dir = store::choose_cache_dir(ctx.cache_dir).take();
     opts.source = choose_source(r, args.resolve, store::Layout(dir.dir), args.offline, ctx);
@@ -99,7 +102,17 @@ void run_plan(const PlanArgs& args, Context& ctx) {
   out("environment:");
   for (const auto& [k, v] : p->env)
     out(fmt::format("  {}={}{}", k, v.value, v.keyed ? "" : fmt::format("    (not in key: {})", v.why)));
-  out(fmt::format("  from the caller's environment, not in key: {}", text::join(p->passthrough, " ")));
+  // The allowlist, and what of it this shell would pass now.
+  out(fmt::format("  from the caller's environment (allowlist, not in key): {}", text::join(p->passthrough, " ")));
+  for (char** e = environ; e && *e; ++e) {
+    std::string entry(*e);
+    auto eq = entry.find('=');
+    if (eq == std::string::npos) continue;
+    std::string name = entry.substr(0, eq);
+    if (plan::env_allowed(p->passthrough, name) && !p->env.count(name) && name != "HOME" && name != "USER" &&
+        name != "LOGNAME")
+      out(fmt::format("    {} (set now; its value passes)", name));
+  }
   out("steps (cwd relative to the source tree):");
   for (const auto& s : p->steps) out(fmt::format("  {:<10} [{}] {}", s.stage, s.cwd, text::join(s.argv(), " ")));
   out(fmt::format("build dir  {}", p->build_dir));
@@ -124,7 +137,7 @@ void add_plan_command(CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand(
       "plan", "Resolve, then show the full build: environment, each step's argv, the build key and whether it is built");
   add_resolve_options(*cmd, args->resolve);
-  add_ref_option(*cmd, args->resolve);
+  add_plan_options(*cmd, args->resolve);
   cmd->add_option("--jobs", args->jobs, "Parallel jobs (default: from cores and memory, ~4 GiB per nvcc job)")
       ->check(CLI::Range(1u, 4096u));
   cmd->add_flag("--offline", args->offline, "Resolve --ref with the cache's git mirrors only; never connect");

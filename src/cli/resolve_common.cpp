@@ -41,9 +41,22 @@ void add_resolve_options(CLI::App& cmd, ResolveArgs& a) {
                  "Build this local tree as it is (uncommitted changes included; it is copied, never touched)");
 }
 
-void add_ref_option(CLI::App& cmd, ResolveArgs& a) {
+void add_plan_options(CLI::App& cmd, ResolveArgs& a) {
   cmd.add_option("--ref", a.ref,
                  "Build this branch, tag or commit instead of the recipe's tag (resolved to a commit before the plan)");
+  cmd.add_option("--env", a.env,
+                 "K=V for the build's environment, in the build key (repeatable; may override the recipe's [build.env])");
+}
+
+std::map<std::string, std::string> env_from_args(const ResolveArgs& a) {
+  std::map<std::string, std::string> out;
+  for (const auto& item : a.env) {
+    auto eq = item.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw Failure(Error::bad_input(fmt::format("--env '{}': expected NAME=VALUE, e.g. --env USE_NCCL=1", item)));
+    out[item.substr(0, eq)] = item.substr(eq + 1);
+  }
+  return out;
 }
 
 plan::SourceChoice choose_source(const plan::Resolution& r, const ResolveArgs& args, const store::Layout& layout,

@@ -27,13 +27,16 @@ struct ResolveArgs {
   std::string source_url;       // --source-url URL
   std::string source_dir;       // --source DIR
   std::string ref;              // --ref BRANCH|TAG|COMMIT (plan, wheel)
+  std::vector<std::string> env; // --env K=V, repeatable (plan, wheel)
 };
 
 // Adds --sm (required), --recipe, --torch, --cuda, --python, --ptx and --source-url.
 void add_resolve_options(CLI::App& cmd, ResolveArgs& args);
 
-// Adds --ref (plan and wheel: the source is fixed before the plan).
-void add_ref_option(CLI::App& cmd, ResolveArgs& args);
+// Adds --ref and --env (plan and wheel: what the plan fixes beyond the resolution).
+void add_plan_options(CLI::App& cmd, ResolveArgs& args);
+// --env K=V items as a map (throws Failure, exit 2, on an item without '=').
+std::map<std::string, std::string> env_from_args(const ResolveArgs& args);
 
 // The source of the plan, decided before it (plan::SourceChoice): a local tree scanned and hashed
 // (--source DIR / source.path), or --ref resolved to a commit through the cache's mirror (fetching

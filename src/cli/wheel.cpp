@@ -124,6 +124,7 @@ void run_wheel(const WheelArgs& args, Context& ctx) {
   store::Layout layout(dir.dir);
   plan::PlanOptions po;
   if (args.jobs) po.jobs = args.jobs;
+  po.env = env_from_args(args.resolve);
   po.source = choose_source(r, args.resolve, layout, args.offline, ctx);
   plan::Plan plan = plan::make_plan(r, po).take();
 
@@ -134,6 +135,14 @@ void run_wheel(const WheelArgs& args, Context& ctx) {
   // CLI > environment: the shared compiler cache every build host points at.
   opts.compiler_cache.remote = !args.remote_cache.empty() ? args.remote_cache : env_of("ARCHBUILD_REMOTE_CACHE").value_or("");
   opts.getenv = env_of;
+  opts.env_names = [] {
+    std::vector<std::string> names;
+    for (char** e = environ; e && *e; ++e) {
+      std::string_view entry(*e);
+      names.emplace_back(entry.substr(0, entry.find('=')));
+    }
+    return names;
+  };
   opts.archbuild_version = ARCHBUILD_VERSION;
   opts.archbuild_exe = self_executable();
   if (!args.no_validate)
@@ -236,7 +245,7 @@ void add_wheel_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--jobs,-j", args->jobs, "Parallel jobs (default: from cores and memory; see `archbuild plan`)")
       ->check(CLI::Range(1u, 1024u));
   cmd->add_flag("--offline", args->offline, "Use only the cache's git mirrors; never connect");
-  add_ref_option(*cmd, args->resolve);
+  add_plan_options(*cmd, args->resolve);
   cmd->add_option("--compiler-cache", args->compiler_cache, "Compiler launcher: ccache (default), sccache or none")
       ->check(CLI::IsMember({"ccache", "sccache", "none"}));
   cmd->add_option("--remote-cache", args->remote_cache,

@@ -1,6 +1,7 @@
 #include "plan/plan.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <regex>
@@ -107,6 +108,28 @@ std::string source_version(const recipe::Recipe& r, const SourceChoice& s, const
       return fmt::format("{}+src{}.{}", release, s.content_hash.substr(0, 7), labels);
   }
   return base;
+}
+
+const std::vector<std::string>& build_env_allowlist() {
+  static const std::vector<std::string> names = {
+      "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_*", "TMPDIR", "TZ",
+      "http_proxy", "https_proxy", "no_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY",
+      "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO",
+      "PIP_*", "UV_*",
+      "CUDNN_*", "NCCL_*", "CUSPARSELT_*", "MAGMA_HOME", "MKLROOT", "MKL_*", "BLAS", "OpenBLAS_HOME",
+      "CMAKE_PREFIX_PATH", "LD_LIBRARY_PATH", "LIBRARY_PATH", "CPATH"};
+  return names;
+}
+
+bool env_allowed(const std::vector<std::string>& allowlist, const std::string& name) {
+  for (const auto& a : allowlist) {
+    if (!a.empty() && a.back() == '*') {
+      if (name.size() >= a.size() - 1 && name.compare(0, a.size() - 1, a, 0, a.size() - 1) == 0) return true;
+    } else if (a == name) {
+      return true;
+    }
+  }
+  return false;
 }
 
 std::string build_key(const json& key_inputs) {
@@ -319,7 +342,17 @@ Result<Plan> make_plan(const Resolution& res, const PlanOptions& options) {
   for (const auto& [name, path] : res.tools) add_dir(path.parent_path());
   for (const char* sys : {"/usr/local/bin", "/usr/bin", "/bin"}) add_dir(sys);
   unkeyed("PATH", text::join(dirs, ":"), "paths; the key holds the versions of what they lead to");
-  p.passthrough = {"HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TMPDIR"};
+  p.passthrough = build_env_allowlist();
+  for (const auto& [k, v] : options.env) {
+    bool valid = !k.empty() && !std::isdigit(static_cast<unsigned char>(k[0])) &&
+                 std::all_of(k.begin(), k.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+    if (!valid) return Error::bad_input(fmt::format("--env {}={}: '{}' is not a variable name (letters, digits, _)", k, v, k));
+    if (p.env.count(k) && !r.env.count(k))
+      return Error::bad_input(fmt::format("--env {}: archbuild sets {} from the plan ({}); change what decides it "
+                                          "(--sm, --cuda, --python, --jobs) instead",
+                                          k, k, p.env[k].keyed ? p.env[k].value : p.env[k].why));
+    keyed(k, v);
+  }
 
   // Steps per driver era (pytorch-build.md "Entry points, by era").
   const fs::path py = res.python->path;

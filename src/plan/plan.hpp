@@ -80,7 +80,9 @@ struct PlanData {
   bool submodules = true;
   std::string version;     // the wheel version: "2.7.1+cu128.sm120"
   std::map<std::string, EnvVar> env;     // the full environment the build gets
-  std::vector<std::string> passthrough;  // names copied from archbuild's environment at run time
+  // Names copied from archbuild's environment at run time (a trailing '*' is a prefix: CUDNN_*),
+  // unless the plan sets the name itself: build_env_allowlist() plus the recipe's.
+  std::vector<std::string> passthrough;
   std::vector<Step> steps;
   std::string build_dir = "build";  // relative to the source tree
   std::string wheel_dir;            // relative to the source tree; empty: the driver makes no wheel
@@ -105,8 +107,18 @@ class Plan {
   friend Result<Plan> make_plan(const Resolution&, const PlanOptions&);
 };
 
+// What of the caller's environment reaches the build (documented in the README): locale and
+// home, proxies and certificates (pip, git and the build's own downloads), where libraries are
+// (cuDNN, NCCL, MAGMA, MKL, CMake's prefix path, the linker's paths), pip's own configuration.
+const std::vector<std::string>& build_env_allowlist();
+// True when `name` matches an allowlist entry ("NAME" or "PREFIX*").
+bool env_allowed(const std::vector<std::string>& allowlist, const std::string& name);
+
 struct PlanOptions {
   std::optional<unsigned> jobs;              // --jobs N
+  // --env K=V: set in the build's environment and in the key. May override the recipe's
+  // [build.env] (USE_NCCL=1), never what the plan derives (TORCH_CUDA_ARCH_LIST, CUDA_HOME, PATH …).
+  std::map<std::string, std::string> env;
   SourceChoice source;                       // --ref / --source DIR / source.path
   std::optional<HostResources> resources;    // default: HostResources::current()
 };

@@ -28,9 +28,18 @@ const std::vector<std::string>& stage_names() {
 
 std::map<std::string, std::string> step_environment(const plan::Plan& plan, const PipelineOptions& options) {
   std::map<std::string, std::string> env = plan.environment();
-  if (options.getenv)
-    for (const auto& name : plan->passthrough)
+  if (options.getenv) {
+    // The plan's own values win: the allowlist reaches only what the plan leaves open.
+    auto pass = [&](const std::string& name) {
+      if (env.count(name)) return;
       if (auto v = options.getenv(name)) env[name] = *v;
+    };
+    for (const auto& name : plan->passthrough)
+      if (name.empty() || name.back() != '*') pass(name);
+    if (options.env_names)
+      for (const auto& name : options.env_names())
+        if (plan::env_allowed(plan->passthrough, name)) pass(name);
+  }
   const CompilerCache& cc = options.compiler_cache;
   if (cc.kind != "none" && !cc.program.empty()) {
     for (const auto& [name, value] : cc.settings) env[name] = value;

@@ -56,6 +56,8 @@ struct PipelineOptions {
   source::RetryPolicy retry;
   // The caller's environment for the plan's pass-through names (HOME, LANG, …).
   std::function<std::optional<std::string>(const std::string&)> getenv;
+  // Every name in the caller's environment, for the allowlist's prefixes (CUDNN_*); unset: none.
+  std::function<std::vector<std::string>()> env_names;
   std::string archbuild_version;
   // archbuild's own executable: the CUDA compiler launcher that keeps the build path out of CUDA
   // objects (stages/build_path.hpp). Empty: no launcher (CUDA objects name the cache path).

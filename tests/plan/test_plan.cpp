@@ -702,3 +702,35 @@ TEST_CASE("ref option: the key holds the commit, the manifest the ref, the versi
   o.source.ref = "nightly";
   CHECK(make_plan(r, o)->operator->()->version == "0.1.0+git1a2b3c4.cu130.sm90");
 }
+
+TEST_CASE("env option: overrides the recipe's build env and is in the key, never what the plan derives") {
+  auto in = inputs(host_130(), kExampleRecipe);
+  auto req = request("90");
+  req.source_url = "file:///tmp/minitorch.git";
+  auto r = resolve(req, in);
+  REQUIRE(r.status == Exit::ok);
+  auto base = make_plan(r, fixed_resources());
+  REQUIRE(base.ok());
+  auto o = fixed_resources();
+  o.env = {{"USE_CUDA", "1"}, {"CUDNN_LIB_DIR", "/opt/cudnn/lib"}};
+  auto p = make_plan(r, o);
+  REQUIRE(p.ok());
+  CHECK((*p)->env.at("CUDNN_LIB_DIR").value == "/opt/cudnn/lib");
+  CHECK((*p)->env.at("CUDNN_LIB_DIR").keyed);
+  CHECK((*p)->key_inputs["env"]["CUDNN_LIB_DIR"] == "/opt/cudnn/lib");
+  CHECK((*p)->key != (*base)->key);
+  o.env = {{"USE_CUDA", "0"}};  // the recipe's [build.env]: may be overridden
+  REQUIRE(make_plan(r, o).ok());
+  for (const char* derived : {"TORCH_CUDA_ARCH_LIST", "CUDA_HOME", "PATH", "MAX_JOBS"}) {
+    o.env = {{derived, "x"}};
+    auto refused = make_plan(r, o);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().exit == Exit::bad_input);
+    CHECK(contains(refused.error().message, "archbuild sets"));
+  }
+  o.env = {{"1BAD", "x"}};
+  CHECK_FALSE(make_plan(r, o).ok());
+  CHECK(env_allowed(build_env_allowlist(), "NCCL_ROOT"));
+  CHECK(env_allowed(build_env_allowlist(), "http_proxy"));
+  CHECK_FALSE(env_allowed(build_env_allowlist(), "AWS_SECRET_ACCESS_KEY"));
+}

@@ -347,3 +347,29 @@ TEST_CASE("a rerun whose compiler launchers changed configures again", "[stages]
   CHECK(stages_of(runner) == std::vector<std::string>{"configure", "build", "package"});
   CHECK(e.progress.str().find("compiler launchers changed") != std::string::npos);
 }
+
+TEST_CASE("the caller's environment: the allowlist passes (prefixes too), the plan's own values win", "[stages]") {
+  Env e;
+  auto plan = example_plan("9.0");
+  std::map<std::string, std::string> caller = {{"HOME", "/home/test"},          {"CUDNN_ROOT", "/opt/cudnn"},
+                                               {"https_proxy", "http://p:3128"}, {"PIP_INDEX_URL", "http://mirror/simple"},
+                                               {"SECRET_TOKEN", "x"},           {"TORCH_CUDA_ARCH_LIST", "8.0"},
+                                               {"CMAKE_PREFIX_PATH", "/opt/magma"}};
+  e.options.getenv = [caller](const std::string& n) -> std::optional<std::string> {
+    auto it = caller.find(n);
+    if (it == caller.end()) return std::nullopt;
+    return it->second;
+  };
+  e.options.env_names = [caller] {
+    std::vector<std::string> names;
+    for (const auto& [k, v] : caller) names.push_back(k);
+    return names;
+  };
+  auto env = stages::step_environment(plan, e.options);
+  CHECK(env.at("CUDNN_ROOT") == "/opt/cudnn");
+  CHECK(env.at("https_proxy") == "http://p:3128");
+  CHECK(env.at("PIP_INDEX_URL") == "http://mirror/simple");
+  CHECK(env.at("CMAKE_PREFIX_PATH") == "/opt/magma");
+  CHECK(env.count("SECRET_TOKEN") == 0);                  // not on the allowlist
+  CHECK(env.at("TORCH_CUDA_ARCH_LIST") == "9.0");         // the plan's, not the shell's
+}
