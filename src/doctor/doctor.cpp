@@ -193,8 +193,10 @@ class Diagnosis {
   // Whether this host's driver runs a wheel of CUDA `cuda` at its full minimum (or unknown).
   bool driver_fits(const Version& cuda) const {
     if (!driver_) return true;
-    const auto* tc = toolchain_for(f_.toolchains, cuda);
-    return !tc || *driver_ >= tc->min_driver;
+    if (const auto* tc = toolchain_for(f_.toolchains, cuda)) return *driver_ >= tc->min_driver;
+    // A CUDA release without its toolchains/ file: at least its major's floor.
+    auto floor = f_.releases.minor_compat_driver(cuda.major());
+    return !floor || *driver_ >= *floor;
   }
 
   // The newest release line and CUDA whose runtime this driver runs in full; else the newest
@@ -255,7 +257,9 @@ class Diagnosis {
                              f_.torch.version);
     if (driver_ && !driver_fits(c.variant->cuda)) {
       const auto* tc = toolchain_for(f_.toolchains, c.variant->cuda);
-      fx.text += fmt::format("; it needs driver >= {} (this host has {})", tc->min_driver_text, *f_.driver_version);
+      fx.text += fmt::format("; it needs driver >= {} (this host has {})",
+                             tc ? tc->min_driver_text : f_.releases.minor_compat.at(c.variant->cuda.major()),
+                             *f_.driver_version);
     }
     fx.command = fmt::format("{} install {} --index-url {}", f_.pip.empty() ? "python3 -m pip" : f_.pip,
                              requirements(*c.release), f_.releases.index_for(*c.variant));
