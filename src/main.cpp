@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   cli::add_validate_command(app, ctx);
   cli::add_smoke_command(app, ctx);
   cli::add_doctor_command(app, ctx);
+  cli::add_install_command(app, ctx);
   cli::add_publish_command(app, ctx);
   cli::add_matrix_command(app, ctx);
   cli::add_cuda_launch_command(app, ctx);

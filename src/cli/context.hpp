@@ -46,6 +46,7 @@ void add_plan_command(CLI::App& app, Context& ctx);
 void add_validate_command(CLI::App& app, Context& ctx);
 void add_smoke_command(CLI::App& app, Context& ctx);
 void add_doctor_command(CLI::App& app, Context& ctx);
+void add_install_command(CLI::App& app, Context& ctx);
 void add_publish_command(CLI::App& app, Context& ctx);
 void add_matrix_command(CLI::App& app, Context& ctx);
 void add_cuda_launch_command(CLI::App& app, Context& ctx);

@@ -12,6 +12,7 @@
 #include "binary/inspect.hpp"
 #include "cli/context.hpp"
 #include "cli/host.hpp"
+#include "cli/install_advice.hpp"
 #include "core/text.hpp"
 #include "doctor/doctor.hpp"
 #include "plan/resolve.hpp"
@@ -26,12 +27,13 @@ namespace fs = std::filesystem;
 
 struct DoctorArgs {
   std::string python;
-  std::vector<std::string> sm;
+  TargetArgs targets;
 };
 
 // Runs the probe script with PY. The working directory is "/" so that a `torch` folder in the
 // user's current directory (a PyTorch checkout) does not shadow the installed one.
-doctor::TorchFacts probe_torch(const std::string& python) {
+// nullopt: the interpreter runs but has no torch (then install advice is what helps).
+std::optional<doctor::TorchFacts> probe_torch(const std::string& python) {
   auto exe = run::find_program(python);
   if (!exe)
     throw Failure(Error::missing_tool(fmt::format("{}: no such interpreter{}", python,
@@ -41,6 +43,7 @@ doctor::TorchFacts probe_torch(const std::string& python) {
   o.cwd = "/";
   o.timeout = std::chrono::seconds(180);  // importing torch initialises CUDA: seconds, sometimes more
   auto ran = run::capture({fs::absolute(*exe).string(), "-c", doctor::kTorchProbeScript}, o).take();
+  if (doctor::probe_found_no_torch(ran.out)) return std::nullopt;
   auto facts = doctor::parse_torch_probe(ran.out, ran.status, python);
   if (ran.timed_out) {
     // What was read before the import hung still counts; lib/ is read without it.
@@ -58,6 +61,34 @@ doctor::TorchFacts probe_torch(const std::string& python) {
   return std::move(facts).take();
 }
 
+// No torch to examine: which official wheel to install for the targets, or the build.
+void advise_without_torch(const std::string& python, const HostTargets& h, const doctor::Facts& f, Context& ctx) {
+  doctor::InstallQuery q;
+  q.targets = h.targets;
+  q.driver = h.driver;
+  q.driver_source = h.driver_source;
+  q.releases = f.releases;
+  q.toolchains = f.toolchains;
+  q.pip = python + " -m pip";
+  auto advice = doctor::advise_install(q, make_build_advisor(f.toolchains, std::nullopt));
+  std::string none = fmt::format("no torch is installed for {}", python);
+  if (ctx.json) {
+    auto doc = install_advice_json(advice, h);
+    doc["python"] = python;
+    doc["torch"] = nullptr;
+    doc["install"] = doc["options"];
+    print_json(doc);
+  } else {
+    out(none + (h.targets.empty() ? "" : ": the official wheels that run here, newest first"));
+    if (!h.targets.empty()) print_install_advice(advice, h, ctx);
+  }
+  ctx.exit = install_advice_exit(advice, h);
+  if (h.targets.empty())
+    error_line(ctx, none + "; " + h.no_targets_reason);
+  else if (!advice.fits())
+    error_line(ctx, none + "; " + advice.build_why + ": only a build helps");
+}
+
 void inspect_lib(doctor::TorchFacts& t) {
   fs::path lib = t.dir / "lib";
   std::error_code ec;
@@ -72,17 +103,6 @@ void inspect_lib(doctor::TorchFacts& t) {
   }
   t.lib_inspected = true;
   t.lib_files = std::move(got->files);
-}
-
-// Toolchain discovery's questions (nvcc --version, g++ --version …), asked through run/.
-toolchain::Probe probe() {
-  return [](const std::vector<std::string>& argv) -> Result<toolchain::ProbeOutput> {
-    run::CaptureOptions o;
-    o.timeout = std::chrono::seconds(30);
-    auto c = run::capture(argv, o);
-    if (!c) return c.error();
-    return toolchain::ProbeOutput{c->timed_out ? -1 : c->status, c->out, c->err};
-  };
 }
 
 // The toolkit torch.utils.cpp_extension would build with: CUDA_HOME, CUDA_PATH, the nvcc on
@@ -105,7 +125,7 @@ void find_toolkit(doctor::Facts& f) {
   only.vars["CUDA_HOME"] = root->first.string();
   only.roots.clear();
   std::vector<std::string> notes;
-  auto found = toolchain::discover_toolkits(only, probe(), &notes);
+  auto found = toolchain::discover_toolkits(only, tool_probe(), &notes);
   if (found.empty()) {
     f.toolkit_missing = fmt::format("{} = {}: no working CUDA toolkit there{}", root->second, root->first.string(),
                                     notes.empty() ? "" : " (" + text::join(notes, "; ") + ")");
@@ -113,60 +133,6 @@ void find_toolkit(doctor::Facts& f) {
   }
   f.toolkit = found.front();
   f.toolkit->found_by = root->second;
-}
-
-// Resolution as `archbuild wheel` would do it, with the host discovered once.
-doctor::BuildAdvisor make_advisor(const std::vector<toolchain::Toolchain>& toolchains,
-                                  std::optional<Version> python) {
-  // Discovered on the first question only (a finding-free run never starts those probes).
-  struct Lazy {
-    bool tried = false;
-    std::optional<plan::Inputs> inputs;
-    std::string error;
-  };
-  auto lazy = std::make_shared<Lazy>();
-  return [lazy, toolchains, python](const std::vector<arch::Cc>& ccs,
-                                    const std::optional<Version>& line) -> doctor::BuildSuggestion {
-    doctor::BuildSuggestion s;
-    if (!lazy->tried) {
-      lazy->tried = true;
-      auto recipes = plan::select_recipes(std::nullopt);
-      if (!recipes) {
-        lazy->error = recipes.error().message;
-      } else {
-        plan::Inputs in;
-        in.recipes = std::move(*recipes);
-        in.toolchains = toolchains;
-        std::set<std::string> tools;
-        for (const auto& r : in.recipes)
-          for (const auto& t : plan::required_tools(r)) tools.insert(t);
-        in.host = toolchain::discover_host(toolchain::HostEnv::current(), probe(),
-                                           std::vector<std::string>(tools.begin(), tools.end()), python);
-        lazy->inputs = std::move(in);
-      }
-    }
-    if (!lazy->inputs) {
-      s.detail = lazy->error;
-      return s;
-    }
-    plan::Request req;
-    for (const auto& cc : ccs) req.targets.push_back({cc, arch::Variant::none, true, false, std::nullopt});
-    req.torch = line;
-    req.python = python;
-    req.recipe_label = "the torch recipes";
-    auto r = plan::resolve(req, *lazy->inputs);
-    if (r.status == Exit::bad_input) {
-      s.detail = r.message;
-      return s;
-    }
-    s.ok = true;
-    s.recipe = r.recipe.name;
-    s.command = fmt::format("archbuild wheel --sm {} --recipe {}{}", doctor::sm_option(ccs), r.recipe.name,
-                            python ? " --python " + python->str() : "");
-    s.detail = fmt::format("torch {} with CUDA {}", r.recipe.version.str(), r.toolchain.cuda.str());
-    if (r.status != Exit::ok) s.needs = r.message;
-    return s;
-  };
 }
 
 std::string rel(const doctor::TorchFacts& t, const std::string& p) {
@@ -297,42 +263,30 @@ void print_report(const doctor::Facts& f, const doctor::Report& r, const Context
 void run_doctor(const DoctorArgs& a, Context& ctx) {
   const auto& data = arch::ArchData::shipped();
   doctor::Facts f;
-  // Bad --sm is bad input (exit 2) before anything runs.
-  if (!a.sm.empty()) {
-    auto parsed = parse_targets(a.sm, data);
-    if (!parsed)
-      throw Failure(Error{parsed.error().exit, parsed.error().message.starts_with("--sm")
-                                                   ? parsed.error().message
-                                                   : "--sm: " + parsed.error().message});
-    for (auto cc : validate::target_ccs(*parsed)) f.targets.push_back({cc, "--sm"});
-  }
+  // Bad --sm / --gpu / --driver is bad input (exit 2) before anything runs.
+  auto h = gather_targets(a.targets, data);
+  f.targets = h.targets;
+  f.no_targets_reason = h.no_targets_reason;
+  f.driver_version = h.driver;
+  f.driver_source = h.driver_source;
+  f.driver_missing = h.driver_missing;
   f.releases = doctor::Releases::load_shipped(data).take();
   f.toolchains = toolchain::load_shipped(data).take();
 
   const std::string python = a.python.empty() ? "python3" : a.python;
-  f.torch = probe_torch(python);  // no interpreter, no torch: exit 3
+  auto torch = probe_torch(python);  // no interpreter: exit 3
+  if (!torch) {
+    advise_without_torch(python, h, f, ctx);
+    return;
+  }
+  f.torch = std::move(*torch);
   f.pip = python + " -m pip";
   inspect_lib(f.torch);
-
-  auto d = detect_host(data);
-  if (!d.gpus.empty() && !d.driver_version.empty()) {
-    f.driver_version = d.driver_version;
-    f.driver_source = d.source;
-  } else {
-    f.driver_missing = d.gpus.empty() ? fmt::format("no GPU detected on this host ({})", text::join(d.tried, "; "))
-                                      : fmt::format("{} reported no driver version", d.source);
-  }
-  if (a.sm.empty()) {
-    for (const auto& g : d.gpus) f.targets.push_back({g.cc, fmt::format("GPU {}: {}", g.index, g.name)});
-    if (d.gpus.empty())
-      f.no_targets_reason = fmt::format("no GPU found on this host ({}); give --sm to ask about one, e.g. --sm 90",
-                                        text::join(d.tried, "; "));
-  }
   find_toolkit(f);
 
   std::optional<Version> py_release;
   if (!a.python.empty() && f.torch.python_version) py_release = f.torch.python_version->prefix(2);
-  auto report = doctor::diagnose(f, make_advisor(f.toolchains, py_release));
+  auto report = doctor::diagnose(f, make_build_advisor(f.toolchains, py_release));
 
   if (ctx.json) {
     auto doc = report_json(f, report, python);
@@ -365,11 +319,11 @@ void add_doctor_command(CLI::App& app, Context& ctx) {
       "doctor", "Diagnose the installed torch against this GPU (or --sm): why \"no kernel image\", and the shortest fix");
   cmd->add_option("--python", args->python, "The interpreter whose torch to examine (default: python3 on PATH)")
       ->type_name("PY");
-  cmd->add_option("--sm", args->sm, "Ask about these CCs instead of this host's GPUs: 90, 12.0, sm_120, native")
-      ->type_name("LIST");
+  add_target_options(*cmd, args->targets);
   add_json_flag(*cmd, ctx);
-  cmd->footer("Exit status: 0 no finding; 1 findings (each with its evidence and fix); 2 bad --sm; "
-              "3 no interpreter or no torch to examine, or no GPU and no --sm.");
+  cmd->footer("Without torch it says which official wheel to install (as install-command). Exit status: 0 no "
+              "finding, or an official wheel to install; 1 findings (each with its evidence and fix), or only a build "
+              "helps; 2 bad --sm, --gpu or --driver; 3 no interpreter, or no GPU and no --sm / --gpu.");
   cmd->callback([args, &ctx] { run_doctor(*args, ctx); });
 }
 

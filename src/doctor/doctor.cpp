@@ -193,34 +193,29 @@ class Diagnosis {
   // Whether this host's driver runs a wheel of CUDA `cuda` at its full minimum (or unknown).
   bool driver_fits(const Version& cuda) const {
     if (!driver_) return true;
-    const auto* tc = toolchain_for(f_.toolchains, cuda);
-    return !tc || *driver_ >= tc->min_driver;
+    if (const auto* tc = toolchain_for(f_.toolchains, cuda)) return *driver_ >= tc->min_driver;
+    // A CUDA release without its toolchains/ file: at least its major's floor.
+    auto floor = f_.releases.minor_compat_driver(cuda.major());
+    return !floor || *driver_ >= *floor;
   }
 
-  // The smallest step: the installed release line if it has a wheel, else the nearest newer
-  // line, else the newest older one; within a line, a CUDA this driver runs, newest first.
+  // The newest release line and CUDA whose runtime this driver runs in full; else the newest
+  // of all (its fix names the driver it needs).
   const Candidate* pick(const std::vector<const Candidate*>& cands) const {
-    if (cands.empty()) return nullptr;
-    std::optional<Version> line;
-    std::set<Version> lines;
-    for (const auto* c : cands) lines.insert(c->release->line);
-    if (installed_) {
-      Version mine = installed_->prefix(2);
-      if (lines.count(mine))
-        line = mine;
-      else if (auto it = lines.upper_bound(mine); it != lines.end())
-        line = *it;
-    }
-    if (!line) line = *lines.rbegin();
     const Candidate* best = nullptr;
     for (const auto* c : cands) {
-      if (c->release->line != *line) continue;
       if (!best) {
         best = c;
         continue;
       }
       bool fit = driver_fits(c->variant->cuda), best_fit = driver_fits(best->variant->cuda);
-      if (fit != best_fit ? fit : c->variant->cuda > best->variant->cuda) best = c;
+      if (fit != best_fit) {
+        if (fit) best = c;
+        continue;
+      }
+      if (c->release->line != best->release->line ? c->release->line > best->release->line
+                                                  : c->variant->cuda > best->variant->cuda)
+        best = c;
     }
     return best;
   }
@@ -262,10 +257,12 @@ class Diagnosis {
                              f_.torch.version);
     if (driver_ && !driver_fits(c.variant->cuda)) {
       const auto* tc = toolchain_for(f_.toolchains, c.variant->cuda);
-      fx.text += fmt::format("; it needs driver >= {} (this host has {})", tc->min_driver_text, *f_.driver_version);
+      fx.text += fmt::format("; it needs driver >= {} (this host has {})",
+                             tc ? tc->min_driver_text : f_.releases.minor_compat.at(c.variant->cuda.major()),
+                             *f_.driver_version);
     }
-    fx.command = fmt::format("{} install \"torch=={}.*\" --index-url {}", f_.pip.empty() ? "python3 -m pip" : f_.pip,
-                             c.release->line.str(), f_.releases.index_for(*c.variant));
+    fx.command = fmt::format("{} install {} --index-url {}", f_.pip.empty() ? "python3 -m pip" : f_.pip,
+                             requirements(*c.release), f_.releases.index_for(*c.variant));
     if (all.size() > 1)
       fx.also = also_text(all, full ? fmt::format("carry SASS for {}", ccs_text(ccs_))
                                     : fmt::format("run on {} through PTX", ccs_text(ccs_)));

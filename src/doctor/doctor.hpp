@@ -55,6 +55,8 @@ extern const char* const kTorchProbeScript;
 // Merges the probe's lines into facts; an error (exit 3) when no line came or there is no torch.
 // `status` is the interpreter's exit status (a crash while importing becomes import_error).
 Result<TorchFacts> parse_torch_probe(const std::string& stdout_text, int status, const std::string& python);
+// Whether the probe ran and found no torch package (the case for install advice).
+bool probe_found_no_torch(const std::string& stdout_text);
 
 // "2.5.1+cu124" / "2.7.0a0+git1234" -> 2.5.1 / 2.7.0
 std::optional<Version> torch_release(std::string_view version);

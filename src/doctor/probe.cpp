@@ -91,6 +91,16 @@ std::optional<std::string> opt_string(const nlohmann::json& j, const char* key) 
 
 }  // namespace
 
+bool probe_found_no_torch(const std::string& stdout_text) {
+  for (const auto& raw : text::split_any(stdout_text, "\n")) {
+    std::string line = text::trim(raw);
+    if (!line.starts_with(kMarker)) continue;
+    auto j = nlohmann::json::parse(line.substr(kMarker.size()), nullptr, false);
+    if (j.is_object() && j.contains("found")) return j["found"] == false;
+  }
+  return false;
+}
+
 Result<TorchFacts> parse_torch_probe(const std::string& stdout_text, int status, const std::string& python) {
   nlohmann::json merged = nlohmann::json::object();
   int stages = 0;

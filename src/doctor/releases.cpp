@@ -12,6 +12,19 @@ namespace archbuild::doctor {
 
 namespace fs = std::filesystem;
 
+std::string Release::pin() const { return latest ? latest->str() : line.str() + ".*"; }
+
+std::string requirements(const Release& r) {
+  auto req = [](const std::string& name, const std::string& version) {
+    std::string s = name + "==" + version;
+    return version.find('*') == std::string::npos ? s : "\"" + s + "\"";
+  };
+  std::string out = req("torch", r.pin());
+  if (r.torchvision) out += " " + req("torchvision", r.torchvision->str() + ".*");
+  if (r.torchaudio) out += " " + req("torchaudio", r.torchaudio->str() + ".*");
+  return out;
+}
+
 std::string WheelVariant::cu() const { return fmt::format("cu{}{}", cuda.major(), cuda.minor()); }
 
 namespace {
@@ -38,6 +51,18 @@ Result<Release> read_release(const std::string& key, const toml::node& node, con
   r.line = *line;
   auto cudas = rd.strings("cuda", true);
   if (auto n = rd.string("note")) r.note = *n;
+  if (auto l = rd.string("latest")) {
+    r.latest = Version::parse(*l);
+    if (!r.latest || r.latest->size() != 3 || !r.latest->starts_with(*line))
+      return rd.error_at("latest", fmt::format("torch.\"{}\".latest: \"{}\" is not a patch release of {} like \"{}.0\"",
+                                               key, *l, key, key));
+  }
+  for (auto [name, slot] : {std::pair{"torchvision", &r.torchvision}, std::pair{"torchaudio", &r.torchaudio}})
+    if (auto s = rd.string(name)) {
+      *slot = two_part(*s);
+      if (!*slot)
+        return rd.error_at(name, fmt::format("torch.\"{}\".{}: \"{}\" is not a release line like \"0.22\"", key, name, *s));
+    }
   const toml::table* lists = rd.table("arch_list");
   if (rd.failure()) return *rd.failure();
   for (const auto& c : *cudas) {

@@ -31,7 +31,17 @@ struct Release {
   Version line;                       // 2.7
   std::vector<WheelVariant> variants; // as listed in `cuda`
   std::string note;
+  std::optional<Version> latest;       // the newest patch: 2.7.1 (what install advice pins)
+  std::optional<Version> torchvision;  // the matching release line: 0.22
+  std::optional<Version> torchaudio;   // 2.7; 2.11 serves 2.11 – 2.14
+
+  // "2.7.1" when the newest patch is recorded, else "2.7.*" (pip's prefix match).
+  std::string pin() const;
 };
+
+// What pip installs for a release: "torch==2.14.0 \"torchvision==0.29.*\" \"torchaudio==2.11.*\""
+// (the matching packages when recorded; a * is quoted for the shell).
+std::string requirements(const Release& r);
 
 struct Releases {
   std::filesystem::path file;

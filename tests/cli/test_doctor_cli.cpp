@@ -177,10 +177,11 @@ TEST_CASE("doctor: RTX 5090 (--sm 120) against a 2.5+cu124-like torch: no kernel
   const auto& f = j["findings"][0];
   CHECK(f["id"] == "no-kernel-image");
   CHECK(f["cc"] == "12.0");
-  // Shortest first: the official 2.7 cu128 wheel, then a source build resolution picks.
+  // Shortest first: the newest official wheel carrying sm_120 (no driver known: the newest CUDA),
+  // then a source build resolution picks.
   CHECK(f["fixes"][0]["kind"] == "official-wheel");
   CHECK(f["fixes"][0]["command"] == h.python.string() +
-                                        " -m pip install \"torch==2.7.*\" --index-url " + official_index("cu128"));
+                                        " -m pip install torch==2.15.0 --index-url " + official_index("cu132"));
   const auto& last = f["fixes"].back();
   CHECK(last["kind"] == "build");
   CHECK(has(last["command"].get<std::string>(), "archbuild wheel --sm 120 --recipe torch-2."));
@@ -190,7 +191,7 @@ TEST_CASE("doctor: RTX 5090 (--sm 120) against a 2.5+cu124-like torch: no kernel
   CHECK(r.status == 1);
   CHECK(has(r.out, "finding  no-kernel-image"));
   CHECK(has(r.out, "lib/libtorch_cuda.so carries sm_80 sm_90"));
-  CHECK(has(r.out, "fix 1: install the official torch 2.7 wheel"));
+  CHECK(has(r.out, "fix 1: install the official torch 2.15 wheel"));
   CHECK(has(r.out, "$ archbuild wheel --sm 120 --recipe torch-2."));
   CHECK(has(r.err, "1 finding: no-kernel-image (12.0)"));
 }
@@ -282,7 +283,7 @@ TEST_CASE("doctor: a CPU-only torch", "[cli][doctor]") {
   REQUIRE(j["findings"].size() == 1);
   CHECK(j["findings"][0]["id"] == "cpu-only");
   CHECK(j["findings"][0]["fixes"][0]["command"] ==
-        h.python.string() + " -m pip install \"torch==2.5.*\" --index-url " + official_index("cu124"));
+        h.python.string() + " -m pip install torch==2.15.0 --index-url " + official_index("cu132"));
   auto r = h.doctor({"--sm", "90"});
   CHECK(has(r.out, "CPU only"));
   CHECK(has(r.out, "finding  cpu-only"));
@@ -311,13 +312,14 @@ TEST_CASE("doctor: nothing to examine is exit 3 and a bad --sm exit 2", "[cli][d
     WARN("##archbuild-skip## no /usr/bin/python3");
     return;
   }
-  FakeHost h;  // the site folder has no torch
+  FakeHost h;  // the site folder has no torch: install advice instead (the next test), exit 0
   auto r = h.doctor({"--sm", "90"});
-  CHECK(r.status == 3);
-  CHECK(has(r.err, "no torch is installed for " + h.python.string()));
-  auto j = h.doctor({"--sm", "90", "--json"});
-  CHECK(j.status == 3);
-  CHECK(nlohmann::json::parse(j.out)["exit"] == 3);
+  CHECK(r.status == 0);
+  CHECK(has(r.out, "no torch is installed for " + h.python.string()));
+  auto none = h.doctor({});  // no torch, no GPU, no --sm: nothing to advise for
+  CHECK(none.status == 3);
+  CHECK(has(none.err, "no torch is installed for " + h.python.string()));
+  CHECK(has(none.err, "give --sm or --gpu"));
   auto missing = t::archbuild({"doctor", "--python", (h.dir / "no-such-python").string(), "--sm", "90"}, h.options());
   CHECK(missing.status == 3);
   CHECK(has(missing.err, "no such interpreter"));
@@ -333,4 +335,68 @@ TEST_CASE("doctor: nothing to examine is exit 3 and a bad --sm exit 2", "[cli][d
   auto bad = h.doctor({"--sm", "95"});
   CHECK(bad.status == 2);
   CHECK(has(bad.err, "--sm"));
+}
+
+TEST_CASE("doctor without torch: which official wheel to install, or the build", "[cli][doctor][install]") {
+  if (!python_ok()) {
+    WARN("skipped: no /usr/bin/python3");
+    return;
+  }
+  FakeHost h;  // no torch in the site folder
+  SECTION("an RTX 5090 with driver 570: CUDA 12 wheels, not cu130") {
+    auto j = h.json({"--gpu", "RTX 5090", "--driver", "570.86"}, 0);
+    CHECK(j["torch"].is_null());
+    CHECK(j["targets"][0]["cc"] == "12.0");
+    CHECK(j["driver"]["source"] == "--driver");
+    REQUIRE(!j["options"].empty());
+    for (const auto& o : j["options"]) CHECK(o["cuda"].get<std::string>().rfind("12.", 0) == 0);
+    CHECK(j["options"][0]["pip"] == h.python.string() + " -m pip install torch==2.13.0 \"torchvision==0.28.*\" "
+                                                        "\"torchaudio==2.11.*\" --index-url " + official_index("cu129"));
+    CHECK(j["options"][0]["uv"].get<std::string>().ends_with("--torch-backend cu129"));
+    auto r = h.doctor({"--gpu", "RTX 5090", "--driver", "570.86"});
+    CHECK(r.status == 0);
+    CHECK(has(r.out, "no torch is installed for"));
+    CHECK(has(r.out, "install  torch 2.13.0 built with CUDA 12.9 (cu129): sm_120 native on 12.0"));
+    CHECK(has(r.out, "not      torch 2.15: cu132 needs driver >= 580"));
+  }
+  SECTION("a GTX 1080 Ti with driver 580: the newest cu126 wheel, and a build for what has none") {
+    auto j = h.json({"--gpu", "GTX 1080 Ti", "--driver", "580.65.06"}, 0);
+    CHECK(j["options"][0]["torch"] == "2.14.0");
+    CHECK(j["options"][0]["variant"] == "cu126");
+    CHECK(j["options"][0]["runs"][0]["result"] == "compatible-sass");
+    CHECK(has(j["build"]["why"].get<std::string>(), "no official torch 2.15 wheel runs here"));
+  }
+  SECTION("an H100 and an RTX 4090: the release that covers both") {
+    auto j = h.json({"--sm", "90", "--gpu", "RTX 4090"}, 0);
+    CHECK(j["options"][0]["torch"] == "2.15.0");
+    CHECK(j["options"][0]["runs"].size() == 2);
+    CHECK(j["build"].is_null());
+  }
+  SECTION("no official wheel: exit 1 and the archbuild wheel command") {
+    auto j = h.json({"--sm", "110", "--driver", "580.65.06"}, 1);
+    CHECK(j["options"].empty());
+    CHECK(j["ok"] == false);
+    CHECK(has(j["build"]["why"].get<std::string>(), "no official wheel runs on 11.0"));
+  }
+}
+
+TEST_CASE("install-command: the same advice as its own command; bad input", "[cli][install]") {
+  FakeHost h;
+  auto r = t::archbuild({"install-command", "--gpu", "GTX 1080 Ti", "--driver", "580.65.06", "--json"}, h.options());
+  INFO(r.err);
+  CHECK(r.status == 0);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["options"][0]["pip"] == "pip install torch==2.14.0 \"torchvision==0.29.*\" \"torchaudio==2.11.*\" "
+                                  "--index-url " + official_index("cu126"));
+  CHECK(j["options"][0]["uv"] == "uv pip install torch==2.14.0 \"torchvision==0.29.*\" \"torchaudio==2.11.*\" "
+                                 "--torch-backend cu126");
+  auto none = t::archbuild({"install-command"}, h.options());  // no GPU, no --sm
+  CHECK(none.status == 3);
+  CHECK(has(none.err, "give --sm or --gpu"));
+  auto bad_gpu = t::archbuild({"install-command", "--gpu", "GTX 9999 Imaginary"}, h.options());
+  CHECK(bad_gpu.status == 2);
+  CHECK(has(bad_gpu.err, "--gpu GTX 9999 Imaginary: no GPU of that name"));
+  auto bad_driver = t::archbuild({"install-command", "--sm", "90", "--driver", "latest"}, h.options());
+  CHECK(bad_driver.status == 2);
+  CHECK(has(bad_driver.err, "--driver latest: not a driver version"));
 }

@@ -138,7 +138,17 @@ TEST_CASE("releases: the shipped data loads and computes which wheels cover a CC
       auto verdict = arch::run_verdict(images, Cc{12, 0});
       if (verdict.result == arch::RunResult::native) covering.push_back(rel.line.str() + "+" + v.cu());
     }
-  CHECK(covering == std::vector<std::string>{"2.7+cu128", "2.8+cu128", "2.8+cu129", "2.9+cu130"});
+  CHECK(covering == std::vector<std::string>{"2.7+cu128",  "2.8+cu128",  "2.8+cu129",  "2.9+cu128",  "2.9+cu129",
+                                             "2.9+cu130",  "2.10+cu128", "2.10+cu129", "2.10+cu130", "2.11+cu128",
+                                             "2.11+cu130", "2.12+cu129", "2.12+cu130", "2.12+cu132", "2.13+cu129",
+                                             "2.13+cu130", "2.13+cu132", "2.14+cu130", "2.14+cu132", "2.15+cu130",
+                                             "2.15+cu132"});
+  // The newest patch is pinned; the matching packages come with it.
+  const auto* r214 = r.find(Version{{2, 14}});
+  REQUIRE(r214);
+  CHECK(r214->pin() == "2.14.0");
+  CHECK(doctor::requirements(*r214) == "torch==2.14.0 \"torchvision==0.29.*\" \"torchaudio==2.11.*\"");
+  CHECK(doctor::requirements(*r.find(Version{{2, 15}})) == "torch==2.15.0");
   // The index comes from the data file's pattern, with the variant's tag put in.
   std::string expected = r.index_url;
   expected.replace(expected.find("{cu}"), 4, "cu128");
@@ -266,7 +276,8 @@ TEST_CASE("doctor: the probe's output", "[doctor]") {
   }
 }
 
-TEST_CASE("doctor: RTX 5090 against a 2.5+cu124 torch: no kernel image - official 2.7 cu128 or a build", "[doctor]") {
+TEST_CASE("doctor: RTX 5090 against a 2.5+cu124 torch: no kernel image - the newest official wheel or a build",
+          "[doctor]") {
   FakeAdvisor adv;
   auto f = facts("2.5.1+cu124", "12.4", cu124_like(), {Cc{12, 0}});
   auto r = doctor::diagnose(f, adv.fn());
@@ -282,10 +293,11 @@ TEST_CASE("doctor: RTX 5090 against a 2.5+cu124 torch: no kernel image - officia
   CHECK_FALSE(any_contains(fd.evidence, "libtorch_cpu"));  // no device code: not evidence
   REQUIRE(fd.fixes.size() == 2);
   CHECK(fd.fixes[0].kind == "official-wheel");
-  CHECK(contains(fd.fixes[0].text, "torch 2.7"));
-  CHECK(contains(fd.fixes[0].text, "cu128"));
-  CHECK(fd.fixes[0].command == "python3 -m pip install \"torch==2.7.*\" --index-url " + index_of("cu128"));
-  CHECK(contains(fd.fixes[0].also, "2.7 (cu128), 2.8 (cu128, cu129), 2.9 (cu130)"));
+  // The newest release whose wheels cover 12.0, with its index (no driver known: the newest CUDA).
+  CHECK(contains(fd.fixes[0].text, "torch 2.15"));
+  CHECK(contains(fd.fixes[0].text, "cu132"));
+  CHECK(fd.fixes[0].command == "python3 -m pip install torch==2.15.0 --index-url " + index_of("cu132"));
+  CHECK(contains(fd.fixes[0].also, "2.7 (cu128), 2.8 (cu128, cu129), 2.9 (cu128, cu129, cu130)"));
   CHECK(fd.fixes[1].kind == "build");
   CHECK(fd.fixes[1].command == "archbuild wheel --sm 120 --recipe torch-2.9");
   // Staying on 2.5 was asked and refused; the refusal is a note, not a fix.
@@ -335,11 +347,11 @@ TEST_CASE("doctor: 12.1 against 2.7+cu128", "[doctor]") {
     REQUIRE_FALSE(fd.fixes.empty());
     CHECK(fd.fixes[0].kind == "official-wheel");
     CHECK(contains(fd.fixes[0].text, "sm_120 on 12.1 (compatible-sass)"));
-    CHECK(contains(fd.fixes[0].command, "torch==2.7.*"));
-    CHECK(contains(fd.fixes[0].text, "it is not the official wheel"));
-    // Same line as the official fix: no build to stay on 2.7, but the general build is offered.
-    REQUIRE(fd.fixes.size() == 2);
-    CHECK(fd.fixes[1].command == "archbuild wheel --sm 121 --recipe torch-2.9");
+    CHECK(contains(fd.fixes[0].command, "torch==2.15.0"));  // the newest release that carries it
+    // Another line than the installed one: a build that stays on 2.7, then the general build.
+    REQUIRE(fd.fixes.size() == 3);
+    CHECK(fd.fixes[1].command == "archbuild wheel --sm 121 --recipe torch-2.7");
+    CHECK(fd.fixes[2].command == "archbuild wheel --sm 121 --recipe torch-2.9");
   }
 }
 
@@ -388,7 +400,7 @@ TEST_CASE("doctor: driver too old for torch's CUDA runtime", "[doctor]") {
     REQUIRE(fd);
     REQUIRE(fd->fixes.size() == 2);
     CHECK(contains(fd->fixes[1].text, "or keep this driver"));
-    CHECK(contains(fd->fixes[1].command, "torch==2.6.*"));
+    CHECK(contains(fd->fixes[1].command, "torch==2.6.0"));
     CHECK(contains(fd->fixes[1].command, "whl/cu118"));
   }
   SECTION("no GPU detected: the driver is not checked") {
@@ -410,10 +422,10 @@ TEST_CASE("doctor: a CPU-only torch on a GPU host", "[doctor]") {
   CHECK(fd.id == "cpu-only");
   CHECK(contains(fd.summary, "torch.version.cuda is None"));
   REQUIRE_FALSE(fd.fixes.empty());
-  // The same release line, the newest CUDA whose driver this host has.
-  CHECK(fd.fixes[0].command == "python3 -m pip install \"torch==2.5.*\" --index-url " + index_of("cu124"));
-  // The official fix stays on 2.5: no build to stay there; the general build is still offered.
-  CHECK(adv.calls == std::vector<std::pair<std::string, std::string>>{{"90", ""}});
+  // The newest release and CUDA this driver runs.
+  CHECK(fd.fixes[0].command == "python3 -m pip install torch==2.15.0 --index-url " + index_of("cu132"));
+  // A build staying on 2.5 is asked (and refused by the fake), then the general build.
+  CHECK(adv.calls == std::vector<std::pair<std::string, std::string>>{{"90", "2.5"}, {"90", ""}});
   CHECK_FALSE(r.targets[0].result);  // nothing to judge in a CPU-only torch
 }
 

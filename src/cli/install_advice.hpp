@@ -1,0 +1,54 @@
+// What `install-command` and `doctor` share: the GPUs and driver to advise for (--sm, --gpu,
+// --driver, else detection), the build resolver doctor offers, and the install advice printed
+// for humans or as JSON.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "arch/arch_data.hpp"
+#include "cli/context.hpp"
+#include "doctor/doctor.hpp"
+#include "doctor/install.hpp"
+#include "toolchain/toolchain.hpp"
+
+namespace archbuild::cli {
+
+struct TargetArgs {
+  std::vector<std::string> sm;   // --sm 61,120
+  std::vector<std::string> gpu;  // --gpu "RTX 5090" (repeatable)
+  std::string driver;            // --driver 570.86
+};
+
+// Adds --sm, --gpu and --driver to a command.
+void add_target_options(CLI::App& cmd, TargetArgs& args);
+
+struct HostTargets {
+  std::vector<doctor::Target> targets;
+  std::string no_targets_reason;      // why `targets` is empty
+  std::optional<std::string> driver;  // --driver, else the detected one
+  std::string driver_source;          // "--driver", "nvml" …
+  std::string driver_missing;         // why there is none
+};
+
+// Targets from --sm and --gpu (bad values: Failure, exit 2), else this host's GPUs; the driver
+// from --driver, else detection. Detection runs only when something is still unknown.
+HostTargets gather_targets(const TargetArgs& args, const arch::ArchData& data);
+
+// Toolchain discovery's questions (nvcc --version, g++ --version …), asked through run/.
+toolchain::Probe tool_probe();
+
+// Resolution as `archbuild wheel` would do it, with the host discovered on the first question.
+doctor::BuildAdvisor make_build_advisor(const std::vector<toolchain::Toolchain>& toolchains,
+                                        std::optional<Version> python);
+
+nlohmann::json install_advice_json(const doctor::InstallAdvice& a, const HostTargets& h);
+void print_install_advice(const doctor::InstallAdvice& a, const HostTargets& h, const Context& ctx);
+// Exit: 0 an official wheel fits, 1 only a build helps, 3 no target.
+Exit install_advice_exit(const doctor::InstallAdvice& a, const HostTargets& h);
+
+}  // namespace archbuild::cli

@@ -1,0 +1,303 @@
+// archbuild install-command [--sm LIST | --gpu NAME] [--driver VER] — the pip and uv lines that
+// install an official torch wheel running on every GPU of this host (or the named ones) with its
+// driver, newest first; when none fits, why, and the `archbuild wheel` command that builds one.
+// Also the helpers doctor shares (cli/install_advice.hpp).
+#include <fmt/format.h>
+
+#include <map>
+#include <memory>
+#include <set>
+
+#include "cli/host.hpp"
+#include "cli/install_advice.hpp"
+#include "core/text.hpp"
+#include "plan/resolve.hpp"
+#include "run/capture.hpp"
+#include "validate/coverage.hpp"
+
+namespace archbuild::cli {
+
+namespace {
+
+// --gpu NAME: one CC, or bad input naming the candidates.
+arch::Cc gpu_cc(const std::string& name, const arch::ArchData& data) {
+  auto gpus = data.match_gpus(name);
+  if (gpus.empty())
+    throw Failure(Error::bad_input(fmt::format("--gpu {}: no GPU of that name in data/gpus.toml; closest: {} (or give --sm)",
+                                               name, text::join(data.nearest_gpu_names(name, 5), ", "))));
+  std::map<arch::Cc, std::vector<std::string>> by_cc;
+  for (const auto* g : gpus) by_cc[g->cc].push_back(g->name);
+  if (by_cc.size() > 1) {
+    std::vector<std::string> parts;
+    for (const auto& [cc, names] : by_cc) parts.push_back(fmt::format("{} ({})", text::join(names, ", "), cc.str()));
+    throw Failure(Error::bad_input(
+        fmt::format("--gpu {}: matches GPUs of different CCs: {}; name one exactly or give --sm", name, text::join(parts, "; "))));
+  }
+  return by_cc.begin()->first;
+}
+
+std::string verdict_text(const std::vector<arch::Cc>& ccs, const std::vector<arch::RunVerdict>& vs) {
+  std::vector<std::string> parts;
+  for (std::size_t i = 0; i < ccs.size() && i < vs.size(); ++i)
+    parts.push_back(fmt::format("{} {} on {}", vs[i].image ? vs[i].image->name() : "?", arch::to_string(vs[i].result),
+                                ccs[i].str()));
+  return text::join(parts, ", ");
+}
+
+}  // namespace
+
+toolchain::Probe tool_probe() {
+  return [](const std::vector<std::string>& argv) -> Result<toolchain::ProbeOutput> {
+    run::CaptureOptions o;
+    o.timeout = std::chrono::seconds(30);
+    auto c = run::capture(argv, o);
+    if (!c) return c.error();
+    return toolchain::ProbeOutput{c->timed_out ? -1 : c->status, c->out, c->err};
+  };
+}
+
+void add_target_options(CLI::App& cmd, TargetArgs& args) {
+  cmd.add_option("--sm", args.sm, "These CCs instead of this host's GPUs: 61, 9.0, sm_120, 89,90")->type_name("LIST");
+  cmd.add_option("--gpu", args.gpu, "A GPU by name instead of this host's: \"RTX 5090\", \"GTX 1080 Ti\" (repeatable)")
+      ->type_name("NAME");
+  cmd.add_option("--driver", args.driver, "The NVIDIA driver to advise for instead of the detected one: 570.86")
+      ->type_name("VER");
+}
+
+HostTargets gather_targets(const TargetArgs& a, const arch::ArchData& data) {
+  HostTargets h;
+  if (!a.sm.empty()) {
+    auto parsed = parse_targets(a.sm, data);
+    if (!parsed)
+      throw Failure(Error{parsed.error().exit, parsed.error().message.starts_with("--sm")
+                                                   ? parsed.error().message
+                                                   : "--sm: " + parsed.error().message});
+    for (auto cc : validate::target_ccs(*parsed)) h.targets.push_back({cc, "--sm"});
+  }
+  for (const auto& g : a.gpu) h.targets.push_back({gpu_cc(g, data), "--gpu " + g});
+  if (!a.driver.empty()) {
+    if (!Version::parse(a.driver))
+      throw Failure(Error::bad_input(fmt::format("--driver {}: not a driver version like 570.86 or 580.65.06", a.driver)));
+    h.driver = a.driver;
+    h.driver_source = "--driver";
+  }
+  if (!h.targets.empty() && h.driver) return h;  // nothing left to detect
+  auto d = detect_host(data);
+  if (!h.driver) {
+    if (!d.gpus.empty() && !d.driver_version.empty()) {
+      h.driver = d.driver_version;
+      h.driver_source = d.source;
+    } else {
+      h.driver_missing = d.gpus.empty() ? "no GPU detected on this host" : d.source + " reported no driver version";
+    }
+  }
+  if (h.targets.empty()) {
+    for (const auto& g : d.gpus) h.targets.push_back({g.cc, fmt::format("GPU {}: {}", g.index, g.name)});
+    if (d.gpus.empty())
+      h.no_targets_reason = fmt::format("no GPU found on this host ({}); give --sm or --gpu to ask about one, e.g. --sm 90",
+                                        text::join(d.tried, "; "));
+  }
+  return h;
+}
+
+doctor::BuildAdvisor make_build_advisor(const std::vector<toolchain::Toolchain>& toolchains,
+                                        std::optional<Version> python) {
+  // Discovered on the first question only (a run that needs no build never starts those probes).
+  struct Lazy {
+    bool tried = false;
+    std::optional<plan::Inputs> inputs;
+    std::string error;
+  };
+  auto lazy = std::make_shared<Lazy>();
+  return [lazy, toolchains, python](const std::vector<arch::Cc>& ccs,
+                                    const std::optional<Version>& line) -> doctor::BuildSuggestion {
+    doctor::BuildSuggestion s;
+    if (!lazy->tried) {
+      lazy->tried = true;
+      auto recipes = plan::select_recipes(std::nullopt);
+      if (!recipes) {
+        lazy->error = recipes.error().message;
+      } else {
+        plan::Inputs in;
+        in.recipes = std::move(*recipes);
+        in.toolchains = toolchains;
+        std::set<std::string> tools;
+        for (const auto& r : in.recipes)
+          for (const auto& t : plan::required_tools(r)) tools.insert(t);
+        in.host = toolchain::discover_host(toolchain::HostEnv::current(), tool_probe(),
+                                           std::vector<std::string>(tools.begin(), tools.end()), python);
+        lazy->inputs = std::move(in);
+      }
+    }
+    if (!lazy->inputs) {
+      s.detail = lazy->error;
+      return s;
+    }
+    plan::Request req;
+    for (const auto& cc : ccs) req.targets.push_back({cc, arch::Variant::none, true, false, std::nullopt});
+    req.torch = line;
+    req.python = python;
+    req.recipe_label = "the torch recipes";
+    auto r = plan::resolve(req, *lazy->inputs);
+    if (r.status == Exit::bad_input) {
+      s.detail = r.message;
+      return s;
+    }
+    s.ok = true;
+    s.recipe = r.recipe.name;
+    s.command = fmt::format("archbuild wheel --sm {} --recipe {}{}", doctor::sm_option(ccs), r.recipe.name,
+                            python ? " --python " + python->str() : "");
+    s.detail = fmt::format("torch {} with CUDA {}", r.recipe.version.str(), r.toolchain.cuda.str());
+    if (r.status != Exit::ok) s.needs = r.message;
+    return s;
+  };
+}
+
+nlohmann::json install_advice_json(const doctor::InstallAdvice& a, const HostTargets& h) {
+  nlohmann::json targets = nlohmann::json::array();
+  for (const auto& t : h.targets)
+    targets.push_back({{"cc", t.cc.str()}, {"sm", fmt::format("sm_{}", t.cc.sm())}, {"source", t.source}});
+  nlohmann::json options = nlohmann::json::array();
+  for (const auto& o : a.options) {
+    nlohmann::json per = nlohmann::json::array();
+    for (std::size_t i = 0; i < a.ccs.size() && i < o.verdicts.size(); ++i)
+      per.push_back({{"cc", a.ccs[i].str()},
+                     {"result", arch::to_string(o.verdicts[i].result)},
+                     {"image", o.verdicts[i].image ? nlohmann::json(o.verdicts[i].image->name()) : nlohmann::json(nullptr)}});
+    auto opt = [](const std::string& s) { return s.empty() ? nlohmann::json(nullptr) : nlohmann::json(s); };
+    options.push_back({{"torch", o.version},
+                       {"line", o.line.str()},
+                       {"cuda", o.cuda.str()},
+                       {"variant", o.cu},
+                       {"index_url", o.index_url},
+                       {"arch_list", o.arch_list},
+                       {"sass", o.sass},
+                       {"runs", per},
+                       {"driver_min_start", opt(o.driver_start)},
+                       {"driver_min_full", opt(o.driver_full)},
+                       {"torchvision", opt(o.torchvision)},
+                       {"torchaudio", opt(o.torchaudio)},
+                       {"pip", o.pip},
+                       {"uv", o.uv}});
+  }
+  nlohmann::json doc = {
+      {"targets", targets},
+      {"driver", h.driver ? nlohmann::json{{"version", *h.driver}, {"source", h.driver_source}} : nlohmann::json(nullptr)},
+      {"options", options},
+      {"ruled_out", a.ruled_out},
+      {"notes", a.notes},
+      {"ok", a.fits()},
+  };
+  if (a.build) {
+    doc["build"] = {{"why", a.build_why},
+                    {"ok", a.build->ok},
+                    {"command", a.build->ok ? nlohmann::json(a.build->command) : nlohmann::json(nullptr)},
+                    {"recipe", a.build->ok ? nlohmann::json(a.build->recipe) : nlohmann::json(nullptr)},
+                    {"detail", a.build->detail}};
+    if (!a.build->needs.empty()) doc["build"]["needs"] = a.build->needs;
+  } else {
+    doc["build"] = nullptr;
+  }
+  if (h.targets.empty()) doc["error"] = h.no_targets_reason;
+  return doc;
+}
+
+void print_install_advice(const doctor::InstallAdvice& a, const HostTargets& h, const Context& ctx) {
+  const auto& data = arch::ArchData::shipped();
+  for (const auto& t : h.targets)
+    out(fmt::format("target   {} ({}) from {}", t.cc.str(), data.architecture(t.cc), t.source));
+  out(h.driver ? fmt::format("driver   {} ({})", *h.driver, h.driver_source)
+               : fmt::format("driver   ? ({})", h.driver_missing.empty() ? "not given" : h.driver_missing));
+  if (!a.options.empty()) {
+    const auto& o = a.options.front();
+    out("");
+    out(fmt::format("install  torch {} built with CUDA {} ({}): {}", o.version, o.cuda.str(), o.cu,
+                    verdict_text(a.ccs, o.verdicts)));
+    out(fmt::format("         its arch list {}; needs driver >= {}{}", o.arch_list, o.driver_start,
+                    o.driver_full.empty() || o.driver_full == o.driver_start
+                        ? ""
+                        : fmt::format(" (CUDA {} asks {}; older ones start it through minor-version compatibility)",
+                                      o.cuda.str(), o.driver_full)));
+    if (o.torchvision.empty() && o.torchaudio.empty())
+      out(fmt::format("         no torchvision / torchaudio release is confirmed for torch {}", o.line.str()));
+    out("  pip:   " + o.pip);
+    out("  uv:    " + o.uv);
+    // The other fitting wheels, one line per release, newest first.
+    std::vector<std::string> others;
+    std::map<std::string, std::vector<std::string>> by_line;
+    std::vector<std::string> order;
+    for (std::size_t i = 1; i < a.options.size(); ++i) {
+      const auto& x = a.options[i];
+      std::string key = x.version + (x.sass ? "" : " (PTX JIT)");
+      if (!by_line.count(key)) order.push_back(key);
+      by_line[key].push_back(x.cu);
+    }
+    for (const auto& k : order) others.push_back(fmt::format("{} ({})", k, text::join(by_line[k], ", ")));
+    const std::size_t shown = ctx.verbosity > 0 ? others.size() : std::min<std::size_t>(others.size(), 6);
+    if (!others.empty())
+      out(fmt::format("also     torch {}{}", text::join(std::vector<std::string>(others.begin(), others.begin() + shown), ", "),
+                      shown < others.size() ? fmt::format(" … and {} older (-v)", others.size() - shown) : ""));
+  }
+  for (const auto& r : a.ruled_out) out("not      " + r);
+  if (a.build) {
+    out("");
+    if (a.build->ok) {
+      out(fmt::format("build    {}: archbuild builds {} for {}{}", a.build_why, a.build->detail, doctor::sm_option(a.ccs),
+                      a.build->needs.empty() ? "" : "; first: " + a.build->needs));
+      out("  $ " + a.build->command);
+    } else {
+      out(fmt::format("build    {}; no recipe builds one here: {}", a.build_why, a.build->detail));
+    }
+  }
+  for (const auto& n : a.notes) note(ctx, "note: " + n);
+}
+
+Exit install_advice_exit(const doctor::InstallAdvice& a, const HostTargets& h) {
+  if (h.targets.empty()) return Exit::missing_tool;
+  return a.fits() ? Exit::ok : Exit::not_fine;
+}
+
+namespace {
+
+struct InstallArgs {
+  TargetArgs targets;
+  std::string python;
+};
+
+void run_install_command(const InstallArgs& a, Context& ctx) {
+  const auto& data = arch::ArchData::shipped();
+  auto h = gather_targets(a.targets, data);
+  doctor::InstallQuery q;
+  q.targets = h.targets;
+  q.driver = h.driver;
+  q.driver_source = h.driver_source;
+  q.releases = doctor::Releases::load_shipped(data).take();
+  q.toolchains = toolchain::load_shipped(data).take();
+  q.pip = a.python.empty() ? "pip" : a.python + " -m pip";
+  auto advice = doctor::advise_install(q, make_build_advisor(q.toolchains, std::nullopt));
+  if (ctx.json)
+    print_json(install_advice_json(advice, h));
+  else if (!h.targets.empty())
+    print_install_advice(advice, h, ctx);
+  ctx.exit = install_advice_exit(advice, h);
+  if (h.targets.empty()) error_line(ctx, h.no_targets_reason);
+  else if (!advice.fits()) error_line(ctx, advice.build_why);
+}
+
+}  // namespace
+
+void add_install_command(CLI::App& app, Context& ctx) {
+  auto args = std::make_shared<InstallArgs>();
+  auto* cmd = app.add_subcommand(
+      "install-command",
+      "The pip / uv command that installs an official torch wheel running on this host's GPUs (or --sm / --gpu) "
+      "with its driver; or the archbuild wheel command when none does");
+  add_target_options(*cmd, args->targets);
+  cmd->add_option("--python", args->python, "Write the pip command as `PY -m pip` (default: pip)")->type_name("PY");
+  add_json_flag(*cmd, ctx);
+  cmd->footer("Exit status: 0 an official wheel fits; 1 only a build helps (the command is printed); 2 bad --sm, "
+              "--gpu or --driver; 3 no GPU found and no --sm / --gpu.");
+  cmd->callback([args, &ctx] { run_install_command(*args, ctx); });
+}
+
+}  // namespace archbuild::cli

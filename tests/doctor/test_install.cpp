@@ -1,0 +1,177 @@
+// Install advice without a build (issue 16): hosts described by CC and driver, judged against
+// data/torch-releases.toml with the run-compatibility rule and minor-version compatibility.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "doctor/install.hpp"
+
+using namespace archbuild;
+using arch::Cc;
+
+namespace {
+
+const doctor::Releases& releases() {
+  static const doctor::Releases r = doctor::Releases::load_shipped().take();
+  return r;
+}
+
+const std::vector<toolchain::Toolchain>& toolchains() {
+  static const auto v = toolchain::load_shipped().take();
+  return v;
+}
+
+std::string index_of(const std::string& cu) {
+  std::string url = releases().index_url;
+  return url.replace(url.find("{cu}"), 4, cu);
+}
+
+doctor::InstallQuery host(std::vector<Cc> ccs, std::optional<std::string> driver) {
+  doctor::InstallQuery q;
+  for (auto cc : ccs) q.targets.push_back({cc, "--sm"});
+  q.driver = std::move(driver);
+  q.releases = releases();
+  q.toolchains = toolchains();
+  return q;
+}
+
+// Records what it was asked; builds any line "torch-X.Y" (the newest when unset).
+struct FakeAdvisor {
+  std::vector<std::string> asked;
+  doctor::BuildAdvisor fn() {
+    return [this](const std::vector<Cc>& ccs, const std::optional<Version>& line) {
+      asked.push_back(line ? line->str() : "");
+      doctor::BuildSuggestion s;
+      s.ok = true;
+      s.recipe = "torch-" + (line ? line->str() : std::string("2.15"));
+      s.command = "archbuild wheel --sm " + doctor::sm_option(ccs) + " --recipe " + s.recipe;
+      s.detail = "torch " + (line ? line->str() : std::string("2.15")) + " with CUDA 13.0";
+      return s;
+    };
+  }
+};
+
+bool any_contains(const std::vector<std::string>& v, const std::string& part) {
+  return std::any_of(v.begin(), v.end(), [&](const std::string& s) { return s.find(part) != std::string::npos; });
+}
+
+bool offered(const doctor::InstallAdvice& a, const std::string& line, const std::string& cu) {
+  return std::any_of(a.options.begin(), a.options.end(),
+                     [&](const doctor::InstallOption& o) { return o.line.str() == line && o.cu == cu; });
+}
+
+}  // namespace
+
+TEST_CASE("install: an RTX 5090 with driver 570 gets CUDA 12 wheels, never cu130", "[doctor][install]") {
+  FakeAdvisor adv;
+  auto a = doctor::advise_install(host({Cc{12, 0}}, "570.86"), adv.fn());
+  REQUIRE(a.fits());
+  for (const auto& o : a.options) {
+    INFO(o.line.str() << " " << o.cu);
+    CHECK(o.cuda.major() == 12);  // a CUDA 13 runtime does not start on a 570 driver
+    CHECK(o.sass);
+  }
+  CHECK(offered(a, "2.11", "cu128"));
+  CHECK(offered(a, "2.8", "cu128"));
+  CHECK_FALSE(offered(a, "2.11", "cu130"));
+  // Newest first: the newest release with a CUDA 12 wheel carrying sm_120.
+  const auto& best = a.options.front();
+  CHECK(best.line == Version{{2, 13}});
+  CHECK(best.cu == "cu129");
+  CHECK(best.verdicts[0].result == arch::RunResult::native);
+  CHECK(best.pip == "pip install torch==2.13.0 \"torchvision==0.28.*\" \"torchaudio==2.11.*\" --index-url " +
+                        index_of("cu129"));
+  CHECK(best.uv == "uv pip install torch==2.13.0 \"torchvision==0.28.*\" \"torchaudio==2.11.*\" --torch-backend cu129");
+  CHECK(best.driver_start == "525.60.13");
+  // Why not 2.15 / 2.14: their wheels are CUDA 13.
+  CHECK(any_contains(a.ruled_out, "torch 2.15: cu132 needs driver >= 580 to start its CUDA 13.2 runtime"));
+  CHECK(any_contains(a.ruled_out, "torch 2.14: cu132 needs driver >= 580"));
+  CHECK(any_contains(a.ruled_out, "cu126 carries no code for 12.0"));
+  // The newest release has no wheel for this host: the build of it is offered too.
+  REQUIRE(a.build);
+  CHECK(adv.asked == std::vector<std::string>{"2.15"});
+  CHECK(a.build->command == "archbuild wheel --sm 120 --recipe torch-2.15");
+}
+
+TEST_CASE("install: a GTX 1080 Ti with driver 580 gets the newest cu126 wheel (sm_60 SASS), and a build for 2.15",
+          "[doctor][install]") {
+  FakeAdvisor adv;
+  auto a = doctor::advise_install(host({Cc{6, 1}}, "580.65.06"), adv.fn());
+  REQUIRE(a.fits());
+  const auto& best = a.options.front();
+  CHECK(best.line == Version{{2, 14}});
+  CHECK(best.cu == "cu126");
+  CHECK(best.verdicts[0].result == arch::RunResult::compatible_sass);
+  CHECK(best.verdicts[0].image->name() == "sm_60");
+  CHECK(best.pip == "pip install torch==2.14.0 \"torchvision==0.29.*\" \"torchaudio==2.11.*\" --index-url " +
+                        index_of("cu126"));
+  // uv's driver-only choice (cu128 and newer) has no Pascal code; never offered.
+  for (const auto& o : a.options) CHECK((o.cu == "cu126" || o.cu == "cu118" || o.cu == "cu121" || o.cu == "cu124"));
+  CHECK(any_contains(a.ruled_out, "torch 2.15: cu132 carries no code for 6.1"));
+  REQUIRE(a.build);
+  CHECK(a.build_why.find("no official torch 2.15 wheel runs here") != std::string::npos);
+  CHECK(a.build->command == "archbuild wheel --sm 61 --recipe torch-2.15");
+}
+
+TEST_CASE("install: an H100 and an RTX 4090 in one host get the release that covers both", "[doctor][install]") {
+  FakeAdvisor adv;
+  auto a = doctor::advise_install(host({Cc{9, 0}, Cc{8, 9}}, std::nullopt), adv.fn());
+  REQUIRE(a.fits());
+  const auto& best = a.options.front();
+  CHECK(best.line == Version{{2, 15}});
+  CHECK(best.cu == "cu132");
+  REQUIRE(best.verdicts.size() == 2);
+  CHECK(best.verdicts[0].result == arch::RunResult::native);
+  CHECK(best.verdicts[1].result == arch::RunResult::compatible_sass);  // 8.9 runs sm_86
+  CHECK(best.pip == "pip install torch==2.15.0 --index-url " + index_of("cu132"));  // no companions confirmed
+  CHECK(best.driver_start == "580");
+  CHECK(any_contains(a.notes, "driver not known"));
+  CHECK_FALSE(a.build);  // the newest release fits: no build offered
+  CHECK(adv.asked.empty());
+}
+
+TEST_CASE("install: a mixed host where one GPU rules a release out", "[doctor][install]") {
+  FakeAdvisor adv;
+  // A V100 (7.0) and an RTX 5090 (12.0): only cu128/cu129 lists carry both.
+  auto a = doctor::advise_install(host({Cc{7, 0}, Cc{12, 0}}, "580.65.06"), adv.fn());
+  REQUIRE(a.fits());
+  CHECK(a.options.front().line == Version{{2, 13}});
+  CHECK(a.options.front().cu == "cu129");
+  CHECK_FALSE(offered(a, "2.11", "cu128"));  // 2.11 cu128 dropped sm_70
+  CHECK(any_contains(a.ruled_out, "torch 2.15: cu132 carries no code for 7.0"));
+}
+
+TEST_CASE("install: no official wheel fits: why, and the build", "[doctor][install]") {
+  FakeAdvisor adv;
+  SECTION("a GPU whose major no wheel carries and whose CC is below every PTX") {
+    auto a = doctor::advise_install(host({Cc{11, 0}}, "580.65.06"), adv.fn());
+    CHECK_FALSE(a.fits());
+    CHECK(any_contains(a.ruled_out, "torch 2.15: cu132 carries no code for 11.0"));
+    REQUIRE(a.build);
+    CHECK(adv.asked == std::vector<std::string>{""});
+    CHECK(a.build->command == "archbuild wheel --sm 110 --recipe torch-2.15");
+    CHECK(a.build_why == "no official wheel runs on 11.0 with driver 580.65.06");
+  }
+  SECTION("a driver too old for every variant that covers the GPU") {
+    auto a = doctor::advise_install(host({Cc{8, 6}}, "450.51"), adv.fn());
+    CHECK_FALSE(a.fits());
+    CHECK(any_contains(a.notes, "or update the driver: torch 2.15 (cu132) runs on 8.6 with driver >= 580"));
+    REQUIRE(a.build);
+  }
+}
+
+TEST_CASE("install: a GPU newer than every wheel runs through PTX only, and says so", "[doctor][install]") {
+  FakeAdvisor adv;
+  SECTION("a driver that can JIT the PTX") {
+    auto a = doctor::advise_install(host({Cc{13, 0}}, "600.10"), adv.fn());
+    REQUIRE(a.fits());
+    CHECK_FALSE(a.options.front().sass);
+    CHECK(a.options.front().verdicts[0].result == arch::RunResult::ptx_jit);
+    CHECK(any_contains(a.notes, "through the PTX JIT"));
+  }
+  SECTION("a driver that starts the runtime but is older than the PTX") {
+    auto a = doctor::advise_install(host({Cc{13, 0}}, "560.35.03"), adv.fn());
+    CHECK_FALSE(offered(a, "2.8", "cu129"));  // 12.9's PTX needs 575.51.03
+    CHECK(any_contains(a.ruled_out, "only through its PTX, which needs driver >= 575.51.03"));
+  }
+}
