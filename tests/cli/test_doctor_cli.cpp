@@ -339,7 +339,7 @@ TEST_CASE("doctor: nothing to examine is exit 3 and a bad --sm exit 2", "[cli][d
 
 TEST_CASE("doctor without torch: which official wheel to install, or the build", "[cli][doctor][install]") {
   if (!python_ok()) {
-    WARN("skipped: no /usr/bin/python3");
+    WARN("##archbuild-skip## no /usr/bin/python3");
     return;
   }
   FakeHost h;  // no torch in the site folder
