@@ -158,6 +158,38 @@ json arch_json(const std::vector<arch::Arch>& archs) {
   return a;
 }
 
+// [{"name": "build-dir", "value": "build"}, …]: an array keeps the argv order.
+json config_settings_json(const std::vector<std::pair<std::string, std::string>>& settings) {
+  json a = json::array();
+  for (const auto& [name, value] : settings) a.push_back({{"name", name}, {"value", value}});
+  return a;
+}
+
+// The config settings a PEP 517 driver passes. scikit-build-core builds in a temporary directory
+// unless build-dir is set (nothing would resume, and ccache would see new paths every time); a
+// relative build-dir is taken from the working directory, which `python -m build` makes the
+// source tree (scikit-build-core src/scikit_build_core/build/wheel.py, commit dd7671e4), so the
+// key holds the relative form. PyTorch 2.14 reads everything else from the environment: MAX_JOBS
+// reaches CMAKE_BUILD_PARALLEL_LEVEL through [tool.scikit-build.env], USE_*/BUILD_*/CMAKE_* and
+// TORCH_CUDA_ARCH_LIST are forwarded by cmake/EnvVarForwarding.cmake (pytorch/pytorch, commit
+// 6e456c7e; PR #180247). pyproject.toml at v2.14.0 is not in the searchable index: the facts
+// are from those files and releases-2026.md.
+std::vector<std::pair<std::string, std::string>> pep517_config_settings(recipe::Driver d, const std::string& build_dir) {
+  if (d != recipe::Driver::scikit_build_core) return {};
+  return {{"build-dir", build_dir}, {"cmake.build-type", "Release"}};
+}
+
+std::vector<std::string> pep517_args(const std::string& wheel_dir,
+                                     const std::vector<std::pair<std::string, std::string>>& settings) {
+  std::vector<std::string> a{"-m", "build", "--wheel", "--no-isolation", "--outdir", wheel_dir};
+  for (const auto& [name, value] : settings) {
+    a.push_back("-C");
+    a.push_back(fmt::format("{}={}", name, value));
+  }
+  a.push_back(".");
+  return a;
+}
+
 }  // namespace
 
 json to_json(const recipe::Recipe& r) {
@@ -182,6 +214,8 @@ json to_json(const recipe::Recipe& r) {
                  {"submodules", r.source.submodules}};
   j["build"] = {{"driver", std::string(recipe::to_string(r.driver))},
                 {"tools", r.tools},
+                {"python_modules", recipe::python_modules(r)},
+                {"python_modules_from", r.python_modules ? "recipe" : "driver default"},
                 {"env", r.env},
                 {"version_env", r.version_env},
                 {"build_number_env", r.build_number_env},
@@ -270,6 +304,10 @@ json Plan::to_json() const {
   j["steps"] = steps;
   j["build_dir"] = p.build_dir;
   j["wheel_dir"] = p.wheel_dir.empty() ? json(nullptr) : json(p.wheel_dir);
+  j["wheel_stage"] = p.wheel_stage.empty() ? json(nullptr) : json(p.wheel_stage);
+  j["configure_stage"] = p.configure_stage;
+  j["stage_notes"] = p.stage_notes;
+  j["config_settings"] = config_settings_json(p.config_settings);
   j["jobs"] = {{"jobs", p.jobs.jobs}, {"cores", p.jobs.cores}, {"mem_available_gib", p.jobs.mem_gib},
                {"gib_per_job", p.jobs.gib_per_job}, {"from_option", p.jobs.from_option}, {"rule", p.jobs.rule()}};
   j["key"] = p.key;
@@ -366,18 +404,25 @@ Result<Plan> make_plan(const Resolution& res, const PlanOptions& options) {
       p.steps.push_back({"build", "cmake", tool("cmake"), {"--build", p.build_dir}, "."});
       p.steps.push_back({"package", "python", py, {"setup.py", "bdist_wheel"}, "."});
       p.wheel_dir = r.wheel_dir;
+      p.wheel_stage = "package";
       break;
     case recipe::Driver::python_build:
     case recipe::Driver::scikit_build_core:
-      p.steps.push_back({"build", "python", py,
-                         {"-m", "build", "--wheel", "--no-isolation", "--outdir", r.wheel_dir, "."}, "."});
       p.wheel_dir = r.wheel_dir;
+      p.config_settings = pep517_config_settings(r.driver, p.build_dir);
+      p.steps.push_back({"build", "python", py, pep517_args(p.wheel_dir, p.config_settings), "."});
+      // One PEP 517 call configures, compiles and packages: no step of its own before or after.
+      p.wheel_stage = "build";
+      p.configure_stage = "build";
+      p.stage_notes["configure"] = "the backend configures in the build step (python -m build runs CMake)";
+      p.stage_notes["package"] = "the build step made the wheel; this stage normalizes and stores it";
       break;
     case recipe::Driver::cmake:
       p.steps.push_back({"configure", "cmake", tool("cmake"),
                          {"-S", ".", "-B", p.build_dir, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release"}, "."});
       p.steps.push_back({"build", "cmake", tool("cmake"), {"--build", p.build_dir}, "."});
       p.wheel_dir.clear();
+      p.stage_notes["package"] = "the cmake driver makes no wheel";
       break;
   }
 
@@ -406,6 +451,10 @@ Result<Plan> make_plan(const Resolution& res, const PlanOptions& options) {
   k["steps"] = steps;
   k["build_dir"] = p.build_dir;
   k["wheel_dir"] = p.wheel_dir;
+  // wheel_stage and configure_stage follow from the driver (keyed above). Config settings are
+  // keyed by name as well as inside the step's args; only where there are any, so the keys of
+  // drivers without them stay what they were.
+  if (!p.config_settings.empty()) k["config_settings"] = config_settings_json(p.config_settings);
   p.key_inputs = k;
   p.key = build_key(k);
   return Plan(std::move(d));

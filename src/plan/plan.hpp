@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -86,6 +87,17 @@ struct PlanData {
   std::vector<Step> steps;
   std::string build_dir = "build";  // relative to the source tree
   std::string wheel_dir;            // relative to the source tree; empty: the driver makes no wheel
+  // The stage whose steps write the wheel into wheel_dir ("package" for setup-py, "build" for the
+  // PEP 517 drivers, whose one step compiles and packages); empty: none. wheel_dir is emptied
+  // when that stage starts; the package stage then only normalizes and stores the wheel.
+  std::string wheel_stage;
+  // The stage whose steps run CMake's configure: "configure", or "build" where the backend
+  // configures inside its build step (a half-configured tree is removed before that stage).
+  std::string configure_stage = "configure";
+  // Why a stage has no step of its own (shown by `plan`, reported when the stage runs).
+  std::map<std::string, std::string> stage_notes;
+  // PEP 517 config settings (`-C NAME=VALUE`), in argv order; each is also in the key.
+  std::vector<std::pair<std::string, std::string>> config_settings;
   Jobs jobs;
   nlohmann::json key_inputs;        // exactly what the key hashes
   std::string key;                  // 64 hex digits

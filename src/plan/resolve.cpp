@@ -55,6 +55,19 @@ std::string arch_bound(const arch::Arch& a, const Version& c, const std::vector<
   return fmt::format("CUDA {} does not compile {}", c.str(), name);
 }
 
+// The python-modules rule's list: the recipe's build.python_modules (else its driver's default),
+// less the modules the interpreter probe does not look for (those are noted, not refused).
+std::vector<std::string> probed_modules(const Recipe& r, std::vector<std::string>& notes) {
+  const auto& probed = toolchain::python_build_modules();
+  std::vector<std::string> out;
+  for (const auto& m : recipe::python_modules(r)) {
+    if (std::find(probed.begin(), probed.end(), m) != probed.end()) out.push_back(m);
+    else notes.push_back(fmt::format("{}: build.python_modules names {}, which archbuild does not probe; the build "
+                                     "step will tell whether it imports", r.name, m));
+  }
+  return out;
+}
+
 struct Failure {
   std::string rule;
   std::string problem;  // the same words for every candidate it stops (grouped in refusals)
@@ -524,10 +537,8 @@ Resolution resolve(const Request& req, const Inputs& in) {
                                    R.python->found_by)});
     // The modules the driver's steps import: a pyenv python3 without `wheel` fails only at the
     // package step, after the whole build; say so now, with where the module comes from.
-    std::vector<std::string> needed;
-    if (r.driver == recipe::Driver::setup_py) needed = {"setuptools", "wheel"};
-    else if (r.driver == recipe::Driver::python_build) needed = {"build", "setuptools", "wheel"};
-    else if (r.driver == recipe::Driver::scikit_build_core) needed = {"build", "scikit_build_core"};
+    // Which modules: recipe data (build.python_modules), else the driver's default.
+    std::vector<std::string> needed = probed_modules(r, R.notes);
     std::vector<std::string> lacking;
     for (const auto& m : needed)
       if (!R.python->has_module(m)) lacking.push_back(m);
@@ -562,7 +573,7 @@ Resolution resolve(const Request& req, const Inputs& in) {
       }
       std::string detail = fmt::format("{} (Python {}) lacks the module{} {} that {} needs", R.python->path.string(),
                                        R.python->version.str(), lacking.size() > 1 ? "s" : "", text::join(lacking, ", "),
-                                       r.driver == recipe::Driver::setup_py ? "`setup.py bdist_wheel`" : "`python -m build`");
+                                       fmt::format("the {} driver", recipe::to_string(r.driver)));
       R.rules.push_back({"python-modules", subj, false, detail});
       missing.push_back(fmt::format("{}: install {} (Debian) or `{} -m pip install {}`{}", detail,
                                     text::join(packages, " "), R.python->path.string(), text::join(lacking, " "),

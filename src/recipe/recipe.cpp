@@ -24,6 +24,20 @@ std::string_view to_string(Driver d) {
   return "?";
 }
 
+const std::vector<std::string>& default_python_modules(Driver d) {
+  static const std::map<Driver, std::vector<std::string>> defaults = {
+      {Driver::setup_py, {"setuptools", "wheel"}},
+      {Driver::python_build, {"build", "setuptools", "wheel"}},
+      {Driver::scikit_build_core, {"build", "scikit_build_core"}},
+      {Driver::cmake, {}},
+  };
+  return defaults.at(d);
+}
+
+const std::vector<std::string>& python_modules(const Recipe& r) {
+  return r.python_modules ? *r.python_modules : default_python_modules(r.driver);
+}
+
 Search Search::shipped() { return Search{{data_root() / "recipes"}}; }
 
 bool looks_like_path(const std::string& s) {
@@ -217,6 +231,13 @@ class RecipeReader {
           return rd.error_at("tools", fmt::format("build.tools entry \"{}\" must be a program name looked "
                                                   "up on PATH, e.g. ninja", tool));
       r.tools = *v;
+    }
+    if (auto v = rd.strings("python_modules")) {
+      for (const auto& m : *v)
+        if (!valid_module(m))
+          return rd.error_at("python_modules", fmt::format("build.python_modules entry \"{}\" is not a Python module "
+                                                           "name; expected e.g. build or scikit_build_core", m));
+      r.python_modules = *v;
     }
     if (auto v = rd.string("version_env")) {
       if (!valid_env_name(*v)) return rd.error_at("version_env", fmt::format("'{}' is not a variable name", *v));

@@ -27,6 +27,10 @@ enum class Driver {
 };
 std::string_view to_string(Driver d);  // "setup-py", "python-build", "scikit-build-core", "cmake"
 
+// The modules each driver's steps import, when the recipe does not say: setup.py bdist_wheel
+// needs setuptools and wheel; `python -m build` needs build plus the backend it loads.
+const std::vector<std::string>& default_python_modules(Driver d);
+
 // How the arch list reaches the build and which spellings its parser accepts.
 enum class ArchFormat { torch, cmake };  // "8.0;9.0+PTX" or "80-real;90"
 struct ArchSyntax {
@@ -61,6 +65,9 @@ struct Recipe {
   Source source;
   Driver driver = Driver::setup_py;
   std::vector<std::string> tools;  // programs the build needs on PATH ("cmake", "ninja")
+  // Python modules the build interpreter must import ([build] python_modules); unset: the
+  // driver's default (default_python_modules).
+  std::optional<std::vector<std::string>> python_modules;
   std::map<std::string, std::string> env;  // the default build environment
   std::string version_env;         // gets the wheel version, e.g. PYTORCH_BUILD_VERSION
   std::string build_number_env;    // gets build_number, e.g. PYTORCH_BUILD_NUMBER
@@ -75,6 +82,9 @@ struct Recipe {
   // The release the arch-parser rules and --torch refer to: `torch` when set, else `version`.
   const Version& torch_version() const { return torch ? *torch : version; }
 };
+
+// The recipe's python_modules, else its driver's default.
+const std::vector<std::string>& python_modules(const Recipe& r);
 
 // Where recipe names are looked up: the extending file's own folder first, then these.
 struct Search {

@@ -100,16 +100,17 @@ Error stage_error(const std::string& stage, const run::CommandResult& r, const f
   return Error::build_failed(fmt::format("{} stage failed: {}; full log: {}", stage, r.describe(), log.string()));
 }
 
-// The single wheel the package stage left in dir.
-Result<fs::path> find_wheel(const fs::path& dir) {
+// The single wheel `stage` left in dir.
+Result<fs::path> find_wheel(const fs::path& dir, const std::string& stage) {
   std::vector<fs::path> wheels;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec))
     if (e.path().extension() == ".whl") wheels.push_back(e.path());
   if (wheels.size() == 1) return wheels.front();
   if (wheels.empty())
-    return Error::build_failed(fmt::format("the package stage made no wheel in {}", dir.string()));
-  return Error::build_failed(fmt::format("the package stage left {} wheels in {}; expected one", wheels.size(), dir.string()));
+    return Error::build_failed(fmt::format("the {} stage made no wheel in {}", stage.empty() ? "package" : stage, dir.string()));
+  return Error::build_failed(fmt::format("the {} stage left {} wheels in {}; expected one", stage.empty() ? "package" : stage,
+                                         wheels.size(), dir.string()));
 }
 
 // Validation needs the wheel under its own name (PEP 427: the name carries the version and
@@ -311,9 +312,24 @@ class Pipeline {
       // A configure that failed half-way leaves a CMakeCache that setup.py would trust.
       fs::remove_all(src_ / plan_->build_dir, ec);
     }
-    if (stage == "package" && !plan_->wheel_dir.empty()) fs::remove_all(src_ / plan_->wheel_dir, ec);
+    // Where the backend configures inside the build step, a finished configure is kept (the
+    // build resumes incrementally) and an unfinished one is not reused.
+    if (stage == plan_->configure_stage && stage != "configure") remove_half_configured();
+    // The stage that writes the wheel starts from an empty wheel_dir; later stages keep it.
+    if (stage == plan_->wheel_stage && !plan_->wheel_dir.empty()) fs::remove_all(src_ / plan_->wheel_dir, ec);
 
     add_source_date_epoch();
+    bool has_steps = std::any_of(plan_->steps.begin(), plan_->steps.end(),
+                                 [&](const plan::Step& s) { return s.stage == stage; });
+    auto note = plan_->stage_notes.find(stage);
+    if (!has_steps && stage != "package") {
+      // Nothing to run (the backend configures in the build step): stamped, not faked.
+      json extra = stage == "configure" ? json{{"launchers", launchers()}} : json::object();
+      if (auto r = record_.mark_done(stage, extra); !r) return r.error();
+      reporter_.stage_finished(info, {run::StageStatus::skipped, 0,
+                                      note == plan_->stage_notes.end() ? "no step" : note->second, {}});
+      return Ok{};
+    }
     reporter_.stage_started(info);
     double seconds = 0;
     bool append = false;
@@ -337,8 +353,13 @@ class Pipeline {
     json extra = json::object();
     if (stage == "configure") extra = {{"launchers", launchers()}};
     if (stage == "package") {
-      auto built = find_wheel(src_ / plan_->wheel_dir);
+      auto built = find_wheel(src_ / plan_->wheel_dir, plan_->wheel_stage);
       if (!built) {
+        // The wheel came from an earlier stage and is gone: that stage must run again.
+        if (!plan_->wheel_stage.empty() && plan_->wheel_stage != stage) {
+          (void)record_.clear_stage(plan_->wheel_stage);
+          built = Error::build_failed(built.error().message + "; run again to rerun the " + plan_->wheel_stage + " stage");
+        }
         reporter_.stage_finished(info, {run::StageStatus::failed, seconds, built.error().message, log});
         return built.error();
       }
@@ -355,7 +376,8 @@ class Pipeline {
       extra = {{"wheel_sha256", stored->sha256}, {"filename", built->filename().string()}};
     }
     if (auto r = record_.mark_done(stage, extra); !r) return r.error();
-    reporter_.stage_finished(info, {run::StageStatus::ok, seconds, "", log});
+    reporter_.stage_finished(info, {run::StageStatus::ok, seconds,
+                                    has_steps || note == plan_->stage_notes.end() ? "" : note->second, log});
     return Ok{};
   }
 
@@ -384,6 +406,21 @@ class Pipeline {
     reporter_.stage_finished(info, {run::StageStatus::ok, seconds(),
                                     fmt::format("{} files copied from {}", tree->entries.size(), local.dir.string()), {}});
     return Ok{};
+  }
+
+  // A build tree whose CMake configure did not finish: CMakeCache.txt is written even when the
+  // configure fails, the generator's file only when it succeeds. Removed, since a backend that
+  // finds CMakeCache.txt may skip configuring (setup.py does) and build a broken tree.
+  void remove_half_configured() {
+    std::error_code ec;
+    fs::path dir = src_ / plan_->build_dir;
+    if (!fs::exists(dir / "CMakeCache.txt", ec)) return;
+    for (const char* generated : {"build.ninja", "Makefile"})
+      if (fs::exists(dir / generated, ec)) return;
+    reporter_.message(run::Level::info,
+                      fmt::format("{}: CMakeCache.txt without build.ninja (its configure did not finish): removing it "
+                                  "so the build configures afresh", dir.string()));
+    fs::remove_all(dir, ec);
   }
 
   Result<Ok> fetch(const run::StageInfo& info) {

@@ -415,6 +415,14 @@ TEST_CASE("the plan: environment, steps per driver era, version label, jobs") {
   CHECK(p29->steps[0].argv() == std::vector<std::string>{"/usr/bin/python3", "-m", "build", "--wheel", "--no-isolation",
                                                          "--outdir", "dist", "."});
   CHECK(p29->version == "2.9.1+cu130.sm90");
+  // Its one step makes the wheel; configure has no step of its own, and says why.
+  CHECK(p29->wheel_stage == "build");
+  CHECK(p29->configure_stage == "build");
+  CHECK(p29->stage_notes.at("configure").find("configures in the build step") != std::string::npos);
+  CHECK(p29->config_settings.empty());
+  CHECK(p->wheel_stage == "package");
+  CHECK(p->configure_stage == "configure");
+  CHECK(p->stage_notes.empty());
 
   auto j = p.to_json();
   CHECK(j["key"] == p->key);
@@ -422,6 +430,51 @@ TEST_CASE("the plan: environment, steps per driver era, version label, jobs") {
   CHECK(j["env"]["TORCH_CUDA_ARCH_LIST"] == "12.0");
   CHECK(j["env_not_in_key"].contains("MAX_JOBS"));
   CHECK(j["jobs"]["rule"].get<std::string>().find("4 GiB per nvcc job") != std::string::npos);
+}
+
+TEST_CASE("the scikit-build-core driver: python -m build with a persistent build-dir, every setting keyed") {
+  auto file = std::string(ARCHBUILD_SOURCE_DIR) + "/examples/minitorch-skbuild/recipe.toml";
+  auto req = request("90");
+  req.source_url = "file:///srv/git/minitorch-skbuild";
+  Plan p = plan_for(req, inputs(host_130(), file));
+  REQUIRE(p->steps.size() == 1);
+  CHECK(p->steps[0].stage == "build");
+  CHECK(p->steps[0].args == std::vector<std::string>{"-m", "build", "--wheel", "--no-isolation", "--outdir", "dist", "-C",
+                                                     "build-dir=build", "-C", "cmake.build-type=Release", "."});
+  CHECK(p->config_settings ==
+        std::vector<std::pair<std::string, std::string>>{{"build-dir", "build"}, {"cmake.build-type", "Release"}});
+  CHECK(p->wheel_stage == "build");
+  // In the key by name, relative (no path of this host), and shown by `plan --json`.
+  CHECK(p->key_inputs["config_settings"][0] == nlohmann::json{{"name", "build-dir"}, {"value", "build"}});
+  CHECK(p.to_json()["config_settings"] == p->key_inputs["config_settings"]);
+  CHECK(p.to_json()["stage_notes"].contains("configure"));
+  CHECK(p.environment().at("CMAKE_BUILD_PARALLEL_LEVEL") == "16");  // MAX_JOBS as PyTorch 2.14 maps it
+  // The recipe's python_modules: only `build` (its in-tree backend needs no scikit_build_core).
+  CHECK(p.to_json()["recipe"]["build"]["python_modules"] == nlohmann::json{"build"});
+}
+
+TEST_CASE("python modules: recipe data, else the driver's default, a lacking one is exit 3 naming it") {
+  auto h = host_130();
+  h.pythons[0].modules = std::vector<std::string>{"setuptools", "wheel", "build", "pip", "venv"};
+  auto skbuild_example = std::string(ARCHBUILD_SOURCE_DIR) + "/examples/minitorch-skbuild/recipe.toml";
+  auto req = request("90");
+  req.source_url = "file:///srv/git/x";
+  // The example states python_modules = ["build"]: no scikit_build_core needed.
+  auto ok = resolve(req, inputs(h, skbuild_example));
+  INFO(ok.message);
+  CHECK(ok.status == Exit::ok);
+  CHECK(has_rule(ok, "python-modules", true, "build"));
+  // Without it, the driver's default asks for scikit_build_core.
+  test::TempDir tmp;
+  std::string text = test::read_file(skbuild_example);
+  auto at = text.find("python_modules = [\"build\"]\n");
+  REQUIRE(at != std::string::npos);
+  text.erase(at, std::string("python_modules = [\"build\"]\n").size());
+  auto file = tmp.write("skbuild.toml", text);
+  auto refused = resolve(req, inputs(h, file.string()));
+  CHECK(refused.status == Exit::missing_tool);
+  CHECK(refused.message.find("scikit_build_core") != std::string::npos);
+  CHECK(refused.message.find("the scikit-build-core driver") != std::string::npos);
 }
 
 TEST_CASE("the cmake driver: configure and build, arch list in CMake syntax, no wheel") {

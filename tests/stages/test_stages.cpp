@@ -31,19 +31,19 @@ namespace {
 Version V(const char* s) { return *Version::parse(s); }
 
 // The example repositories (tests/support/make-example-repos), made once per test process.
-std::string example_url() {
+std::string example_url(const std::string& project = "minitorch") {
   static test::TempDir dir;
-  static std::string url;
-  if (url.empty()) {
+  static bool made = false;
+  if (!made) {
     auto r = test::run("/bin/bash", {std::string(ARCHBUILD_SOURCE_DIR) + "/tests/support/make-example-repos",
                                      (dir / "repos").string()});
     REQUIRE(r.status == 0);
-    url = "file://" + (dir / "repos" / "minitorch").string();
+    made = true;
   }
-  return url;
+  return "file://" + (dir / "repos" / project).string();
 }
 
-plan::Plan plan_for(const std::string& targets, const std::string& url) {
+plan::Plan plan_for(const std::string& targets, const std::string& url, const std::string& example = "minitorch") {
   toolchain::Host h;
   toolchain::Toolkit t;
   t.root = "/usr/local/cuda-13.0";
@@ -61,7 +61,7 @@ plan::Plan plan_for(const std::string& targets, const std::string& url) {
   h.pythons = {toolchain::Python{"/usr/bin/python3", V("3.11.2"), "test"}};
   h.tools = {{"cmake", "/usr/bin/cmake"}, {"ninja", "/usr/bin/ninja"}};
   plan::Inputs in;
-  in.recipes = plan::select_recipes(std::string(ARCHBUILD_SOURCE_DIR) + "/examples/minitorch/recipe.toml").take();
+  in.recipes = plan::select_recipes(std::string(ARCHBUILD_SOURCE_DIR) + "/examples/" + example + "/recipe.toml").take();
   in.toolchains = toolchain::load_shipped().take();
   in.host = h;
   plan::Request req;
@@ -372,4 +372,109 @@ TEST_CASE("the caller's environment: the allowlist passes (prefixes too), the pl
   CHECK(env.at("CMAKE_PREFIX_PATH") == "/opt/magma");
   CHECK(env.count("SECRET_TOKEN") == 0);                  // not on the allowlist
   CHECK(env.at("TORCH_CUDA_ARCH_LIST") == "9.0");         // the plan's, not the shell's
+}
+
+// ---- the PEP 517 drivers (issue 12): one `python -m build` step compiles and makes the wheel.
+
+namespace {
+
+bool is_pep517_build(const run::Command& c) { return c.argv.size() > 2 && c.argv[1] == "-m" && c.argv[2] == "build"; }
+
+// `python -m build` as the backend would run it: configures build/ (CMakeCache.txt, then
+// build.ninja when the configure finishes) and writes the wheel into dist/.
+run::ScriptedResponse pep517_build(bool configure_finishes = true, bool wheel = true, int exit_status = 0) {
+  run::ScriptedResponse r;
+  r.lines = {"* Building wheel...", "[1/2] Building CUDA object a.o", "[2/2] Linking"};
+  r.exit_status = exit_status;
+  r.effect = [=](const run::Command& c) {
+    fs::create_directories(c.cwd / "build");
+    std::ofstream(c.cwd / "build" / "CMakeCache.txt") << "CMAKE_GENERATOR:INTERNAL=Ninja\n";
+    if (configure_finishes) std::ofstream(c.cwd / "build" / "build.ninja") << "# generated\n";
+    if (wheel) test::make_wheel(c.cwd / "dist", "minitorch", "0.1.0+cu130.sm90", "minitorch");
+  };
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("python-build: the wheel of the build step is the one the package stage stores", "[stages][drivers]") {
+  Env e;
+  auto plan = plan_for("9.0", example_url("minitorch-pep517"), "minitorch-pep517");
+  CHECK(plan->wheel_stage == "build");
+  run::ScriptedRunner runner;
+  runner.on(is_pep517_build, pep517_build()).strict();
+  auto r = stages::run_pipeline(plan, e.layout, runner, *e.reporter, e.options);
+  INFO((r ? "" : r.error().message) << e.progress.str());
+  REQUIRE(r.ok());
+  CHECK(r->ran == std::vector<std::string>{"fetch", "configure", "build", "package", "validate"});
+  CHECK(stages_of(runner) == std::vector<std::string>{"build"});  // nothing faked for configure or package
+  CHECK(r->filename == "minitorch-0.1.0+cu130.sm90-py3-none-any.whl");
+  CHECK(fs::exists(e.options.out_dir / r->filename));
+  CHECK(e.progress.str().find("the backend configures in the build step") != std::string::npos);
+}
+
+TEST_CASE("scikit-build-core: the step passes every config setting, the build tree persists", "[stages][drivers]") {
+  Env e;
+  auto plan = plan_for("9.0", example_url("minitorch-skbuild"), "minitorch-skbuild");
+  run::ScriptedRunner runner;
+  runner.on(is_pep517_build, pep517_build()).strict();
+  auto r = stages::run_pipeline(plan, e.layout, runner, *e.reporter, e.options);
+  INFO((r ? "" : r.error().message) << e.progress.str());
+  REQUIRE(r.ok());
+  REQUIRE(runner.calls().size() == 1);
+  CHECK(runner.calls()[0].argv ==
+        std::vector<std::string>{"/usr/bin/python3", "-m", "build", "--wheel", "--no-isolation", "--outdir", "dist", "-C",
+                                 "build-dir=build", "-C", "cmake.build-type=Release", "."});
+  CHECK(fs::exists(e.layout.source_dir(plan->key) / "build" / "build.ninja"));
+}
+
+TEST_CASE("PEP 517 drivers: a half-configured tree is removed before the build step, a configured one kept",
+          "[stages][drivers]") {
+  auto configured_at_call = [](run::ScriptedRunner& runner) {
+    auto seen = std::make_shared<std::vector<bool>>();
+    run::ScriptedResponse probe = pep517_build();
+    auto inner = probe.effect;
+    probe.effect = [seen, inner](const run::Command& c) {
+      seen->push_back(fs::exists(c.cwd / "build" / "CMakeCache.txt"));
+      inner(c);
+    };
+    runner.on(is_pep517_build, probe);
+    return seen;
+  };
+  for (bool finished : {false, true}) {
+    DYNAMIC_SECTION((finished ? "configure finished, build failed" : "configure failed")) {
+      Env e;
+      auto plan = plan_for("9.0", example_url("minitorch-skbuild"), "minitorch-skbuild");
+      run::ScriptedRunner failing;
+      failing.on(is_pep517_build, pep517_build(finished, false, 1));
+      auto r = stages::run_pipeline(plan, e.layout, failing, *e.reporter, e.options);
+      REQUIRE_FALSE(r.ok());
+      CHECK(r.error().exit == Exit::build_failed);
+      run::ScriptedRunner runner;
+      auto seen = configured_at_call(runner);
+      auto again = stages::run_pipeline(plan, e.layout, runner, *e.reporter, e.options);
+      INFO((again ? "" : again.error().message) << e.progress.str());
+      REQUIRE(again.ok());
+      CHECK(again->resumed_past == std::vector<std::string>{"fetch", "configure"});
+      REQUIRE(seen->size() == 1);
+      CHECK(seen->front() == finished);  // kept only when its configure had finished
+      CHECK((e.progress.str().find("its configure did not finish") != std::string::npos) == !finished);
+    }
+  }
+}
+
+TEST_CASE("PEP 517 drivers: a wheel gone before the package stage reruns the build stage", "[stages][drivers]") {
+  Env e;
+  auto plan = plan_for("9.0", example_url("minitorch-pep517"), "minitorch-pep517");
+  run::ScriptedRunner no_wheel;
+  no_wheel.on(is_pep517_build, pep517_build(true, false));
+  auto r = stages::run_pipeline(plan, e.layout, no_wheel, *e.reporter, e.options);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message.find("the build stage made no wheel") != std::string::npos);
+  run::ScriptedRunner runner;
+  runner.on(is_pep517_build, pep517_build());
+  auto again = stages::run_pipeline(plan, e.layout, runner, *e.reporter, e.options);
+  INFO((again ? "" : again.error().message) << e.progress.str());
+  REQUIRE(again.ok());
+  CHECK(stages_of(runner) == std::vector<std::string>{"build"});
 }
