@@ -1,12 +1,16 @@
 // archbuild plan --sm LIST [same options as resolve] [--jobs N] [--json]: the resolved recipe,
 // source, toolkit and compiler paths, the full build environment, each step's argv, the build
-// key, and whether that key is already built.
+// key, whether that key is already built, and — once its commit is in the mirror — the tree's
+// contract (backend, requirements, cmake minimum, version, pins) checked against the plan.
 #include <unistd.h>
 
 #include <fmt/format.h>
 
 #include "cli/resolve_common.hpp"
+#include "contract/contract.hpp"
 #include "core/text.hpp"
+#include "source/source.hpp"
+#include "stages/pipeline.hpp"
 #include "store/key_record.hpp"
 #include "store/layout.hpp"
 
@@ -49,6 +53,38 @@ Built built_state(const Context& ctx, const std::string& key) {
   return b;
 }
 
+// The tree's contract, read from the commit's blobs in the mirror (no checkout, no network).
+struct TreeContract {
+  std::optional<contract::Contract> contract;
+  std::vector<contract::Finding> findings;
+  std::string commit;
+  std::string note;  // why there is none: not fetched yet, or the tree's own error
+};
+
+TreeContract tree_contract(const Context& ctx, const plan::Plan& p) {
+  TreeContract t;
+  auto dir = store::choose_cache_dir(ctx.cache_dir);
+  if (!dir) {
+    t.note = "fetch to see the tree's contract (no cache directory: " + dir.error().message + ")";
+    return t;
+  }
+  store::Layout layout(dir->dir);
+  auto files = source::open_commit_files(layout.git_mirror(p->url), p->commit.value_or(p->tag));
+  if (!files) {
+    t.note = fmt::format("fetch to see the tree's contract ({} @ {} is not in the cache yet)", p->url, p->tag);
+    return t;
+  }
+  t.commit = files->commit;
+  auto c = contract::read_contract({files->read, files->list, fmt::format("{}@{}", p->url, files->commit.substr(0, 12))});
+  if (!c) {
+    t.note = c.error().message;
+    return t;
+  }
+  t.findings = contract::check(*c, stages::contract_expectation(p));
+  t.contract = std::move(*c);
+  return t;
+}
+
 void run_plan(const PlanArgs& args, Context& ctx) {
   plan::Resolution r = resolve_from_args(args.resolve, ctx);
   if (r.status != Exit::ok) {
@@ -70,6 +106,7 @@ void run_plan(const PlanArgs& args, Context& ctx) {
   plan::Plan p = plan::make_plan(r, opts).take();
   Built built = built_state(ctx, p->key);
   if (!built.problem.empty()) warn(ctx, "cannot tell whether the key is built: " + built.problem);
+  TreeContract tree = tree_contract(ctx, p);
 
   if (ctx.json) {
     auto doc = p.to_json();
@@ -79,6 +116,15 @@ void run_plan(const PlanArgs& args, Context& ctx) {
     doc["wheel"] = built.wheel ? nlohmann::json{{"sha256", built.wheel->sha256}, {"filename", built.wheel->filename},
                                                 {"size", built.wheel->size}}
                                : nlohmann::json(nullptr);
+    nlohmann::json c = {{"available", tree.contract.has_value()}};
+    if (tree.contract) {
+      c.update(contract::to_json(*tree.contract));
+      c["commit"] = tree.commit;
+      c["checks"] = contract::to_json(tree.findings);
+    } else {
+      c["note"] = tree.note;
+    }
+    doc["contract"] = c;
     print_json(doc);
     return;
   }
@@ -126,6 +172,14 @@ void run_plan(const PlanArgs& args, Context& ctx) {
                     built.manifest->string()));
   else
     out("built      unknown (no cache directory)");
+  if (tree.contract) {
+    out(fmt::format("contract   the tree at {} (read from the mirror):", tree.commit.substr(0, 12)));
+    for (const auto& l : contract::describe(*tree.contract)) out("  " + l);
+    for (const auto& f : tree.findings)
+      out(fmt::format("  check {:<14} {}  {}", f.rule, f.ok ? "ok    " : "REFUSE", f.message));
+  } else {
+    out("contract   " + tree.note);
+  }
   if (ctx.verbosity > 0) print_resolution(r, ctx);
   for (const auto& n : r.notes) note(ctx, "note: " + n);
 }

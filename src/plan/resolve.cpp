@@ -591,6 +591,7 @@ Resolution resolve(const Request& req, const Inputs& in) {
     auto it = in.host.tools.find(t);
     if (it != in.host.tools.end()) {
       R.tools[t] = it->second;
+      if (auto v = in.host.tool_versions.find(t); v != in.host.tool_versions.end()) R.tool_versions[t] = v->second;
       R.rules.push_back({"tool-installed", subj, true, fmt::format("{} at {}", t, it->second.string())});
     } else {
       R.rules.push_back({"tool-installed", subj, false, fmt::format("{} is not on PATH", t)});

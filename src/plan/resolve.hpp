@@ -49,6 +49,7 @@ struct Resolution {
   std::optional<toolchain::Compiler> compiler;
   std::optional<toolchain::Python> python;
   std::map<std::string, std::filesystem::path> tools;  // the recipe's tools found on PATH
+  std::map<std::string, Version> tool_versions;         // of those, where probed (cmake)
   std::vector<arch::Arch> archs;              // what will be built (SASS + PTX wishes)
   std::string arch_list;                      // in the recipe's syntax: "9.0" / "90-real"
   std::optional<std::string> source_url;      // --source-url, when given

@@ -100,6 +100,18 @@ Result<std::string> checkout_commit(const std::filesystem::path& dir);
 // reproducible build.
 Result<std::int64_t> checkout_commit_time(const std::filesystem::path& dir);
 
+// The files of one commit, read straight from a bare mirror: no checkout, no network, no lock
+// (reads only). `plan` shows the tree's contract this way once the commit is mirrored.
+struct CommitFiles {
+  std::string commit;  // what the ref resolved to
+  // A blob's content by path ("pyproject.toml"); nullopt when the commit has no such file.
+  std::function<std::optional<std::string>(const std::string& path)> read;
+  // The file names (blobs, not trees or submodules) of a directory of the commit.
+  std::function<std::vector<std::string>(const std::string& dir)> list;
+};
+// Errors (exit 2): no mirror at `mirror`, or `ref` (tag, branch or commit) is not in it.
+Result<CommitFiles> open_commit_files(const std::filesystem::path& mirror, const std::string& ref);
+
 // git's rules for a relative submodule URL ("../dep", "./x"): resolved against the parent URL
 // (its last path component dropped per "../"). Absolute URLs come back unchanged.
 std::string resolve_submodule_url(const std::string& parent_url, const std::string& url);

@@ -63,6 +63,17 @@ std::map<std::string, std::string> step_environment(const plan::Plan& plan, cons
   return env;
 }
 
+contract::Expectation contract_expectation(const plan::Plan& plan) {
+  const auto& res = plan->resolution;
+  contract::Expectation e;
+  e.driver = res.recipe.driver;
+  e.recipe_file = res.recipe.file.string();
+  e.version = res.recipe.version;
+  if (auto v = res.tool_versions.find("cmake"); v != res.tool_versions.end()) e.cmake = v->second;
+  if (auto p = res.tools.find("cmake"); p != res.tools.end()) e.cmake_path = p->second.string();
+  return e;
+}
+
 namespace {
 
 // Counts from `ccache --print-stats` (tab-separated "name\tvalue" lines).
@@ -447,9 +458,28 @@ class Pipeline {
     for (const auto& s : checkout->submodules) subs.push_back({{"path", s.path}, {"url", s.url}, {"commit", s.commit}});
     json stamp = {{"commit", checkout->commit}, {"submodules", subs}};
     if (auto t = source::checkout_commit_time(src_)) stamp["commit_time"] = *t;
+    auto contract = tree_contract();
+    if (!contract) {
+      // Fetch stays unstamped: the rerun reads and checks the tree again.
+      reporter_.stage_finished(info, {run::StageStatus::failed, seconds, contract.error().message, {}});
+      return contract.error();
+    }
+    stamp["contract"] = *contract;
     if (auto r = record_.mark_done("fetch", stamp); !r) return r.error();
     reporter_.stage_finished(info, {run::StageStatus::ok, seconds, checkout->commit.substr(0, 12), {}});
     return Ok{};
+  }
+
+  // The tree's contract, read once after fetch and checked against the plan before configure:
+  // a contradiction (exit 2/3) stops the build; it never changes the plan.
+  Result<json> tree_contract() {
+    auto c = contract::read_contract(contract::directory_access(src_));
+    if (!c) return c.error();
+    auto findings = contract::check(*c, contract_expectation(plan_));
+    if (auto e = contract::first_contradiction(findings, src_.string())) return *e;
+    json j = contract::to_json(*c);
+    j["checks"] = contract::to_json(findings);
+    return j;
   }
 
   // Validates the packaged wheel; only a validated wheel becomes the key's wheel.
@@ -518,6 +548,7 @@ class Pipeline {
                               {"head", doc->value("/stages/fetch/head"_json_pointer, json())}};
     if (auto h = sha256_file_hex(res.recipe.file)) m["recipe"]["sha256"] = *h;
     m["validation"] = doc->value("validation", json());
+    m["contract"] = doc->value("/stages/fetch/contract"_json_pointer, json());
     m["environment"] = env_.empty() ? json(plan_.environment()) : json(env_);
     m["environment_note"] = "exactly what the build steps got (pass-through and compiler-cache variables included)";
     if (auto r = record_.update([&](json& d) { d["manifest"] = m; }); !r) return r.error();

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "contract/contract.hpp"
 #include "core/error.hpp"
 #include "plan/plan.hpp"
 #include "run/reporter.hpp"
@@ -88,5 +89,8 @@ Result<PipelineResult> run_pipeline(const plan::Plan& plan, const store::Layout&
 // The environment every step of the plan gets: the plan's, the pass-through names from the
 // caller, and the compiler launcher (not part of the key: it does not change the output).
 std::map<std::string, std::string> step_environment(const plan::Plan& plan, const PipelineOptions& options);
+
+// What the plan expects of the tree's contract: the recipe's driver and release, the cmake it runs.
+contract::Expectation contract_expectation(const plan::Plan& plan);
 
 }  // namespace archbuild::stages

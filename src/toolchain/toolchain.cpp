@@ -503,6 +503,13 @@ std::vector<Python> discover_pythons(const HostEnv& env, const Probe& probe, std
   return out;
 }
 
+std::optional<Version> parse_cmake_version(const std::string& out) {
+  static const std::regex re(R"(cmake version ([0-9]+(\.[0-9]+)+))");
+  std::smatch m;
+  if (!std::regex_search(out, m, re)) return std::nullopt;
+  return Version::parse(m[1].str());
+}
+
 Host discover_host(const HostEnv& env, const Probe& probe, const std::vector<std::string>& tools,
                    std::optional<Version> python, const std::optional<fs::path>& python_path) {
   Host h;
@@ -524,7 +531,13 @@ Host discover_host(const HostEnv& env, const Probe& probe, const std::vector<std
   if (!chosen && fs::exists(system_python, ec))
     if (auto py = probe_python(system_python, probe, "/usr/bin/python3", &h.notes)) h.other_pythons.push_back(*py);
   for (const auto& t : tools)
-    if (auto p = env.find_program(t)) h.tools[t] = *p;
+    if (auto p = env.find_program(t)) {
+      h.tools[t] = *p;
+      if (t != "cmake") continue;
+      auto out = probe({p->string(), "--version"});
+      if (out && out->status == 0)
+        if (auto v = parse_cmake_version(out->out)) h.tool_versions[t] = *v;
+    }
   return h;
 }
 

@@ -123,6 +123,9 @@ struct Host {
   std::vector<Python> pythons;           // the asked interpreter (path or pythonX.Y), or the default python3
   std::vector<Python> other_pythons;     // /usr/bin/python3 when it is not the chosen one (for suggestions)
   std::map<std::string, std::filesystem::path> tools;  // name -> path for the asked tools
+  // Versions of the asked tools that have a version probe (cmake: `cmake --version`), for the
+  // tree's cmake_minimum_required check.
+  std::map<std::string, Version> tool_versions;
   std::vector<std::string> notes;        // what discovery skipped and why
 };
 
@@ -145,5 +148,6 @@ std::optional<Version> parse_nvcc_build(const std::string& out);          // V12
 std::optional<Version> parse_cuda_version_json(const std::string& json);  // {"cuda":{"version":…}}
 std::vector<arch::Cc> parse_list_gpu_arch(const std::string& out);        // compute_75 compute_80 …
 std::optional<std::pair<CompilerKind, Version>> parse_compiler_version(const std::string& out);
+std::optional<Version> parse_cmake_version(const std::string& out);       // "cmake version 3.25.1"
 
 }  // namespace archbuild::toolchain

@@ -43,7 +43,8 @@ std::string example_url(const std::string& project = "minitorch") {
   return "file://" + (dir / "repos" / project).string();
 }
 
-plan::Plan plan_for(const std::string& targets, const std::string& url, const std::string& example = "minitorch") {
+plan::Plan plan_for(const std::string& targets, const std::string& url, const std::string& example = "minitorch",
+                    std::optional<Version> cmake = std::nullopt) {
   toolchain::Host h;
   toolchain::Toolkit t;
   t.root = "/usr/local/cuda-13.0";
@@ -60,6 +61,7 @@ plan::Plan plan_for(const std::string& targets, const std::string& url, const st
   h.compilers = {c};
   h.pythons = {toolchain::Python{"/usr/bin/python3", V("3.11.2"), "test"}};
   h.tools = {{"cmake", "/usr/bin/cmake"}, {"ninja", "/usr/bin/ninja"}};
+  if (cmake) h.tool_versions["cmake"] = *cmake;
   plan::Inputs in;
   in.recipes = plan::select_recipes(std::string(ARCHBUILD_SOURCE_DIR) + "/examples/" + example + "/recipe.toml").take();
   in.toolchains = toolchain::load_shipped().take();
@@ -74,6 +76,28 @@ plan::Plan plan_for(const std::string& targets, const std::string& url, const st
 }
 
 plan::Plan example_plan(const std::string& targets) { return plan_for(targets, example_url()); }
+
+// A copy of the example repositories with one file of minitorch replaced and its tag v0.1.0
+// moved onto that commit (the git CLI, in test tooling only).
+std::string variant_url(const test::TempDir& dir, const std::string& file, const std::string& content) {
+  auto r = test::run("/bin/bash", {std::string(ARCHBUILD_SOURCE_DIR) + "/tests/support/make-example-repos",
+                                   (dir / "repos").string()});
+  REQUIRE(r.status == 0);
+  fs::path repo = dir / "repos/minitorch";
+  dir.write("repos/minitorch/" + file, content);
+  test::RunOptions o;
+  o.env = {{"GIT_AUTHOR_NAME", "t"}, {"GIT_AUTHOR_EMAIL", "t@archbuild.invalid"}, {"GIT_COMMITTER_NAME", "t"},
+           {"GIT_COMMITTER_EMAIL", "t@archbuild.invalid"}, {"GIT_CONFIG_NOSYSTEM", "1"}, {"HOME", dir.path().string()}};
+  for (std::vector<std::string> args : {std::vector<std::string>{"add", "-A"},
+                                        std::vector<std::string>{"commit", "-q", "-m", "variant"},
+                                        std::vector<std::string>{"tag", "-f", "-a", "v0.1.0", "-m", "variant"}}) {
+    args.insert(args.begin(), {"-C", repo.string()});
+    auto g = test::run(test::which("git"), args, o);
+    INFO(g.err);
+    REQUIRE(g.status == 0);
+  }
+  return "file://" + repo.string();
+}
 
 // A scripted build: each step succeeds; the package step leaves dist/<wheel>.
 run::ScriptedRunner happy_runner(const std::string& wheel_name = "minitorch-0.1.0+cu130.sm90-py3-none-any.whl") {
@@ -477,4 +501,56 @@ TEST_CASE("PEP 517 drivers: a wheel gone before the package stage reruns the bui
   INFO((again ? "" : again.error().message) << e.progress.str());
   REQUIRE(again.ok());
   CHECK(stages_of(runner) == std::vector<std::string>{"build"});
+}
+
+TEST_CASE("the tree's contract is read after fetch, kept in the fetch stamp and the manifest", "[stages][contract]") {
+  Env e;
+  auto plan = plan_for("9.0", example_url(), "minitorch", V("3.25.1"));
+  auto runner = happy_runner();
+  auto r = stages::run_pipeline(plan, e.layout, runner, *e.reporter, e.options);
+  INFO((r ? "" : r.error().message) << e.progress.str());
+  REQUIRE(r.ok());
+  auto doc = store::KeyRecord(e.layout, plan->key).read();
+  REQUIRE(doc.ok());
+  auto c = (*doc)["stages"]["fetch"]["contract"];
+  CHECK(c["backend"]["name"] == "setuptools.build_meta");
+  CHECK(c["cmake_minimum"]["min"] == "3.18");
+  CHECK(c["version"]["value"] == "0.1.0");
+  CHECK(c["pins"][0] == nlohmann::json({{"name", "minidep"}, {"ref", "v1.0"}, {"file", ".ci/docker/ci_commit_pins/minidep.txt"}}));
+  for (const auto& check : c["checks"]) CHECK(check["ok"] == true);
+  CHECK(r->manifest["manifest"]["contract"] == c);
+}
+
+TEST_CASE("a recipe driver the tree's backend contradicts stops before configure, exit 2", "[stages][contract]") {
+  Env e;
+  test::TempDir repos;
+  auto url = variant_url(repos, "pyproject.toml",
+                         "[build-system]\nrequires = [\"scikit-build-core>=1.0\"]\nbuild-backend = \"scikit_build_core.build\"\n");
+  auto plan = plan_for("9.0", url);
+  auto runner = happy_runner();
+  auto r = stages::run_pipeline(plan, e.layout, runner, *e.reporter, e.options);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().exit == Exit::bad_input);
+  CHECK_THAT(r.error().message, Catch::StartsWith("pyproject.toml:3: the build backend is scikit_build_core.build") &&
+                                    Catch::Contains("setup.py's build commands fail in this era"));
+  CHECK(runner.calls().empty());  // configure never started
+  // Fetch is not stamped: a rerun reads and checks the tree again, and refuses again.
+  auto again = stages::run_pipeline(plan, e.layout, runner, *e.reporter, e.options);
+  REQUIRE_FALSE(again.ok());
+  CHECK(again.error().exit == Exit::bad_input);
+  CHECK(runner.calls().empty());
+}
+
+TEST_CASE("cmake_minimum_required above the plan's cmake stops before configure, exit 3", "[stages][contract]") {
+  Env e;
+  test::TempDir repos;
+  auto url = variant_url(repos, "CMakeLists.txt", "cmake_minimum_required(VERSION 3.30...3.31)\nproject(minitorch)\n");
+  auto plan = plan_for("9.0", url, "minitorch", V("3.25.1"));
+  auto runner = happy_runner();
+  auto r = stages::run_pipeline(plan, e.layout, runner, *e.reporter, e.options);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().exit == Exit::missing_tool);
+  CHECK_THAT(r.error().message, Catch::StartsWith("CMakeLists.txt:1: cmake_minimum_required(VERSION 3.30)") &&
+                                    Catch::Contains("(3.25.1 at /usr/bin/cmake)"));
+  CHECK(runner.calls().empty());
 }

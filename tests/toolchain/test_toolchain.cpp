@@ -186,6 +186,11 @@ TEST_CASE("probe output parsers") {
   CHECK(c->first == CompilerKind::clang);
   CHECK(c->second.str() == "14.0.6");
   CHECK_FALSE(parse_compiler_version("icpx (R) oneAPI\n"));
+  // cmake --version (Debian 12's; pip's wheels print the same first line).
+  CHECK(parse_cmake_version("cmake version 3.25.1\n\nCMake suite maintained and supported by Kitware (kitware.com/cmake).\n") ==
+        Version::parse("3.25.1"));
+  CHECK(parse_cmake_version("cmake version 4.1.0-rc1\n") == Version::parse("4.1.0"));
+  CHECK_FALSE(parse_cmake_version("ninja 1.11\n"));
 }
 
 TEST_CASE("toolkit discovery with a fake probe") {
