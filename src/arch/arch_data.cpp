@@ -101,7 +101,8 @@ Result<ArchData> ArchData::load(const std::filesystem::path& path) {
       an.name = r.string("name", true).value_or("");
       auto build = r.string("build", true);
       auto build_ptx = r.string("build_ptx");
-      auto ext = r.string("extension", true);
+      auto ext = r.string("extension");
+      auto min_cuda = r.string("min_cuda");
       if (auto e = r.finish()) return *e;
       std::string where = tomlx::where(n, file);
       auto b = parse_simple_list(*build, where);
@@ -112,9 +113,16 @@ Result<ArchData> ArchData::load(const std::filesystem::path& path) {
         if (!bp) return bp.error();
         for (const auto& a : *bp) an.build_ptx.push_back(a.cc);
       }
-      auto x = parse_simple_list(*ext, where);
-      if (!x) return x.error();
-      an.extension = *x;
+      if (ext) {
+        auto x = parse_simple_list(*ext, where);
+        if (!x) return x.error();
+        an.extension = *x;
+      }
+      if (min_cuda) {
+        an.min_cuda = Version::parse(*min_cuda);
+        if (!an.min_cuda || an.min_cuda->size() != 2)
+          return Error::bad_input(fmt::format("{}: min_cuda \"{}\" is not a CUDA version like 13.4", where, *min_cuda));
+      }
       data.names_.push_back(std::move(an));
     }
 

@@ -10,6 +10,7 @@
 
 #include "arch/arch.hpp"
 #include "core/error.hpp"
+#include "core/version.hpp"
 
 namespace archbuild::arch {
 
@@ -25,7 +26,8 @@ struct ArchName {
   std::string name;                 // "Ampere", "Blackwell+Tegra"
   std::vector<Cc> build;            // select_compute_arch.cmake: SASS
   std::vector<Cc> build_ptx;        // … and the PTX that `Name+PTX` adds
-  std::vector<Arch> extension;      // cpp_extension: with PTX on the last
+  std::vector<Arch> extension;      // cpp_extension: with PTX on the last; empty: it has no such name
+  std::optional<Version> min_cuda;  // PyTorch's parser knows the name only with this CUDA or newer
 };
 
 struct Gpu {

@@ -234,6 +234,7 @@ class Parser {
     }
     // PyTorch names: Ampere, Hopper+PTX, Kepler+Tesla …
     if (const ArchName* name = data_.find_name(s)) {
+      if (auto e = name_gate(token, *name)) return e;
       if (options_.grammar == Grammar::extension) {
         for (Arch a : name->extension) out_.push_back(a);  // already carries its PTX
         return std::nullopt;
@@ -249,6 +250,20 @@ class Parser {
     if (!near.empty()) return fail(token, fmt::format("unknown architecture name; did you mean {}?", text::join(near, " or ")));
     return fail(token, fmt::format("not a CC (9.0), SM (sm_90, 90-real), nvcc flag or name ({})",
                                    text::join(names, ", ")));
+  }
+
+  // A name exists only in some readers and from some CUDA on (gpus.toml says which).
+  std::optional<Error> name_gate(std::string_view token, const ArchName& name) {
+    std::string numbers;
+    for (Cc c : name.build) numbers += (numbers.empty() ? "" : ";") + c.str();
+    if (options_.grammar == Grammar::extension && name.extension.empty())
+      return fail(token, fmt::format("torch.utils.cpp_extension has no name {}; write {} instead",
+                                     name.name, numbers));
+    if (name.min_cuda && options_.cuda && *options_.cuda < *name.min_cuda)
+      return fail(token, fmt::format("PyTorch's parser knows {} only with CUDA >= {} (this list is for CUDA "
+                                     "{}); use CUDA >= {}",
+                                     name.name, name.min_cuda->str(), options_.cuda->str(), name.min_cuda->str()));
+    return std::nullopt;
   }
 
   std::optional<Error> nvcc_arch(const std::string& value) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -9,6 +10,7 @@
 #include "arch/arch.hpp"
 #include "arch/arch_data.hpp"
 #include "core/error.hpp"
+#include "core/version.hpp"
 
 namespace archbuild::arch {
 
@@ -23,6 +25,9 @@ struct ParseOptions {
   // Gives meaning to `native`, `all`, `all-major`, `common`, `auto`: only a toolkit or the
   // GPUs of this host can. Unset: these keywords are refused with a pointer to what can.
   std::function<Result<std::vector<Arch>>(std::string_view keyword)> keyword;
+  // The CUDA release the list is for, when known: names PyTorch's parser knows only from a newer
+  // CUDA (gpus.toml `min_cuda`, e.g. Rubin from 13.4) are refused.
+  std::optional<Version> cuda;
 };
 
 // Parses one or more lists (items separated by `;`, `,` or whitespace) into a normalized,

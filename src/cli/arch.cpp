@@ -14,6 +14,7 @@ struct ArchOptions {
   std::vector<std::string> lists;
   std::string parser = "build";
   std::string format = "torch";
+  std::string cuda;  // the CUDA the list is for (names like Rubin need a new enough one)
 };
 
 arch::Grammar grammar_of(const std::string& s) {
@@ -37,7 +38,13 @@ nlohmann::json arch_json(const std::vector<arch::Arch>& archs) {
 
 void run_arch(const ArchOptions& o, Context& ctx) {
   const auto& data = arch::ArchData::shipped();
-  auto archs = arch::parse_arch_lists(o.lists, data, {grammar_of(o.parser), {}}).take();
+  arch::ParseOptions po{grammar_of(o.parser), {}};
+  if (!o.cuda.empty()) {
+    po.cuda = Version::parse(o.cuda);
+    if (!po.cuda || po.cuda->size() != 2)
+      throw Failure(Error::bad_input(fmt::format("--cuda '{}': expected MAJOR.MINOR like 13.4", o.cuda)));
+  }
+  auto archs = arch::parse_arch_lists(o.lists, data, po).take();
   auto torch = arch::to_torch(archs);
   auto cmake = arch::to_cmake(archs);
   auto spack = arch::to_spack(archs);
@@ -76,6 +83,9 @@ void add_arch_command(CLI::App& app, Context& ctx) {
                   "How names and bare numbers read: build (PyTorch's CMake), extension "
                   "(torch.utils.cpp_extension), cmake (CMAKE_CUDA_ARCHITECTURES)")
       ->check(CLI::IsMember({"build", "extension", "cmake"}));
+  cmd->add_option("--cuda", o->cuda,
+                  "The CUDA release the list is for (X.Y): refuses names PyTorch knows only from a newer one "
+                  "(Rubin: 13.4)");
   cmd->add_option("--format", o->format, "Output: torch, cmake, nvcc, spack or json")
       ->check(CLI::IsMember({"torch", "cmake", "nvcc", "spack", "json"}));
   add_json_flag(*cmd, ctx);

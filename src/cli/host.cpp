@@ -26,9 +26,11 @@ detect::Detection detect_host(const arch::ArchData& data, const std::string& onl
 }
 
 Result<std::vector<arch::Arch>> parse_targets(const std::vector<std::string>& values,
-                                              const arch::ArchData& data, arch::Grammar grammar) {
+                                              const arch::ArchData& data, arch::Grammar grammar,
+                                              std::optional<Version> cuda) {
   arch::ParseOptions o;
   o.grammar = grammar;
+  o.cuda = std::move(cuda);
   o.keyword = [&data](std::string_view kw) -> Result<std::vector<arch::Arch>> {
     std::string k = text::lower(kw);
     if (k != "native")

@@ -17,8 +17,10 @@ namespace archbuild::cli {
 detect::Detection detect_host(const arch::ArchData& data, const std::string& only_source = "");
 
 // Parses `--sm` values; `native` means the GPUs detect_host finds (an error when there are none).
+// `cuda` (--cuda, when given) refuses names PyTorch knows only from a newer CUDA.
 Result<std::vector<arch::Arch>> parse_targets(const std::vector<std::string>& values,
                                               const arch::ArchData& data,
-                                              arch::Grammar grammar = arch::Grammar::build);
+                                              arch::Grammar grammar = arch::Grammar::build,
+                                              std::optional<Version> cuda = std::nullopt);
 
 }  // namespace archbuild::cli

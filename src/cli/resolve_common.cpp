@@ -156,11 +156,12 @@ toolchain::Probe cached_probe(toolchain::Probe inner, store::Layout layout) {
 
 plan::Request request_from_args(const ResolveArgs& a) {
   plan::Request req;
-  auto targets = parse_targets(a.sm, arch::ArchData::shipped());
-  if (!targets) throw Failure(Error{targets.error().exit, "--sm: " + targets.error().message});
-  req.targets = std::move(*targets);
   req.torch = version_option(a.torch, "--torch", 3, "2.7");
   req.cuda = version_option(a.cuda, "--cuda", 2, "12.8");
+  // After --cuda: a name like Rubin exists only from some CUDA on.
+  auto targets = parse_targets(a.sm, arch::ArchData::shipped(), arch::Grammar::build, req.cuda);
+  if (!targets) throw Failure(Error{targets.error().exit, "--sm: " + targets.error().message});
+  req.targets = std::move(*targets);
   // --python takes a version (3.11: pythonX.Y on PATH) or an interpreter's path.
   std::optional<std::filesystem::path> python_path;
   if (a.python.find('/') != std::string::npos) {

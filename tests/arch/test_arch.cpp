@@ -166,6 +166,40 @@ TEST_CASE("names under the extension grammar (cpp_extension)", "[parse][names]")
   CHECK(torch("9.0a", ext) == "9.0a");
 }
 
+TEST_CASE("Rubin (10.7): a build-grammar name from CUDA 13.4 on, none in cpp_extension", "[parse][names]") {
+  CHECK(torch("Rubin") == "10.7");
+  CHECK(torch("Rubin+PTX") == "10.7+PTX");
+  CHECK(torch("sm_107f") == "10.7f");
+  CHECK(torch("10.7a") == "10.7a");
+  // The reader the list is for decides: cpp_extension has no such name.
+  auto ext = reject("Rubin", Grammar::extension);
+  CHECK(ext.find("cpp_extension has no name Rubin; write 10.7") != std::string::npos);
+
+  auto with_cuda = [](const char* text, const char* cuda) {
+    ParseOptions o{Grammar::build, {}};
+    o.cuda = Version::parse(cuda);
+    return parse_arch_list(text, data(), o);
+  };
+  auto old = with_cuda("Rubin", "13.0");
+  REQUIRE_FALSE(old.ok());
+  CHECK(old.error().exit == Exit::bad_input);
+  CHECK(old.error().message.find("knows Rubin only with CUDA >= 13.4 (this list is for CUDA 13.0)") != std::string::npos);
+  auto ok = with_cuda("Rubin", "13.4");
+  REQUIRE(ok.ok());
+  CHECK(to_torch(*ok).text == "10.7");
+  // Only the name is gated here; the number is a toolkit question (toolchains/, resolve).
+  CHECK(with_cuda("10.7", "13.0").ok());
+  // Names without a floor are unaffected.
+  CHECK(with_cuda("Hopper", "11.8").ok());
+
+  const ArchName* rubin = data().find_name("rubin");
+  REQUIRE(rubin);
+  REQUIRE(rubin->min_cuda);
+  CHECK(rubin->min_cuda->str() == "13.4");
+  CHECK(rubin->extension.empty());
+  CHECK(data().architecture(Cc{10, 7}) == "Rubin");
+}
+
 TEST_CASE("rejects name the token and the nearest valid spellings", "[parse][reject]") {
   auto m = reject("9.5");
   CHECK(m.find("'9.5'") != std::string::npos);
@@ -256,6 +290,18 @@ TEST_CASE("GPU names match case-insensitively and without vendor prefixes", "[gp
   CHECK(one("A100")->cc.str() == "8.0");
   CHECK(one("DGX Spark")->cc.str() == "12.1");
   CHECK(one("Jetson Thor")->cc.str() == "11.0");
+  // Added with releases-2026.md.
+  CHECK(one("R200")->cc.str() == "10.7");
+  CHECK(one("Vera Rubin")->cc.str() == "10.7");
+  CHECK(one("RTX PRO 4000 Blackwell SFF")->cc.str() == "12.0");
+  CHECK(one("RTX PRO 2000 Blackwell")->cc.str() == "12.0");
+  CHECK(one("RTX Spark N1X")->cc.str() == "12.1");
+  CHECK(one("Jetson T5000")->cc.str() == "11.0");
+  CHECK(one("Jetson T4000")->cc.str() == "11.0");
+  CHECK(one("RTX 4000 SFF Ada")->cc.str() == "8.9");
+  CHECK(one("RTX 4050")->cc.str() == "8.9");
+  CHECK(one("RTX A3000")->cc.str() == "8.6");
+  CHECK(data().match_gpus("RTX PRO 4500 Blackwell").size() == 1);  // exact beats "… Server Edition"
   // A partial name gives every match.
   CHECK(data().match_gpus("RTX 30").size() >= 9);
   CHECK(data().match_gpus("Hoper").empty());
@@ -269,6 +315,11 @@ TEST_CASE("nvidia-smi names identify the GPU", "[gpus]") {
   CHECK(data().identify("NVIDIA A100-SXM4-80GB")->name == "A100");
   CHECK(data().identify("NVIDIA GeForce RTX 3060 Laptop GPU")->name == "RTX 3060");
   CHECK(data().identify("NVIDIA Future GPU 9000") == nullptr);
+  CHECK(data().identify("NVIDIA RTX Spark N1X")->name == "RTX Spark N1X");
+  CHECK(data().identify("NVIDIA RTX 5000 Ada Generation")->name == "RTX 5000 Ada");
+  CHECK(data().identify("NVIDIA Thor")->name == "Jetson Thor");
+  // Pre-release Rubin boards' generic name is not taken for Rubin.
+  CHECK(data().identify("NVIDIA Graphics Device") == nullptr);
 }
 
 TEST_CASE("run compatibility: SASS (cuda-arch.md §2)", "[compat]") {
@@ -344,6 +395,11 @@ TEST_CASE("the data file is checked strictly", "[data]") {
   r = ArchData::load(unknown_cc);
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().message.find("9.5") != std::string::npos);
+  auto bad_min = t.write("g4.toml", "cc = [ { cc = \"9.0\", architecture = \"Hopper\" } ]\ngpu = []\n"
+                                    "name = [ { name = \"X\", build = \"9.0\", min_cuda = \"13\" } ]\n");
+  r = ArchData::load(bad_min);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message.find("min_cuda \"13\"") != std::string::npos);
   auto syntax = t.write("g3.toml", "gpu = [\n");
   r = ArchData::load(syntax);
   REQUIRE_FALSE(r.ok());

@@ -31,18 +31,21 @@ void fake_cuda(const test::TempDir& tmp, const std::string& release, const std::
       "esac\n");
 }
 
-// A build host made of scripts: g++ 13, Python 3.12, cmake, ninja, and the given toolkits.
+// A build host made of scripts: g++ 13, Python 3.12 (with every build module), cmake, ninja, and the
+// given toolkits.
 struct FakeHost {
   test::TempDir tmp;
   FakeHost() {
     exe(tmp, "bin/g++-13", "echo 'g++-13 (Ubuntu 13.2.0-4ubuntu3) 13.2.0'\n");
     exe(tmp, "bin/gcc-13", "exit 0\n");
-    exe(tmp, "bin/python3", "echo /fake/python/bin/python3.12\necho 3.12.3\necho setuptools wheel build pip venv\n");
+    exe(tmp, "bin/python3", "echo /fake/python/bin/python3.12\necho 3.12.3\necho setuptools wheel build pip venv scikit_build_core\n");
     exe(tmp, "bin/cmake", "exit 0\n");
     exe(tmp, "bin/ninja", "exit 0\n");
     fs::create_directories(tmp.path() / "roots");
   }
   void cuda130() { fake_cuda(tmp, "13.0", "13.0.88", "75 80 86 87 88 89 90 100 103 110 120 121"); }
+  void cuda132() { fake_cuda(tmp, "13.2", "13.2.51", "75 80 86 87 88 89 90 100 103 110 120 121"); }
+  void cuda134() { fake_cuda(tmp, "13.4", "13.4.92", "75 80 86 87 88 89 90 100 103 107 110 120 121"); }
   void cuda128() { fake_cuda(tmp, "12.8", "12.8.93", "50 52 53 60 61 62 70 72 75 80 86 87 89 90 100 101 120"); }
   test::RunOptions opts() const {
     test::RunOptions o;
@@ -70,12 +73,12 @@ json parse(const test::Ran& r) {
 TEST_CASE("archbuild recipes lists and shows the recipes") {
   auto r = test::archbuild({"recipes"});
   REQUIRE(r.status == 0);
-  for (const char* name : {"torch-2.4", "torch-2.9", "torchvision-0.22", "torchaudio-2.7"}) CHECK(contains(r.out, name));
+  for (const char* name : {"torch-2.4", "torch-2.9", "torch-2.15", "torchvision-0.22", "torchvision-0.29", "torchaudio-2.7", "torchaudio-2.11"}) CHECK(contains(r.out, name));
   CHECK(contains(r.out, "v2.7.1"));
   CHECK_FALSE(contains(r.out, "torch-common "));  // bases are named on stderr only
 
   auto j = parse(test::archbuild({"recipes", "list", "--json"}));
-  REQUIRE(j["recipes"].size() == 21);
+  REQUIRE(j["recipes"].size() == 34);
   CHECK(j["recipes"][0]["package"] == "torch");
 
   auto show = test::archbuild({"recipes", "show", "torch-2.7"});
@@ -148,7 +151,7 @@ TEST_CASE("archbuild resolve --sm 89 picks the newest recipe and the installed t
   REQUIRE(r.status == 0);
   auto j = parse(r);
   CHECK(j["status"] == "ok");
-  CHECK(j["recipe"]["name"] == "torch-2.9");
+  CHECK(j["recipe"]["name"] == "torch-2.15");
   CHECK(j["toolkit"]["root"] == (h.tmp.path() / "roots/cuda-13.0").string());
   CHECK(j["toolkit"]["nvcc_version"] == "13.0.88");
   CHECK(j["compiler"]["path"] == (h.tmp.path() / "bin/g++-13").string());
@@ -157,29 +160,76 @@ TEST_CASE("archbuild resolve --sm 89 picks the newest recipe and the installed t
 
   auto human = h.run({"resolve", "--sm", "89"});
   CHECK(human.status == 0);
-  CHECK(contains(human.out, "torch-2.9"));
+  CHECK(contains(human.out, "torch-2.15"));
   CHECK(contains(human.out, "TORCH_CUDA_ARCH_LIST=8.9"));
   CHECK(contains(human.out, "ok   host-compiler"));
 }
 
 TEST_CASE("archbuild resolve prefers an installed toolkit, and exits 3 when only a tool is missing") {
   FakeHost h;
-  h.cuda128();
+  h.cuda132();
   auto r = parse(h.run({"resolve", "--sm", "90", "--json"}));
-  CHECK(r["recipe"]["name"] == "torch-2.9");
-  CHECK(r["cuda"]["release"] == "12.8");
+  CHECK(r["recipe"]["name"] == "torch-2.15");
+  CHECK(r["cuda"]["release"] == "13.2");  // installed, though 2.15 prefers 13.0
 
   FakeHost only13;
   only13.cuda130();
   auto m = only13.run({"resolve", "--sm", "61"});
   CHECK(m.status == 3);
-  CHECK(contains(m.err, "CUDA 12.8 is not installed"));
-  CHECK(contains(m.out, "torch-2.9"));
+  CHECK(contains(m.err, "CUDA 12.6 is not installed"));  // CUDA 13 dropped Pascal: torch 2.14's cu126
+  CHECK(contains(m.out, "torch-2.14"));
 
   FakeHost none;
   auto p = none.run({"plan", "--sm", "90"});
   CHECK(p.status == 3);
   CHECK(contains(p.err, "CUDA 13.0 is not installed"));
+}
+
+TEST_CASE("archbuild resolve --sm 90 picks torch 2.15; --sm 107 needs CUDA >= 13.4; Rubin is gated by --cuda") {
+  FakeHost h;
+  h.cuda130();
+  h.cuda134();
+  auto r = parse(h.run({"resolve", "--sm", "90", "--json"}));
+  CHECK(r["status"] == "ok");
+  CHECK(r["recipe"]["name"] == "torch-2.15");
+  CHECK(r["cuda"]["release"] == "13.0");
+
+  // No shipped torch recipe lists CUDA 13.4: a refusal that says why and what would do.
+  auto rubin = h.run({"resolve", "--sm", "107"});
+  CHECK(rubin.status == 2);
+  CHECK(contains(rubin.err, "rule toolkit-arch: sm_107 needs CUDA >= 13.4"));
+  CHECK(contains(rubin.err, "--recipe FILE"));
+  auto by_name = h.run({"resolve", "--sm", "Rubin"});
+  CHECK(by_name.status == 2);
+  CHECK(contains(by_name.err, "sm_107 needs CUDA >= 13.4"));
+  // A recipe that builds with 13.4 gets the installed 13.4.
+  auto f = h.tmp.write("torch-2.15-cu134.toml", "extends = \"torch-2.15\"\ncuda = [\"13.4\"]\n");
+  auto ok = h.run({"resolve", "--sm", "107", "--recipe", f.string(), "--json"});
+  INFO(ok.err);
+  REQUIRE(ok.status == 0);
+  auto j = parse(ok);
+  CHECK(j["cuda"]["release"] == "13.4");
+  CHECK(j["toolkit"]["root"] == (h.tmp.path() / "roots/cuda-13.4").string());
+  CHECK(j["arch_list"]["value"] == "10.7");
+
+  // The name Rubin exists only from CUDA 13.4.
+  auto gated = h.run({"resolve", "--sm", "Rubin", "--cuda", "13.0"});
+  CHECK(gated.status == 2);
+  CHECK(contains(gated.err, "--sm: invalid architecture 'Rubin'"));
+  CHECK(contains(gated.err, "only with CUDA >= 13.4"));
+  auto named = h.run({"resolve", "--sm", "Rubin", "--cuda", "13.4", "--recipe", f.string(), "--json"});
+  CHECK(named.status == 0);
+
+  auto arch_old = test::archbuild({"arch", "Rubin", "--cuda", "13.2"});
+  CHECK(arch_old.status == 2);
+  CHECK(contains(arch_old.err, "only with CUDA >= 13.4"));
+  auto arch_new = test::archbuild({"arch", "Rubin+PTX", "--cuda", "13.4"});
+  CHECK(arch_new.status == 0);
+  CHECK(contains(arch_new.out, "10.7+PTX"));
+  auto ext = test::archbuild({"arch", "Rubin", "--parser", "extension"});
+  CHECK(ext.status == 2);
+  CHECK(contains(ext.err, "cpp_extension has no name Rubin"));
+  CHECK(test::archbuild({"arch", "Hopper", "--cuda", "13"}).status == 2);
 }
 
 TEST_CASE("archbuild plan: environment, steps, a stable key, and whether it is built") {
@@ -194,7 +244,7 @@ TEST_CASE("archbuild plan: environment, steps, a stable key, and whether it is b
   CHECK(a["env"]["CUDA_HOME"] == (h.tmp.path() / "roots/cuda-13.0").string());
   CHECK(a["env"]["CUDAHOSTCXX"] == (h.tmp.path() / "bin/g++-13").string());
   CHECK(a["env"]["CC"] == (h.tmp.path() / "bin/gcc-13").string());
-  CHECK(a["env"]["PYTORCH_BUILD_VERSION"] == "2.9.1+cu130.sm90");
+  CHECK(a["env"]["PYTORCH_BUILD_VERSION"] == "2.15.0+cu130.sm90");
   CHECK(a["env"].contains("MAX_JOBS"));
   CHECK(a["steps"][0]["argv"][0] == "/fake/python/bin/python3.12");
   CHECK(a["built"] == false);
@@ -213,7 +263,7 @@ TEST_CASE("archbuild plan: environment, steps, a stable key, and whether it is b
   // A finished build is recorded by the store as keys/<key>.json + wheels/<sha256>.whl.
   std::string sha(64, 'e');
   h.tmp.write("xdg/archbuild/keys/" + key + ".json",
-              json{{"key", key}, {"wheel", {{"sha256", sha}, {"filename", "torch-2.9.1+cu130.sm90-cp312-cp312-linux_x86_64.whl"}, {"size", 3}}}}.dump());
+              json{{"key", key}, {"wheel", {{"sha256", sha}, {"filename", "torch-2.15.0+cu130.sm90-cp312-cp312-linux_x86_64.whl"}, {"size", 3}}}}.dump());
   auto no_wheel = parse(h.run({"plan", "--sm", "90", "--json"}));
   CHECK(no_wheel["built"] == false);  // the manifest names a wheel the cache does not hold
   CHECK(no_wheel["manifest_exists"] == true);
@@ -279,8 +329,15 @@ TEST_CASE("archbuild plan --sm 90 on this machine's real toolkit and compiler") 
     WARN("##archbuild-skip## /usr/local/cuda/bin/nvcc is absent");
     return;
   }
-  // Debian's interpreter (setuptools, wheel, build: scripts/install-deps), not a pyenv one.
-  auto r = test::archbuild({"plan", "--sm", "90", "--python", "/usr/bin/python3", "--json"});
+  // Without a recipe: torch 2.15, whose scikit-build-core backend this machine's Python may lack
+  // (not a Debian 12 package): then exit 3 naming it, the choice standing.
+  auto newest = test::archbuild({"resolve", "--sm", "90", "--python", "/usr/bin/python3", "--json"});
+  INFO(newest.err);
+  CHECK((newest.status == 0 || (newest.status == 3 && contains(newest.err, "scikit_build_core"))));
+  CHECK(parse(newest)["recipe"]["name"] == "torch-2.15");
+  // Debian's interpreter (setuptools, wheel, build: scripts/install-deps), not a pyenv one; torch
+  // 2.13, the newest of the `python -m build` + setuptools era.
+  auto r = test::archbuild({"plan", "--sm", "90", "--torch", "2.13", "--python", "/usr/bin/python3", "--json"});
   INFO(r.err);
   REQUIRE(r.status == 0);
   auto j = parse(r);

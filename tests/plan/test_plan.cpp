@@ -95,7 +95,7 @@ TEST_CASE("resolve --sm 120 --torch 2.5: CUDA too old and a parser without two-d
   CHECK(r.status == Exit::bad_input);
   CHECK(contains(r.message, "rule toolkit-arch: sm_120 needs CUDA >= 12.8 [torch-2.5 with CUDA 12.4, 12.1, 11.8]"));
   CHECK(contains(r.message, "rule arch-syntax: the TORCH_CUDA_ARCH_LIST parser rejects two-digit majors (12.0)"));
-  CHECK(contains(r.message, "Way out: --torch 2.7 or newer (2.7, 2.8, 2.9 can)"));
+  CHECK(contains(r.message, "Way out: --torch 2.7 or newer (2.7, 2.8, 2.9, 2.10, 2.11, 2.12, 2.13, 2.14, 2.15 can)"));
   CHECK(has_rule(r, "toolkit-arch", false, "sm_120 needs CUDA >= 12.8"));
   CHECK(has_rule(r, "arch-syntax", false, "of torch-2.5"));
 }
@@ -132,7 +132,7 @@ TEST_CASE("resolve --sm 89 resolves to the newest recipe, with the installed too
   auto r = resolve(request("89"), inputs(host_130()));
   INFO(r.message);
   REQUIRE(r.status == Exit::ok);
-  CHECK(r.recipe.name == "torch-2.9");
+  CHECK(r.recipe.name == "torch-2.15");
   CHECK(r.toolchain.cuda == V("13.0"));
   REQUIRE(r.toolkit);
   CHECK(r.toolkit->root == "/usr/local/cuda-13.0");
@@ -147,11 +147,18 @@ TEST_CASE("resolve --sm 89 resolves to the newest recipe, with the installed too
 
 TEST_CASE("an installed toolkit is preferred within the newest recipe") {
   auto h = host_130();
-  h.toolkits = {toolkit("12.6", "12.6.85", "/usr/local/cuda-12.6")};
+  h.toolkits = {toolkit("13.2", "13.2.51", "/usr/local/cuda-13.2")};
   auto r = resolve(request("90"), inputs(h));
   REQUIRE(r.status == Exit::ok);
-  CHECK(r.recipe.name == "torch-2.9");
-  CHECK(r.toolchain.cuda == V("12.6"));  // not 13.0, its first preference, which is not installed
+  CHECK(r.recipe.name == "torch-2.15");
+  CHECK(r.toolchain.cuda == V("13.2"));  // not 13.0, its first preference, which is not installed
+
+  // An installed toolkit never makes an older recipe win: 12.6 is for torch <= 2.14.
+  h.toolkits = {toolkit("12.6", "12.6.85", "/usr/local/cuda-12.6")};
+  auto old = resolve(request("90"), inputs(h));
+  CHECK(old.status == Exit::missing_tool);
+  CHECK(old.recipe.name == "torch-2.15");
+  CHECK(contains(old.message, "or use the installed CUDA 12.6: --torch 2.14 --cuda 12.6"));
 }
 
 TEST_CASE("only a missing toolkit stands in the way: exit 3, the choice, and how to get it") {
@@ -159,7 +166,7 @@ TEST_CASE("only a missing toolkit stands in the way: exit 3, the choice, and how
   h.toolkits.clear();
   auto r = resolve(request("90"), inputs(h));
   CHECK(r.status == Exit::missing_tool);
-  CHECK(r.recipe.name == "torch-2.9");
+  CHECK(r.recipe.name == "torch-2.15");
   CHECK(r.toolchain.cuda == V("13.0"));
   CHECK_FALSE(r.toolkit);
   CHECK(contains(r.message, "CUDA 13.0 is not installed"));
@@ -168,13 +175,80 @@ TEST_CASE("only a missing toolkit stands in the way: exit 3, the choice, and how
 
   SECTION("and it names an installed alternative when one would do") {
     auto h2 = host_130();
-    auto req = request("6.1");  // 13.0 cannot; torch 2.9 prefers 12.8 (not installed)
+    auto req = request("6.1");  // 13.x cannot; torch 2.14's 12.6 can (not installed)
     h2.toolkits.push_back(toolkit("12.4", "12.4.131", "/usr/local/cuda-12.4"));
     auto r2 = resolve(req, inputs(h2));
     CHECK(r2.status == Exit::missing_tool);
-    CHECK(r2.toolchain.cuda == V("12.8"));
+    CHECK(r2.recipe.name == "torch-2.14");
+    CHECK(r2.toolchain.cuda == V("12.6"));
     CHECK(contains(r2.message, "or use the installed CUDA 12.4: --torch 2.6 --cuda 12.4"));
   }
+}
+
+TEST_CASE("resolve --sm 90 with no recipe: torch 2.15 (the newest) with the installed CUDA 13.0") {
+  auto r = resolve(request("90"), inputs(host_130()));
+  INFO(r.message);
+  REQUIRE(r.status == Exit::ok);
+  CHECK(r.recipe.name == "torch-2.15");
+  CHECK(r.recipe.driver == recipe::Driver::scikit_build_core);
+  CHECK(r.toolchain.cuda == V("13.0"));
+  REQUIRE(r.toolkit);
+  CHECK(r.toolkit->root == "/usr/local/cuda-13.0");
+  CHECK(r.arch_list == "9.0");
+}
+
+TEST_CASE("resolve --sm 107 (Rubin): CUDA >= 13.4, which no shipped torch recipe lists: refused with the way out") {
+  auto h = host_130();
+  h.toolkits.push_back(toolkit("13.4", "13.4.92", "/usr/local/cuda-13.4"));
+  auto r = resolve(request("107"), inputs(h));
+  INFO(r.message);
+  CHECK(r.status == Exit::bad_input);
+  CHECK(contains(r.message, "cannot build sm_107"));
+  CHECK(contains(r.message, "rule toolkit-arch: sm_107 needs CUDA >= 13.4 [torch-2.15 with CUDA 13.0, 13.2;"));
+  CHECK(contains(r.message, "write one (--recipe FILE)"));
+  CHECK(has_rule(r, "toolkit-arch", false, "sm_107 needs CUDA >= 13.4"));
+
+  SECTION("a recipe that builds with CUDA 13.4 gets it") {
+    test::TempDir tmp;
+    auto f = tmp.write("torch-2.15-cu134.toml", "extends = \"torch-2.15\"\ncuda = [\"13.4\"]\n");
+    auto ok = resolve(request("107"), inputs(h, f.string()));
+    INFO(ok.message);
+    REQUIRE(ok.status == Exit::ok);
+    CHECK(ok.toolchain.cuda >= V("13.4"));
+    REQUIRE(ok.toolkit);
+    CHECK(ok.toolkit->root == "/usr/local/cuda-13.4");
+    CHECK(ok.arch_list == "10.7");
+    auto fam = resolve(request("107f"), inputs(h, f.string()));
+    REQUIRE(fam.status == Exit::ok);
+    CHECK(fam.arch_list == "10.7f");
+  }
+  SECTION("without 13.4 installed: the choice stands, and the missing toolkit is named") {
+    test::TempDir tmp;
+    auto f = tmp.write("torch-2.15-cu134.toml", "extends = \"torch-2.15\"\ncuda = [\"13.4\"]\n");
+    auto miss = resolve(request("107"), inputs(host_130(), f.string()));
+    CHECK(miss.status == Exit::missing_tool);
+    CHECK(contains(miss.message, "CUDA 13.4 is not installed"));
+  }
+}
+
+TEST_CASE("every new recipe resolves on a CUDA 13.0 host") {
+  for (const char* name : {"torch-2.10", "torch-2.11", "torch-2.12", "torch-2.13", "torch-2.14", "torch-2.15",
+                           "torchvision-0.25", "torchvision-0.26", "torchvision-0.27", "torchvision-0.28",
+                           "torchvision-0.29", "torchaudio-2.10", "torchaudio-2.11"}) {
+    INFO(name);
+    auto r = resolve(request("90"), inputs(host_130(), std::string(name)));
+    INFO(r.message);
+    CHECK(r.status == Exit::ok);
+    CHECK(r.recipe.name == name);
+    CHECK(r.toolchain.cuda == V("13.0"));
+  }
+  // C++20 from 2.13: the recipe's GCC floor.
+  auto h = host_130();
+  h.compilers = {gxx("10.5.0", "/usr/bin/g++-10")};
+  auto old = resolve(request("90"), inputs(h, std::string("torch-2.13")));
+  CHECK(old.status == Exit::missing_tool);
+  CHECK(contains(old.message, "older than torch-2.13 needs (at least GCC 11.4)"));
+  CHECK(resolve(request("90"), inputs(h, std::string("torch-2.12"))).status == Exit::ok);
 }
 
 TEST_CASE("an installed nvcc that does not list a target is not used") {
@@ -299,7 +373,7 @@ TEST_CASE("the arch list: targets as SASS, +PTX on the newest only when asked, n
 
 TEST_CASE("companion recipes: --recipe torchvision --torch 2.7") {
   auto in = inputs(host_130(), std::string("torchvision"));
-  CHECK(in.recipes.size() == 6);
+  CHECK(in.recipes.size() == 11);
   auto req = request("90");
   req.torch = V("2.7");
   in.host.toolkits.push_back(toolkit("12.8", "12.8.93", "/usr/local/cuda-12.8"));
@@ -321,7 +395,7 @@ TEST_CASE("recipe selection: names, packages, files, abstract bases") {
   CHECK(one->front().name == "torch-2.6");
   auto torch = select_recipes(std::nullopt);
   REQUIRE(torch.ok());
-  CHECK(torch->size() == 6);
+  CHECK(torch->size() == 12);
   auto base = select_recipes(std::string("torch-common"));
   REQUIRE_FALSE(base.ok());
   CHECK(contains(base.error().message, "abstract"));
@@ -410,7 +484,7 @@ TEST_CASE("the plan: environment, steps per driver era, version label, jobs") {
   CHECK(p->build_dir == "build");
 
   // torch 2.9: the python -m build era.
-  Plan p29 = plan_for(request("90"), inputs(host_130()));
+  Plan p29 = plan_for(request("90"), inputs(host_130(), std::string("torch-2.9")));
   REQUIRE(p29->steps.size() == 1);
   CHECK(p29->steps[0].argv() == std::vector<std::string>{"/usr/bin/python3", "-m", "build", "--wheel", "--no-isolation",
                                                          "--outdir", "dist", "."});
@@ -584,11 +658,11 @@ TEST_CASE("build key: any change of an input gives a new key") {
   // The recipe's own values: tag, commit, env, driver, build number.
   test::TempDir tmp;
   auto variant = [&](const std::string& name, const std::string& body) {
-    auto f = tmp.write(name + ".toml", "extends = \"torch-2.9\"\n" + body);
+    auto f = tmp.write(name + ".toml", "extends = \"torch-2.15\"\n" + body);
     return plan_for(request("90"), inputs(h, f.string()));
   };
   CHECK(variant("same", "")->key == base);  // a copy of the recipe elsewhere: same build
-  differs(variant("tag", "[source]\ntag = \"v2.9.0\"\n"), "tag");
+  differs(variant("tag", "[source]\ntag = \"v2.15.1\"\n"), "tag");
   differs(variant("commit", "[source]\ncommit = \"" + std::string(40, 'a') + "\"\n"), "commit");
   differs(variant("env", "[build.env]\nUSE_FLASH_ATTENTION = \"0\"\n"), "env");
   differs(variant("driver", "[build]\ndriver = \"setup-py\"\n"), "driver");

@@ -59,7 +59,7 @@ std::string load_error(const test::TempDir& tmp, const std::string& text, const 
 TEST_CASE("every shipped recipe loads, with real release data") {
   auto all = recipe::load_shipped();
   REQUIRE(all.ok());
-  CHECK(all->size() == 21);  // 6 torch + 6 torchvision + 6 torchaudio + 3 bases
+  CHECK(all->size() == 34);  // 12 torch + 11 torchvision + 8 torchaudio + 3 bases
 
   struct Line {
     const char* torch;
@@ -121,6 +121,85 @@ TEST_CASE("every shipped recipe loads, with real release data") {
   CHECK(by_name(*all, "torch-2.9").driver == recipe::Driver::python_build);
   CHECK(by_name(*all, "torch-2.9").python.front() == V("3.10"));
   CHECK(by_name(*all, "torch-common").abstract);
+}
+
+TEST_CASE("the 2026 releases: torch 2.10 - 2.15, torchvision 0.25 - 0.29, torchaudio 2.10 - 2.11") {
+  auto all = recipe::load_shipped();
+  REQUIRE(all.ok());
+  using D = recipe::Driver;
+  struct Line {
+    const char* torch;
+    const char* version;
+    std::vector<const char*> cuda;
+    const char* newest_python;
+    D driver;
+    const char* min_gcc;
+    const char* vision;  // "" when there is none
+  };
+  const Line lines[] = {
+      {"2.10", "2.10.0", {"13.0", "12.8", "12.6"}, "3.14", D::python_build, "9.3", "0.25.0"},
+      {"2.11", "2.11.0", {"13.0", "12.8", "12.6"}, "3.14", D::python_build, "9.3", "0.26.0"},
+      {"2.12", "2.12.1", {"13.0", "13.2", "12.9", "12.6"}, "3.14", D::python_build, "9.3", "0.27.1"},
+      {"2.13", "2.13.0", {"13.0", "13.2", "12.6"}, "3.15", D::python_build, "11.4", "0.28.0"},
+      {"2.14", "2.14.0", {"13.0", "13.2", "12.6"}, "3.15", D::scikit_build_core, "11.4", "0.29.0"},
+      {"2.15", "2.15.0", {"13.0", "13.2"}, "3.15", D::scikit_build_core, "11.4", ""},
+  };
+  for (const auto& l : lines) {
+    INFO("torch " << l.torch);
+    const Recipe& t = by_name(*all, std::string("torch-") + l.torch);
+    CHECK(t.version.str() == l.version);
+    CHECK(t.source.tag == std::string("v") + l.version);
+    CHECK(t.source.url == "https://github.com/pytorch/pytorch.git");
+    std::vector<Version> cuda;
+    for (const char* c : l.cuda) cuda.push_back(V(c));
+    CHECK(t.cuda == cuda);
+    CHECK(t.python.front() == V("3.10"));
+    CHECK(t.python.back() == V(l.newest_python));
+    CHECK(t.driver == l.driver);
+    REQUIRE(t.min_gcc);
+    CHECK(t.min_gcc->str() == l.min_gcc);
+    CHECK(t.arch.grammar == arch::Grammar::build);
+    CHECK((t.arch.two_digit_major && t.arch.variant_a && t.arch.variant_f));
+    CHECK(t.env.at("USE_NCCL") == "0");
+    CHECK(t.env.at("BUILD_TEST") == "0");
+    // Every official list names a CUDA the recipe builds with.
+    for (const auto& [c, list] : t.official) CHECK(std::count(t.cuda.begin(), t.cuda.end(), V(c.c_str())) == 1);
+
+    if (*l.vision) {
+      const Recipe& v = by_name(*all, "torchvision-" + std::string(l.vision).substr(0, 4));
+      CHECK(v.version.str() == l.vision);
+      REQUIRE(v.torch);
+      CHECK(v.torch->str() == t.version.str());
+      CHECK(v.cuda == t.cuda);
+      CHECK(v.python == t.python);
+      CHECK(v.arch.grammar == arch::Grammar::extension);
+      CHECK_FALSE(v.arch.variant_f);
+    }
+  }
+  // The lists of the official wheels (releases-2026.md; build_env_setup.py's table).
+  const Recipe& t211 = by_name(*all, "torch-2.11");
+  CHECK(t211.official.at("12.8") == "7.5;8.0;8.6;9.0;10.0;12.0");  // Volta dropped from cu128
+  CHECK(by_name(*all, "torch-2.10").official.at("12.8") == "7.0;7.5;8.0;8.6;9.0;10.0;12.0");
+  const Recipe& t214 = by_name(*all, "torch-2.14");
+  CHECK(t214.official.at("13.2") == "7.5;8.0;8.6;9.0;10.0;12.0+PTX");
+  CHECK(t214.official.at("12.6") == "5.0;6.0;7.0;7.5;8.0;8.6;9.0");
+  CHECK(by_name(*all, "torch-2.15").official.empty());  // M facts not seen at the tag: not recorded
+  CHECK(by_name(*all, "torch-2.12").official.count("12.9") == 0);
+
+  // torchaudio: 2.10 and 2.11, the last; without CMake from 2.10.
+  for (const char* a : {"2.10", "2.11"}) {
+    INFO("torchaudio " << a);
+    const Recipe& r = by_name(*all, std::string("torchaudio-") + a);
+    CHECK(r.version.str() == std::string(a) + ".0");
+    REQUIRE(r.torch);
+    CHECK(r.torch->str() == std::string(a) + ".0");
+    CHECK(r.tools == std::vector<std::string>{"ninja"});
+    CHECK(r.cuda == by_name(*all, std::string("torch-") + a).cuda);
+  }
+  for (const auto& r : *all) {
+    if (r.package == "torchaudio" && !r.abstract) CHECK(r.version <= V("2.11.0"));
+    if (r.package == "torchvision" && !r.abstract) CHECK(r.version < V("0.30"));  // 0.30 not confirmed
+  }
 }
 
 TEST_CASE("the example project's recipe loads and has no url of its own") {

@@ -78,9 +78,9 @@ struct FakeProbe {
 TEST_CASE("the shipped toolchains say what each CUDA compiles") {
   auto all = load_shipped();
   REQUIRE(all.ok());
-  REQUIRE(all->size() == 7);
+  REQUIRE(all->size() == 11);
   CHECK(all->front().cuda == V("11.8"));
-  CHECK(all->back().cuda == V("13.0"));
+  CHECK(all->back().cuda == V("13.4"));
 
   const auto& c118 = find(*all, "11.8");
   CHECK(c118.compiles(A(3, 5)));
@@ -112,6 +112,40 @@ TEST_CASE("the shipped toolchains say what each CUDA compiles") {
   CHECK(c130.min_driver_text == "580.65.06");
   CHECK(c130.gcc.max->str() == "15");
   CHECK(c130.clang.max->str() == "20");
+}
+
+TEST_CASE("CUDA 12.9 alone has 10.1f; 13.1 - 13.3 compile what 13.0 does; 13.4 adds Rubin (10.7)") {
+  auto all = load_shipped();
+  REQUIRE(all.ok());
+  CHECK(find(*all, "12.9").compiles(A(10, 1, arch::Variant::f)));
+  for (const char* c : {"12.8", "13.0", "13.1", "13.2", "13.3", "13.4"}) {
+    INFO("CUDA " << c);
+    CHECK_FALSE(find(*all, c).compiles(A(10, 1, arch::Variant::f)));
+  }
+  const auto& c130 = find(*all, "13.0");
+  for (const char* c : {"13.1", "13.2", "13.3"}) {
+    INFO("CUDA " << c);
+    const auto& t = find(*all, c);
+    CHECK(t.archs.size() == c130.archs.size());
+    for (const auto& a : c130.archs) CHECK(t.compiles(a));
+    CHECK_FALSE(t.compiles(A(10, 7)));
+    CHECK(t.gcc.max->str() == "15");
+  }
+  CHECK(find(*all, "13.1").min_driver_text == "590.44.01");
+  CHECK(find(*all, "13.1").clang.max->str() == "20");  // the lower of two sources
+  CHECK(find(*all, "13.2").clang.max->str() == "21");
+
+  const auto& c134 = find(*all, "13.4");
+  for (auto v : {arch::Variant::none, arch::Variant::a, arch::Variant::f}) CHECK(c134.compiles(A(10, 7, v)));
+  for (const auto& a : c130.archs) CHECK(c134.compiles(a));
+  CHECK_FALSE(c134.compiles(A(7, 0)));
+  CHECK(c134.cu_tag() == "cu134");
+  // Not verified upstream: conservative values that still let a resolution go through.
+  CHECK(c134.gcc.max->str() == "15");
+  CHECK(c134.clang.max->str() == "21");
+  CHECK(c134.min_driver >= find(*all, "13.3").min_driver);
+  CHECK_FALSE(c134.rejects(CompilerKind::gcc, V("14.2.0")));
+  CHECK(c134.rejects(CompilerKind::gcc, V("16.1.0")));
 }
 
 TEST_CASE("host compiler acceptance follows the toolkit's range") {
