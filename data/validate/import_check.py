@@ -1,12 +1,16 @@
 """archbuild's import test, run by `archbuild validate` with the python of a fresh venv into which
-the wheel was just installed (pip install --no-index --no-deps):
+the wheel's requirements and then the wheel were just installed (or, with --installed, the
+python whose site-packages hold the distribution):
 
     python -I import_check.py MODULE [--gpu]
 
 Imports MODULE and reports what it finds as ONE JSON object on the last line of stdout:
-version, file (must lie inside the venv), cuda.get_arch_list(); with --gpu also the device
-capability and the result of one real CUDA operation through the package. archbuild, not this
-script, decides what passes. Exit status 0 unless the script itself breaks.
+version, file (must lie inside the venv), cuda.get_arch_list(), and "features": the feature
+checks archbuild knows for the module (torch: torch.version.cuda, cuDNN, NCCL, LAPACK, NumPy
+interop; with --gpu what PyTorch's release smoke test checks: matmul and conv2d in fp16/fp32
+with autocast, an asserted CUDA error surfacing), each {name, ok: true/false/null, value,
+error, reason}. With --gpu also the device capability and one real CUDA operation. archbuild,
+not this script, decides what passes. Exit status 0 unless the script itself breaks.
 """
 
 import importlib
@@ -33,6 +37,116 @@ def cuda_op(name, mod):
         return {"what": f"{name}.vector_add on 4096 floats", "ok": len(got) == len(a) and not bad,
                 "got": got[bad[0]] if bad else None, "expected": a[bad[0]] + b[bad[0]] if bad else None}
     return {"what": None, "ok": None, "reason": f"archbuild knows no CUDA operation of the package {name}"}
+
+
+def feature(name, fn):
+    """One feature check: fn() returns a value (ok) or raises (failed); a Skip is not run."""
+    try:
+        value = fn()
+        return {"name": name, "ok": True, "value": value}
+    except Skip as e:
+        return {"name": name, "ok": None, "reason": str(e)}
+    except BaseException as e:  # noqa: BLE001 (the failure is the finding)
+        return {"name": name, "ok": False, "error": f"{type(e).__name__}: {e}"[:500]}
+
+
+class Skip(Exception):
+    pass
+
+
+def torch_features(torch, gpu):
+    """What a working torch build has (pytorch-build.md, last section), then, on a GPU, the
+    checks of PyTorch's own release smoke test (.ci/pytorch/smoke_test/smoke_test.py)."""
+    def cuda_version():
+        v = torch.version.cuda
+        if v is None:
+            raise RuntimeError("torch.version.cuda is None: a CPU-only build")
+        return v
+
+    def cudnn():
+        if not torch.backends.cudnn.is_available():
+            raise RuntimeError("torch.backends.cudnn.is_available() is False (built without cuDNN)")
+        return "cuDNN %s" % torch.backends.cudnn.version()
+
+    def nccl():
+        import torch.distributed as dist
+        if not dist.is_available():
+            raise RuntimeError("torch.distributed is not available")
+        if not dist.is_nccl_available():
+            raise RuntimeError("torch.distributed.is_nccl_available() is False (built without NCCL)")
+        v = getattr(torch.cuda, "nccl", None)
+        try:
+            return "NCCL %s" % ".".join(str(x) for x in v.version())
+        except BaseException:  # noqa: BLE001 (the version needs the library loaded; availability is the check)
+            return "available"
+
+    def lapack():
+        if not torch._C.has_lapack:
+            raise RuntimeError("torch._C.has_lapack is False (built without LAPACK: torch.linalg fails on CPU)")
+        a = torch.tensor([[2.0, 0.0], [0.0, 4.0]])
+        return "inv ok" if torch.allclose(torch.linalg.inv(a), torch.tensor([[0.5, 0.0], [0.0, 0.25]])) else "inv wrong"
+
+    def numpy_interop():
+        try:
+            import numpy as np
+        except ImportError:
+            raise Skip("numpy is not installed")
+        t = torch.from_numpy(np.arange(6, dtype=np.float32))
+        if float(t.sum()) != 15.0 or t.numpy().tolist() != [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]:
+            raise RuntimeError("from_numpy/numpy() round trip gave the wrong values")
+        return "numpy %s" % np.__version__
+
+    out = [feature("cuda-version", cuda_version), feature("cudnn", cudnn), feature("nccl", nccl),
+           feature("lapack", lapack), feature("numpy", numpy_interop)]
+    if not gpu:
+        for n in ("matmul", "conv2d", "cuda-error"):
+            out.append({"name": n, "ok": None, "reason": "no GPU of a target CC"})
+        return out
+
+    def matmul():
+        res = []
+        for dtype in (torch.float16, torch.float32):
+            a = torch.randn(64, 64, device="cuda", dtype=dtype)
+            b = torch.randn(64, 64, device="cuda", dtype=dtype)
+            with torch.autocast(device_type="cuda", dtype=torch.float16):
+                c = a @ b
+            ref = (a.float().cpu() @ b.float().cpu())
+            if not torch.allclose(c.float().cpu(), ref, atol=0.5, rtol=0.05):
+                raise RuntimeError(f"matmul {dtype} with autocast differs from the CPU result")
+            res.append(str(dtype).replace("torch.", ""))
+        return "ok in " + ", ".join(res)
+
+    def conv2d():
+        res = []
+        for dtype in (torch.float16, torch.float32):
+            conv = torch.nn.Conv2d(3, 8, 3, padding=1).to("cuda", dtype=dtype)
+            x = torch.randn(2, 3, 16, 16, device="cuda", dtype=dtype)
+            with torch.autocast(device_type="cuda", dtype=torch.float16):
+                y = conv(x)
+            ref = torch.nn.functional.conv2d(x.float().cpu(), conv.weight.float().cpu(), conv.bias.float().cpu(),
+                                             padding=1)
+            if not torch.allclose(y.float().cpu(), ref, atol=0.1, rtol=0.05):
+                raise RuntimeError(f"conv2d {dtype} with autocast differs from the CPU result")
+            res.append(str(dtype).replace("torch.", ""))
+        return "ok in " + ", ".join(res)
+
+    out += [feature("matmul", matmul), feature("conv2d", conv2d)]
+    return out
+
+
+def cuda_error_check(torch):
+    """Last: an asserted device-side error must surface as a RuntimeError (it poisons the CUDA
+    context, so nothing CUDA runs after it)."""
+    def run():
+        try:
+            torch._assert_async(torch.tensor(0, device="cuda"))
+            torch.cuda.synchronize()
+        except RuntimeError as e:
+            if "CUDA" in str(e) or "assert" in str(e):
+                return "surfaced: " + str(e).splitlines()[0][:200]
+            raise
+        raise RuntimeError("an asserted CUDA error did not surface")
+    return feature("cuda-error", run)
 
 
 def gpu_part(name, mod):
@@ -85,8 +199,12 @@ def main():
             out["arch_list"] = [str(a) for a in cuda.get_arch_list()]
         except BaseException as e:  # noqa: BLE001
             out["arch_list_error"] = f"{type(e).__name__}: {e}"
+    if name == "torch":
+        out["features"] = torch_features(mod, gpu)
     if gpu:
         out["gpu"] = gpu_part(name, mod)
+        if name == "torch":
+            out["features"].append(cuda_error_check(mod))
     print(json.dumps(out))
     return 0
 

@@ -27,6 +27,8 @@ struct Section {
   std::uint64_t flags = 0;
   std::uint64_t offset = 0;  // in the file; bounds already checked unless type is NOBITS
   std::uint64_t size = 0;
+  std::uint32_t link = 0;  // .dynamic and .gnu.version_r: the index of their string table
+  std::uint32_t info = 0;  // .gnu.version_r: the number of entries
 };
 
 struct ElfHeader {
@@ -56,6 +58,30 @@ Result<ElfHeader> read_elf_header(Bytes data);
 // The header and section table of an ELF64 little-endian file. Every section's file range and
 // every name is checked against the file size.
 Result<Elf> read_elf(Bytes data);
+
+// What the dynamic loader reads from a shared library or executable: DT_SONAME, DT_NEEDED,
+// DT_RUNPATH / DT_RPATH (split at ':', as written: "$ORIGIN/../lib" stays unexpanded) and the
+// symbol versions each needed library must provide (.gnu.version_r: "GLIBC_2.34",
+// "GLIBCXX_3.4.32"). `dynamic` is false for a static file (no .dynamic section).
+struct VersionNeed {
+  std::string file;                   // "libc.so.6"
+  std::vector<std::string> versions;  // in file order
+};
+
+struct DynamicInfo {
+  bool dynamic = false;
+  std::optional<std::string> soname;
+  std::vector<std::string> needed;
+  std::vector<std::string> runpath;
+  std::vector<std::string> rpath;  // ignored by the loader when runpath is present
+  std::vector<VersionNeed> version_needs;
+};
+
+// Reads .dynamic and .gnu.version_r through the section table (their sh_link names the string
+// table). A fully stripped file without a section table reads as not dynamic. Every offset is
+// checked; errors are one line without the file name.
+Result<DynamicInfo> read_dynamic(Bytes data);
+Result<DynamicInfo> read_dynamic(Bytes data, const Elf& elf);
 
 // "x86-64", "aarch64", "cuda", or "machine 40".
 std::string machine_name(std::uint16_t machine);

@@ -1,6 +1,9 @@
 // archbuild validate WHEEL --sm LIST [--python PY] [--module NAME] [--cuda X.Y] [--no-import]
 // [--no-smoke] — proves a wheel (any wheel, official ones included): coverage of each target,
-// metadata and RECORD, the local label, an import test in a fresh venv and the smoke kernel.
+// metadata and RECORD, the local label, the link closure and platform tag, an import test in a
+// fresh venv (requirements first) and the smoke kernel.
+// archbuild validate --installed DIST --python PY --sm LIST — the same checks that need no .whl
+// on a distribution already installed in PY's site-packages.
 #include <fmt/format.h>
 
 #include <memory>
@@ -11,6 +14,7 @@
 #include "cli/validate_common.hpp"
 #include "core/text.hpp"
 #include "recipe/recipe.hpp"
+#include "validate/installed.hpp"
 
 namespace archbuild::cli {
 
@@ -20,6 +24,7 @@ namespace fs = std::filesystem;
 
 struct ValidateArgs {
   std::string wheel;
+  std::string installed;
   std::vector<std::string> sm;
   std::string python;
   std::string module;
@@ -47,8 +52,56 @@ std::optional<std::string> recipe_module(const std::string& distribution) {
   return std::nullopt;
 }
 
+void finish(const validate::Report& report, const std::vector<arch::Arch>& targets, const std::string& what,
+            Context& ctx) {
+  ctx.exit = report.exit();
+  if (ctx.json) {
+    auto doc = report.to_json();
+    doc["targets"] = nlohmann::json::array();
+    for (const auto& t : targets) doc["targets"].push_back(t.cc_name());
+    print_json(doc);
+  } else {
+    out(fmt::format("validate {} for {}", what, validate::targets_text(targets)));
+    print_report(report, ctx);
+  }
+  if (report.failed()) {
+    std::vector<std::string> fails;
+    for (const auto& c : report.checks)
+      if (c.status == validate::Status::fail) fails.push_back(fmt::format("{}: {}", c.name, c.summary));
+    error_line(ctx, "not valid: " + text::join(fails, "; "));
+  } else if (report.incomplete()) {
+    std::vector<std::string> missing;
+    for (const auto& c : report.checks)
+      if (c.missing_tool) missing.push_back(fmt::format("{}: {}", c.name, c.summary));
+    error_line(ctx, "could not check everything: " + text::join(missing, "; "));
+  }
+}
+
+void run_installed(const ValidateArgs& a, const std::vector<arch::Arch>& targets, Context& ctx) {
+  validate::InstalledOptions o;
+  auto py = find_python(a.python, std::nullopt);
+  if (!py) throw Failure(py.error());
+  o.python = *py;
+  if (!a.module.empty()) o.module = a.module;
+  else o.module = recipe_module(a.installed);
+  if (!a.no_import) {
+    o.script = import_script();
+    o.gpus = host_gpus();
+  }
+  if (!a.cuda.empty()) o.cuda = cuda_option(a.cuda)->str();
+  auto report = validate::validate_installed(a.installed, targets, o, capture_exec()).take();
+  if (a.no_import) {
+    validate::Check c = skipped("import", "not run (--no-import)", false);
+    report.add(c);
+  }
+  finish(report, targets, a.installed + " (installed)", ctx);
+}
+
 void run_validate(const ValidateArgs& a, Context& ctx) {
   auto targets = sm_option(a.sm);
+  if (a.wheel.empty() == a.installed.empty())
+    throw Failure(Error::bad_input("give either WHEEL or --installed DIST (not both)"));
+  if (!a.installed.empty()) return run_installed(a, targets, ctx);
   auto cuda = cuda_option(a.cuda);
   fs::path wheel = a.wheel;
   std::error_code ec;
@@ -101,27 +154,7 @@ void run_validate(const ValidateArgs& a, Context& ctx) {
   }
 
   auto report = validate::validate_wheel(wheel, targets, opts, capture_exec()).take();  // unreadable: exit 2
-  ctx.exit = report.exit();
-  if (ctx.json) {
-    auto doc = report.to_json();
-    doc["targets"] = nlohmann::json::array();
-    for (const auto& t : targets) doc["targets"].push_back(t.cc_name());
-    print_json(doc);
-  } else {
-    out(fmt::format("validate {} for {}", wheel.filename().string(), validate::targets_text(targets)));
-    print_report(report, ctx);
-  }
-  if (report.failed()) {
-    std::vector<std::string> what;
-    for (const auto& c : report.checks)
-      if (c.status == validate::Status::fail) what.push_back(fmt::format("{}: {}", c.name, c.summary));
-    error_line(ctx, "not valid: " + text::join(what, "; "));
-  } else if (report.incomplete()) {
-    std::vector<std::string> what;
-    for (const auto& c : report.checks)
-      if (c.missing_tool) what.push_back(fmt::format("{}: {}", c.name, c.summary));
-    error_line(ctx, "could not check everything: " + text::join(what, "; "));
-  }
+  finish(report, targets, wheel.filename().string(), ctx);
 }
 
 }  // namespace
@@ -130,7 +163,10 @@ void add_validate_command(CLI::App& app, Context& ctx) {
   auto args = std::make_shared<ValidateArgs>();
   auto* cmd = app.add_subcommand(
       "validate", "Prove a wheel: coverage of each target, metadata and RECORD, an import test, the smoke kernel");
-  cmd->add_option("WHEEL", args->wheel, "The wheel (.whl) to check")->required();
+  cmd->add_option("WHEEL", args->wheel, "The wheel (.whl) to check");
+  cmd->add_option("--installed", args->installed,
+                  "Check a distribution installed in --python's site-packages instead of a wheel file (e.g. torch)")
+      ->type_name("DIST");
   cmd->add_option("--sm", args->sm, "Target compute capabilities: 90, 9.0, sm_90, 90a, lists 80,90, native")
       ->required()
       ->type_name("LIST");
@@ -146,7 +182,10 @@ void add_validate_command(CLI::App& app, Context& ctx) {
   add_json_flag(*cmd, ctx);
   cmd->footer(
       "Exit status: 0 valid; 1 a check failed (each failure named); 2 unreadable input or bad options; "
-      "3 a needed tool is missing (python with venv, nvcc). Without a GPU the GPU parts are reported as skipped.");
+      "3 incomplete: a needed tool is missing (python with venv, nvcc), or the wheel's requirements cannot be had "
+      "(no index or wheelhouse: the import test is skipped, never passed). pip's own configuration (PIP_INDEX_URL, "
+      "PIP_FIND_LINKS, PIP_NO_INDEX, pip.conf) reaches the import test. Without a GPU the GPU parts are reported as "
+      "skipped.");
   cmd->callback([args, &ctx] { run_validate(*args, ctx); });
 }
 

@@ -123,6 +123,23 @@ std::vector<std::string> pip_install_argv(const fs::path& venv, const fs::path& 
           "--disable-pip-version-check", "--no-input", wheel.string()};
 }
 
+std::vector<std::string> pip_requirements_argv(const fs::path& venv, const std::vector<std::string>& requirements) {
+  std::vector<std::string> argv{venv_python(venv).string(), "-m", "pip", "install", "--no-cache-dir",
+                                "--disable-pip-version-check", "--no-input"};
+  argv.insert(argv.end(), requirements.begin(), requirements.end());
+  return argv;
+}
+
+bool requirements_unavailable(const Outcome& o) {
+  std::string all = o.out + "\n" + o.err;
+  for (const char* sign : {"No matching distribution found", "Could not find a version that satisfies",
+                           "Failed to establish a new connection", "Network is unreachable",
+                           "Temporary failure in name resolution", "Name or service not known",
+                           "Could not fetch URL", "Max retries exceeded"})
+    if (all.find(sign) != std::string::npos) return true;
+  return false;
+}
+
 std::vector<std::string> import_argv(const fs::path& venv, const fs::path& script, const std::string& module,
                                      bool gpu) {
   // -I: neither the working folder, PYTHONPATH nor the user's site-packages can shadow the venv.
@@ -143,6 +160,10 @@ std::optional<nlohmann::json> parse_import_output(const std::string& out) {
 }
 
 Check interpret_import(const Outcome& o, const std::string& module, const fs::path& venv) {
+  return interpret_import_in(o, module, venv, "a fresh venv");
+}
+
+Check interpret_import_in(const Outcome& o, const std::string& module, const fs::path& venv, const std::string& where) {
   Check c;
   c.name = "import";
   c.status = Status::fail;
@@ -158,7 +179,8 @@ Check interpret_import(const Outcome& o, const std::string& module, const fs::pa
     return c;
   }
   c.evidence = *j;
-  c.evidence.erase("gpu");  // import-gpu's evidence
+  c.evidence.erase("gpu");       // import-gpu's evidence
+  c.evidence.erase("features");  // the features check's
   std::string err = json_str(*j, "import_error");
   if (!err.empty()) {
     for (auto& l : text::split_any(json_str(*j, "traceback"), "\n")) c.details.push_back(l);
@@ -168,19 +190,59 @@ Check interpret_import(const Outcome& o, const std::string& module, const fs::pa
   }
   std::string file = json_str(*j, "file");
   if (file.empty() || !under(file, venv)) {
-    c.summary = fmt::format("import {} loaded {}, not the copy pip installed in the venv", module,
-                            file.empty() ? "a module without a file" : file);
+    c.summary = fmt::format("import {} loaded {}, not the copy pip installed in {}", module,
+                            file.empty() ? "a module without a file" : file, venv.string());
     return c;
   }
   c.status = Status::pass;
   std::string version = json_str(*j, "version");
-  c.summary = fmt::format("imported {}{} from a fresh venv (Python {})", module, version.empty() ? "" : " " + version,
+  c.summary = fmt::format("imported {}{} from {} (Python {})", module, version.empty() ? "" : " " + version, where,
                           json_str(*j, "python"));
   if (j->contains("arch_list") && (*j)["arch_list"].is_array()) {
     auto archs = string_list((*j)["arch_list"]);
     // torch.cuda.get_arch_list() is [] wherever CUDA is not available.
     c.summary += archs.empty() ? std::string("; cuda.get_arch_list() is empty here")
                                : fmt::format("; cuda.get_arch_list() = [{}]", text::join(archs, ", "));
+  }
+  return c;
+}
+
+std::optional<Check> interpret_features(const nlohmann::json& result, const std::optional<std::string>& cuda) {
+  if (!result.contains("features") || !result["features"].is_array()) return std::nullopt;
+  Check c;
+  c.name = "features";
+  c.evidence = {{"features", result["features"]}};
+  std::vector<std::string> failed, skipped, passed;
+  for (const auto& f : result["features"]) {
+    if (!f.is_object()) continue;
+    std::string name = json_str(f, "name");
+    std::string value = f.contains("value") && !f["value"].is_null()
+                            ? (f["value"].is_string() ? f["value"].get<std::string>() : f["value"].dump())
+                            : std::string();
+    std::string err = json_str(f, "error");
+    nlohmann::json ok = f.value("ok", nlohmann::json());
+    // torch.version.cuda is judged here, against the toolkit the wheel says it was built with.
+    if (name == "cuda-version" && cuda && ok == true && !value.empty()) {
+      auto got = Version::parse(value), want = Version::parse(*cuda);
+      if (got && want && got->prefix(2) != want->prefix(2)) {
+        ok = false;
+        err = fmt::format("torch.version.cuda is {}, the wheel says CUDA {}", value, *cuda);
+      }
+    }
+    std::string line = fmt::format("{}: {}", name,
+                                   ok.is_null()  ? "skipped (" + json_str(f, "reason") + ")"
+                                   : ok == true  ? (value.empty() ? std::string("ok") : value)
+                                                 : "FAILED: " + (err.empty() ? value : err));
+    c.details.push_back(line);
+    (ok.is_null() ? skipped : ok == true ? passed : failed).push_back(ok == false ? line : name);
+  }
+  if (!failed.empty()) {
+    c.status = Status::fail;
+    c.summary = text::join(failed, "; ");
+  } else {
+    c.summary = fmt::format("{} of {} feature checks passed{}", passed.size(), passed.size() + skipped.size(),
+                            skipped.empty() ? "" : fmt::format(" ({} skipped: {})", skipped.size(), text::join(skipped, ", ")));
+    if (passed.empty() && !skipped.empty()) c.status = Status::skip;
   }
   return c;
 }
@@ -293,9 +355,10 @@ Report import_test(const fs::path& wheel, const std::optional<WheelName>& name, 
   fs::path venv = scratch->path() / "venv";
   std::error_code ec;
   fs::remove_all(venv, ec);  // fresh, also in a kept work folder
-  // pip must neither ask nor look anywhere but the wheel given.
-  std::map<std::string, std::string> env{{"PIP_NO_INPUT", "1"}, {"PIP_DISABLE_PIP_VERSION_CHECK", "1"},
-                                         {"PIP_CONFIG_FILE", "/dev/null"}, {"PYTHONNOUSERSITE", "1"}};
+  // pip must not ask; its configuration (PIP_INDEX_URL, PIP_FIND_LINKS, PIP_NO_INDEX, pip.conf)
+  // reaches it unchanged: that is where the requirements come from.
+  std::map<std::string, std::string> env{
+      {"PIP_NO_INPUT", "1"}, {"PIP_DISABLE_PIP_VERSION_CHECK", "1"}, {"PYTHONNOUSERSITE", "1"}};
   auto made = exec({venv_argv(setup.python, venv), env, scratch->path(), setup.venv_timeout});
   if (!made || made->status != 0) {
     auto lines = made ? tail_lines(*made) : std::vector<std::string>{made.error().message};
@@ -304,6 +367,28 @@ Report import_test(const fs::path& wheel, const std::optional<WheelName>& name, 
         lines);
     gpu_skipped("not imported");
     return r;
+  }
+  if (!setup.requirements.empty()) {
+    auto deps = exec({pip_requirements_argv(venv, setup.requirements), env, scratch->path(), setup.install_timeout});
+    if (!deps || deps->status != 0 || deps->timed_out) {
+      auto lines = deps ? tail_lines(*deps) : std::vector<std::string>{deps.error().message};
+      std::string last = lines.empty() ? "" : ": " + lines.back();
+      if (deps && !deps->timed_out && requirements_unavailable(*deps)) {
+        // Not the wheel's fault, and not a pass: validation is incomplete (exit 3).
+        add("import", Status::skip,
+            fmt::format("the wheel's {} requirement{} cannot be had here (no index or wheelhouse){}: not imported; "
+                        "give pip an index or a wheelhouse (PIP_INDEX_URL, PIP_FIND_LINKS, pip.conf)",
+                        setup.requirements.size(), setup.requirements.size() == 1 ? "" : "s", last),
+            true, lines);
+      } else {
+        add("import", Status::fail,
+            fmt::format("pip install of the wheel's requirements failed{}",
+                        deps && deps->timed_out ? std::string(": timed out") : last),
+            false, lines);
+      }
+      gpu_skipped("not installed");
+      return r;
+    }
   }
   auto installed = exec({pip_install_argv(venv, fs::absolute(wheel)), env, scratch->path(), setup.install_timeout});
   if (!installed || installed->status != 0 || installed->timed_out) {
@@ -333,6 +418,8 @@ Report import_test(const fs::path& wheel, const std::optional<WheelName>& name, 
   auto imported = interpret_import(*ran, setup.module, venv);
   bool ok = imported.status == Status::pass;
   r.add(std::move(imported));
+  if (ok)
+    if (auto f = interpret_features(*parse_import_output(ran->out), setup.cuda)) r.add(std::move(*f));
   if (!ok) {
     gpu_skipped("not imported");
   } else if (!gpu) {

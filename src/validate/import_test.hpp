@@ -1,5 +1,6 @@
-// The import test: a fresh venv (`python -m venv`), `pip install --no-index --no-deps WHEEL`,
-// then data/validate/import_check.py imports the package from the venv and, when a GPU of a
+// The import test: a fresh venv (`python -m venv`), the wheel's requirements (Requires-Dist,
+// through pip with the caller's configuration: PIP_INDEX_URL, PIP_FIND_LINKS, PIP_NO_INDEX,
+// pip.conf reach it unchanged), then `pip install --no-index --no-deps WHEEL`, then data/validate/import_check.py imports the package from the venv and, when a GPU of a
 // target CC is present, checks get_arch_list(), the device capability and one real CUDA
 // operation through the package. Without such a GPU that part is "skip" with the reason — never
 // "pass". Processes go through the injected Exec; the plan and the interpretation are functions
@@ -22,6 +23,12 @@ namespace archbuild::validate {
 struct ImportSetup {
   std::filesystem::path python;  // the interpreter that makes the venv
   std::string module;            // what to import (the recipe's `module`)
+  // Requirements installed before the wheel (its Requires-Dist without extras); validate_wheel
+  // fills them in from METADATA when empty.
+  std::vector<std::string> requirements;
+  // The CUDA the wheel was built with ("13.0", from its +cuXYZ label): torch.version.cuda must
+  // equal it.
+  std::optional<std::string> cuda;
   std::filesystem::path script;  // data_root()/data/validate/import_check.py
   Gpus gpus;
   // The venv is made here (and kept); unset: a temporary folder removed afterwards.
@@ -53,6 +60,12 @@ std::optional<Version> wheel_python(const WheelName& name);
 std::filesystem::path venv_python(const std::filesystem::path& venv);  // VENV/bin/python
 std::vector<std::string> venv_argv(const std::filesystem::path& python, const std::filesystem::path& venv);
 std::vector<std::string> pip_install_argv(const std::filesystem::path& venv, const std::filesystem::path& wheel);
+// VENV/bin/python -m pip install --no-cache-dir --disable-pip-version-check --no-input REQ…
+std::vector<std::string> pip_requirements_argv(const std::filesystem::path& venv,
+                                               const std::vector<std::string>& requirements);
+// Whether pip failed because the requirements cannot be had here (no index reachable, nothing
+// in the wheelhouse): the import test is then incomplete, not failed.
+bool requirements_unavailable(const Outcome& o);
 // VENV/bin/python -I SCRIPT MODULE [--gpu]
 std::vector<std::string> import_argv(const std::filesystem::path& venv, const std::filesystem::path& script,
                                      const std::string& module, bool gpu);
@@ -62,6 +75,15 @@ std::optional<nlohmann::json> parse_import_output(const std::string& out);
 
 // "import": the module imported, from inside the venv.
 Check interpret_import(const Outcome& o, const std::string& module, const std::filesystem::path& venv);
+// "import": the module imported, from inside `root` (the venv, or the site-packages of an
+// installed distribution).
+Check interpret_import_in(const Outcome& o, const std::string& module, const std::filesystem::path& root,
+                          const std::string& where);
+// "features": the recipe's feature checks for the module (torch: torch.version.cuda against
+// `cuda`, cuDNN, NCCL, LAPACK, NumPy interop; with a GPU the release smoke test's matmul,
+// conv2d with autocast, an asserted CUDA error), one detail line each; nullopt when the script
+// knows none for the module.
+std::optional<Check> interpret_features(const nlohmann::json& result, const std::optional<std::string>& cuda);
 // "import-gpu": capability, get_arch_list() and the CUDA operation on `gpu`.
 Check interpret_import_gpu(const nlohmann::json& result, const std::vector<arch::Arch>& targets, const Gpu& gpu);
 

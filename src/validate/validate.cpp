@@ -185,6 +185,19 @@ std::vector<Check> coverage_checks(const std::vector<binary::FileReport>& files,
   return {coverage_check(cov, files, elf_errors), ptx_check(cov), unrequested_check(cov, files, targets)};
 }
 
+std::vector<Check> closure_checks(const WheelContents& w, const std::optional<WheelName>& name,
+                                  const LibraryFacts& facts, const ValidateOptions& options) {
+  ClosureInput in;
+  for (const auto& [path, dyn] : w.dynamic) in.files.push_back({path, dyn});
+  for (const auto& m : w.members)
+    if (m.type == Member::Type::file) in.tree.insert(m.name);
+  in.requirements = wheel_requirements(w, name);
+  in.host = options.host;
+  auto closure = resolve_closure(in, facts);
+  return {check_closure(closure),
+          check_platform_tag(name ? name->platform_tags : std::vector<std::string>{}, in.files, closure, facts)};
+}
+
 Result<Report> validate_wheel(const fs::path& wheel, const std::vector<arch::Arch>& targets,
                               const ValidateOptions& options, const Exec& exec) {
   auto read = read_wheel(wheel, options.read);
@@ -203,9 +216,21 @@ Result<Report> validate_wheel(const fs::path& wheel, const std::vector<arch::Arc
   r.add(check_members(w));
   r.add(check_local_label(w, name, options.expected_label));
   for (auto& c : coverage_checks(w.elf, w.elf_errors, targets)) r.add(std::move(c));
+  std::optional<LibraryFacts> facts = options.libraries;
+  if (!facts) {
+    auto loaded = load_library_facts(shipped_library_facts());
+    if (!loaded) return loaded.error();
+    facts = std::move(*loaded);
+  }
+  for (auto& c : closure_checks(w, name, *facts, options)) r.add(std::move(c));
 
   if (options.import_test) {
     ImportSetup setup = *options.import_test;
+    if (!setup.cuda && name)
+      if (auto cu = parse_label(name->local_label()).cuda) setup.cuda = *cu;
+    if (setup.requirements.empty())
+      for (const auto& req : wheel_requirements(w, name))
+        if (!req.extra) setup.requirements.push_back(req.text);
     setup.module = import_name(w, name, options.module ? options.module
                                                        : setup.module.empty() ? std::nullopt
                                                                               : std::optional(setup.module));

@@ -6,11 +6,13 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "arch/arch.hpp"
+#include "validate/closure.hpp"
 #include "validate/coverage.hpp"
 #include "validate/import_test.hpp"
 #include "validate/report.hpp"
@@ -33,6 +35,10 @@ struct ValidateOptions {
   // in order after the wheel's own checks.
   std::vector<Check> preset;
   ReadOptions read;
+  // Where libraries come from on a clean target; unset: data/validate/libraries.toml.
+  std::optional<LibraryFacts> libraries;
+  // Where this host has a library (the closure check's message); unset: host_library.
+  std::function<std::optional<std::string>(const std::string&, const std::vector<std::string>&)> host;
 };
 
 // Coverage checks over the ELF files of a wheel (or any set of files):
@@ -41,6 +47,10 @@ struct ValidateOptions {
 //   unrequested-archs   warn with the images (and bytes) no target needs
 std::vector<Check> coverage_checks(const std::vector<binary::FileReport>& files,
                                    const std::vector<std::string>& elf_errors, const std::vector<arch::Arch>& targets);
+
+// "closure" and "platform-tag" over the dynamically linked ELF files of a wheel.
+std::vector<Check> closure_checks(const WheelContents& w, const std::optional<WheelName>& name,
+                                  const LibraryFacts& facts, const ValidateOptions& options);
 
 // Reads the wheel once and runs every check. Error (bad_input, exit 2) only when the file
 // cannot be read as a zip at all; everything else is in the Report (its exit(): 1 a check

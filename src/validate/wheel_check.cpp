@@ -257,6 +257,11 @@ Result<WheelContents> read_wheel(binary::Bytes data, const std::string& path, co
           w.elf.push_back(std::move(*rep));
         else
           w.elf_errors.push_back(rep.error().message);
+        auto dyn = binary::read_dynamic(keep);
+        if (!dyn)
+          w.elf_errors.push_back(fmt::format("{}: dynamic section: {}", shown(m.name), dyn.error().message));
+        else if (dyn->dynamic)
+          w.dynamic[m.name] = std::move(*dyn);
       }
     } else if (is_text && m.type == Member::Type::file && m.size <= options.max_text_size) {
       w.texts[m.name] = std::string(keep.begin(), keep.end());

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "binary/elf.hpp"
 #include "binary/inspect.hpp"
 #include "core/error.hpp"
 #include "validate/report.hpp"
@@ -56,6 +57,8 @@ struct WheelContents {
   std::vector<binary::FileReport> elf;        // host ELF members (path = member name)
   std::vector<std::string> foreign_elf;       // cubins, 32-bit ELF: not host code
   std::vector<std::string> elf_errors;        // "member: why" for ELF members the reader refused
+  // DT_NEEDED, RUNPATH and symbol-version needs of the dynamically linked host ELF members.
+  std::map<std::string, binary::DynamicInfo> dynamic;
 
   const Member* member(std::string_view name) const;
   // The top-level *.dist-info folders, sorted.

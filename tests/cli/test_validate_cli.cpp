@@ -8,6 +8,7 @@
 
 #include "binary/builders.hpp"
 #include "cli/example_wheel.hpp"
+#include "mirror/make_wheel.hpp"
 
 using namespace archbuild;
 using test::check_of;
@@ -204,4 +205,73 @@ TEST_CASE("validate: the GPU parts on this host's GPU", "[validate][cli][gpu]") 
   auto doc = json::parse(r.out);
   CHECK(check_of(doc, "import-gpu")["status"] == "pass");
   CHECK(check_of(doc, "smoke-run")["status"] == "pass");
+}
+
+// Issue 14: a package whose __init__ imports its declared dependency. The import test installs
+// the requirement from a local wheelhouse through pip's own configuration (PIP_FIND_LINKS,
+// PIP_NO_INDEX) and passes; without the wheelhouse it is skipped and validation is incomplete.
+TEST_CASE("validate: the import test installs the requirements from a wheelhouse", "[validate][cli][import]") {
+  test::TempDir dir;
+  if (!fs::exists(test::kSystemPython)) {
+    WARN("skipped: no " << test::kSystemPython.string());
+    return;
+  }
+  auto house = dir / "wheelhouse";
+  test::make_wheel(house, "helper_dep", "2.0", "helper_dep", "from the wheelhouse");
+  const std::string di = "needy-1.0.dist-info";
+  std::vector<std::pair<std::string, std::string>> m{
+      {"needy/__init__.py", "import helper_dep\nVALUE = helper_dep.VALUE\n"},
+      {"needy/libk.so", test::elf_with_fatbin(test::container({test::entry({2, 90, 0x11, test::cubin(90)})}))},
+      {di + "/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: py3-none-linux_x86_64\n"},
+      {di + "/METADATA", "Metadata-Version: 2.1\nName: needy\nVersion: 1.0\nRequires-Dist: helper-dep>=2\n"},
+      {di + "/top_level.txt", "needy\n"}};
+  std::string rec;
+  for (const auto& [name, data] : m) rec += name + "," + test::record_line_hash(data) + "," + std::to_string(data.size()) + "\n";
+  m.push_back({di + "/RECORD", rec + di + "/RECORD,,\n"});
+  auto wheel = dir.write("out/needy-1.0-py3-none-linux_x86_64.whl", test::zip(m));
+
+  auto opts = test::no_gpu(dir);
+  opts.env["PIP_NO_INDEX"] = "1";
+  opts.env["PIP_FIND_LINKS"] = house.string();
+  auto r = test::archbuild({"validate", wheel.string(), "--sm", "90", "--python", test::kSystemPython.string(),
+                            "--no-smoke", "--json"}, opts);
+  INFO(r.out << r.err);
+  CHECK(r.status == 0);
+  auto doc = json::parse(r.out);
+  CHECK(check_of(doc, "import")["status"] == "pass");
+
+  opts.env.erase("PIP_FIND_LINKS");
+  auto without = test::archbuild({"validate", wheel.string(), "--sm", "90", "--python", test::kSystemPython.string(),
+                                  "--no-smoke", "--json"}, opts);
+  INFO(without.out << without.err);
+  CHECK(without.status == 3);
+  auto doc2 = json::parse(without.out);
+  CHECK(check_of(doc2, "import")["status"] == "skip");
+  CHECK_THAT(check_of(doc2, "import")["summary"].get<std::string>(), Catch::Contains("cannot be had here"));
+}
+
+// Issue 14: --installed reads a distribution in place (the lead's device run: torch in a venv).
+TEST_CASE("validate --installed: a distribution in site-packages and bad input", "[validate][cli][installed]") {
+  if (!fs::exists(test::kSystemPython)) {
+    WARN("skipped: no " << test::kSystemPython.string());
+    return;
+  }
+  test::TempDir dir;
+  auto r = test::archbuild({"validate", "--installed", "pip", "--python", test::kSystemPython.string(), "--sm", "90",
+                            "--json"},
+                           test::no_gpu(dir));
+  INFO(r.out << r.err);
+  auto doc = json::parse(r.out);
+  CHECK(check_of(doc, "import")["status"] == "pass");
+  CHECK(check_of(doc, "closure")["status"] == "skip");  // pure Python: no ELF files
+  CHECK(r.status == 1);                                  // and no kernel image for 9.0
+
+  auto missing = test::archbuild({"validate", "--installed", "no-such-dist-here", "--python",
+                                  test::kSystemPython.string(), "--sm", "90"});
+  CHECK(missing.status == 2);
+  CHECK_THAT(missing.err, Catch::Contains("no-such-dist-here: not installed"));
+
+  auto both = test::archbuild({"validate", "x.whl", "--installed", "pip", "--sm", "90"});
+  CHECK(both.status == 2);
+  CHECK_THAT(both.err, Catch::Contains("either WHEEL or --installed"));
 }

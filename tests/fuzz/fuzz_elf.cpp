@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "binary/elf.hpp"
 #include "binary/inspect.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -21,5 +22,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } else if (report.error().message.empty()) {
     __builtin_trap();  // every refusal says why
   }
+  // The dynamic section and version needs (issue 14) read the same hostile bytes.
+  auto dyn = read_dynamic(Bytes(data, size));
+  if (!dyn.ok() && dyn.error().message.empty()) __builtin_trap();
   return 0;
 }

@@ -288,7 +288,10 @@ TEST_CASE("validate_wheel: a well-formed wheel passes every wheel check", "[vali
   auto j = r.to_json();
   CHECK(j["valid"] == true);
   CHECK(j["exit"] == 0);
-  CHECK(j["checks"].size() == 8);
+  // + closure (skipped: the synthetic library has no .dynamic) and platform-tag (issue 14).
+  CHECK(j["checks"].size() == 10);
+  CHECK(check(r, "closure").status == Status::skip);
+  CHECK(check(r, "platform-tag").status == Status::pass);
 }
 
 TEST_CASE("validate_wheel: another sm has no kernel image, named with what the wheel carries", "[validate][wheel]") {
@@ -789,4 +792,206 @@ TEST_CASE("import test: the GPU part on a GPU of a target CC", "[validate][impor
   CHECK(py.seen.back().env.at("CUDA_VISIBLE_DEVICES") == "3");
   CHECK(py.seen.back().argv.back() == "--gpu");
   CHECK(check(r, "import-gpu").status == Status::pass);
+}
+
+// ---- issue 14: the link closure and the platform tag, over libraries gcc builds here ------------
+
+#include "support/process.hpp"
+#include "validate/closure.hpp"
+
+namespace {
+
+// gcc -shared of a library that links libcudart by absolute RUNPATH and calls pthread_create
+// (GLIBC_2.34 on this host's glibc); empty with `skip` set when gcc or the toolkit is absent.
+std::string cuda_library(const test::TempDir& dir, const std::string& runpath, std::string& skip) {
+  if (test::which("gcc").empty()) {
+    skip = "no gcc";
+    return {};
+  }
+  if (!std::filesystem::exists("/usr/local/cuda/lib64/libcudart.so")) {
+    skip = "no /usr/local/cuda/lib64/libcudart.so";
+    return {};
+  }
+  auto src = dir.write("k.c",
+                       "#include <pthread.h>\nextern int cudaGetDeviceCount(int*);\n"
+                       "static void* run(void* p) { return p; }\n"
+                       "int k(void) { int n = 0; pthread_t t; pthread_create(&t, 0, run, 0);"
+                       " return cudaGetDeviceCount(&n) + n; }\n");
+  auto so = dir / "libk.so";
+  auto r = test::run(test::which("gcc"), {"-shared", "-fPIC", "-o", so.string(), src.string(), "-L/usr/local/cuda/lib64",
+                             "-lcudart", "-Wl,-rpath," + runpath});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  std::ifstream in(so, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+validate::LibraryFacts shipped_facts() {
+  auto f = validate::load_library_facts(validate::shipped_library_facts());
+  REQUIRE(f.ok());
+  return *f;
+}
+
+}  // namespace
+
+TEST_CASE("elf: DT_NEEDED and RUNPATH and version needs of a gcc-built library", "[validate][closure][binary]") {
+  test::TempDir dir;
+  std::string skip;
+  auto so = cuda_library(dir, "/usr/local/cuda/lib64", skip);
+  if (!skip.empty()) {
+    WARN("skipped: " << skip);
+    return;
+  }
+  binary::Bytes b(reinterpret_cast<const std::uint8_t*>(so.data()), so.size());
+  auto d = binary::read_dynamic(b);
+  REQUIRE(d.ok());
+  CHECK(d->dynamic);
+  CHECK(std::find(d->needed.begin(), d->needed.end(), "libcudart.so.13") != d->needed.end());
+  CHECK(std::find(d->needed.begin(), d->needed.end(), "libc.so.6") != d->needed.end());
+  CHECK(d->runpath == std::vector<std::string>{"/usr/local/cuda/lib64"});
+  bool glibc234 = false;
+  for (const auto& n : d->version_needs)
+    if (n.file == "libc.so.6")
+      glibc234 = std::find(n.versions.begin(), n.versions.end(), "GLIBC_2.34") != n.versions.end();
+  CHECK(glibc234);
+  // Truncated input is an error, never a crash.
+  CHECK_FALSE(binary::read_dynamic(b.subspan(0, 200)).ok());
+}
+
+TEST_CASE("closure: a library linking CUDA by absolute RUNPATH fails (named) and passes once repaired", "[validate][closure]") {
+  test::TempDir dir;
+  std::string skip;
+  auto so = cuda_library(dir, "/usr/local/cuda/lib64", skip);
+  if (!skip.empty()) {
+    WARN("skipped: " << skip);
+    return;
+  }
+  FakeWheel fw;
+  fw.payload = {{"demo_pkg/__init__.py", "\n"}, {"demo_pkg/libk.so", so}};
+  auto r = check_wheel(fw.write(dir, fw.bytes()), "90");
+  const auto& c = check(r, "closure");
+  CHECK(c.status == Status::fail);
+  CHECK_THAT(c.summary, Catch::Contains("demo_pkg/libk.so needs libcudart.so.13") &&
+                            Catch::Contains("found only at /usr/local/cuda") && Catch::Contains("not portable"));
+  CHECK(c.evidence["files"][0]["runpath"][0] == "/usr/local/cuda/lib64");
+  // linux_x86_64 is true, and no manylinux tag would be.
+  CHECK(check(r, "platform-tag").status == Status::pass);
+  CHECK_THAT(check(r, "platform-tag").summary, Catch::Contains("GLIBC_2.34") && Catch::Contains("not portable"));
+
+  // The official layout: RUNPATH into the nvidia package's folder, and the package declared.
+  if (test::which("patchelf").empty()) {
+    WARN("skipped: no patchelf for the repaired half");
+    return;
+  }
+  auto so_path = dir.write("fixed/libk.so", so);
+  auto p = test::run(test::which("patchelf"), {"--set-rpath", "$ORIGIN/../nvidia/cu13/lib", so_path.string()});
+  REQUIRE(p.status == 0);
+  std::ifstream in(so_path, std::ios::binary);
+  std::string fixed((std::istreambuf_iterator<char>(in)), {});
+  FakeWheel ok;
+  ok.payload = {{"demo_pkg/__init__.py", "\n"}, {"demo_pkg/libk.so", fixed}};
+  ok.metadata = "Metadata-Version: 2.1\nName: demo-pkg\nVersion: 1.0+cu130.sm90\nRequires-Dist: nvidia-cuda-runtime==13.0.96\n\n";
+  auto r2 = check_wheel(ok.write(dir, ok.bytes()), "90");
+  INFO(all_details(check(r2, "closure")));
+  CHECK(check(r2, "closure").status == Status::pass);
+  CHECK(check(r2, "closure").evidence["files"][0]["needed"][0]["where"] == "nvidia-cuda-runtime: nvidia/cu13/lib");
+
+  // The RUNPATH alone is not enough: the package must be a Requires-Dist.
+  ok.metadata = "Metadata-Version: 2.1\nName: demo-pkg\nVersion: 1.0+cu130.sm90\n\n";
+  auto r3 = check_wheel(ok.write(dir, ok.bytes()), "90");
+  CHECK(check(r3, "closure").status == Status::fail);
+  CHECK_THAT(check(r3, "closure").summary, Catch::Contains("nvidia-cuda-runtime is not a Requires-Dist"));
+}
+
+TEST_CASE("platform tag: a library needing a GLIBC above its manylinux tag fails", "[validate][closure]") {
+  test::TempDir dir;
+  std::string skip;
+  auto so = cuda_library(dir, "$ORIGIN/../nvidia/cu13/lib", skip);
+  if (!skip.empty()) {
+    WARN("skipped: " << skip);
+    return;
+  }
+  FakeWheel fw;
+  fw.file = "demo_pkg-1.0+cu130.sm90-cp311-cp311-manylinux_2_17_x86_64.whl";
+  fw.wheel_text = "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: false\nTag: cp311-cp311-manylinux_2_17_x86_64\n";
+  fw.metadata = "Metadata-Version: 2.1\nName: demo-pkg\nVersion: 1.0+cu130.sm90\nRequires-Dist: nvidia-cuda-runtime\n\n";
+  fw.payload = {{"demo_pkg/__init__.py", "\n"}, {"demo_pkg/libk.so", so}};
+  auto r = check_wheel(fw.write(dir, fw.bytes()), "90");
+  CHECK(check(r, "closure").status == Status::pass);
+  const auto& t = check(r, "platform-tag");
+  CHECK(t.status == Status::fail);
+  CHECK_THAT(t.summary, Catch::Contains("demo_pkg/libk.so needs GLIBC_2.34, above its tag manylinux_2_17_x86_64"));
+  CHECK(t.evidence["needs"]["GLIBC"]["version"] == "2.34");
+}
+
+TEST_CASE("closure: tags and policies and requirements", "[validate][closure]") {
+  CHECK(validate::manylinux_glibc("manylinux_2_28_x86_64")->str() == "2.28");
+  CHECK(validate::manylinux_glibc("manylinux2014_x86_64")->str() == "2.17");
+  CHECK_FALSE(validate::manylinux_glibc("linux_x86_64"));
+  auto facts = shipped_facts();
+  CHECK(facts.package_of("libcudnn.so.9")->dir == "nvidia/cudnn/lib");
+  CHECK(facts.package_of("libcudart.so.13")->name == "nvidia-cuda-runtime");
+  CHECK(facts.system.count("libcuda.so.1"));
+  CHECK(facts.policy_for(*Version::parse("2.28"))->limits.at("GLIBCXX").str() == "3.4.24");
+  CHECK(facts.policy_for(*Version::parse("2.30"))->glibc.str() == "2.28");
+  CHECK(facts.policy_for(*Version::parse("2.39")) == nullptr);
+  auto reqs = validate::parse_requirements({"Typing_Extensions>=4.10", "nvidia-nccl-cu13==2.27.7; platform_system == 'Linux'",
+                                            "opt-einsum>=3.3; extra == \"opt-einsum\""});
+  REQUIRE(reqs.size() == 3);
+  CHECK(reqs[0].name == "typing-extensions");
+  CHECK_FALSE(reqs[1].extra);
+  CHECK(reqs[2].extra);
+  // A broken data file is a file:line error.
+  test::TempDir dir;
+  auto bad = dir.write("libraries.toml", "[system]\nlibraries = [\"libc.so.6\"]\n[[package]]\nname = \"x\"\ndir = \"/abs\"\nsonames = []\n");
+  auto e = validate::load_library_facts(bad);
+  REQUIRE_FALSE(e.ok());
+  CHECK_THAT(e.error().message, Catch::Contains("libraries.toml:5") && Catch::Contains("relative to site-packages"));
+}
+
+TEST_CASE("import test: requirements first with pip configuration and skipped (never passed) when none can be had", "[validate][import]") {
+  auto name = validate::parse_wheel_name("demo_pkg-1.0-cp311-cp311-linux_x86_64.whl");
+  REQUIRE(name.ok());
+  auto s = import_setup();
+  s.requirements = {"typing-extensions>=4.10"};
+  {
+    FakePython py;
+    py.import_out = std::string(kImported) + "}";
+    auto r = validate::import_test("/w/x.whl", *name, sms("90"), s, py.exec());
+    REQUIRE(py.seen.size() == 5);
+    auto venv = std::filesystem::path(py.seen[1].argv[3]);
+    CHECK(py.seen[2].argv == std::vector<std::string>{(venv / "bin/python").string(), "-m", "pip", "install",
+                                                      "--no-cache-dir", "--disable-pip-version-check", "--no-input",
+                                                      "typing-extensions>=4.10"});
+    CHECK_FALSE(py.seen[2].env.count("PIP_CONFIG_FILE"));  // pip.conf / PIP_* reach pip
+    CHECK(py.seen[3].argv[5] == "--no-deps");
+    CHECK(check(r, "import").status == Status::pass);
+  }
+  {
+    FakePython py;
+    py.pip_status = 1;
+    py.pip_err = "ERROR: Could not find a version that satisfies the requirement typing-extensions>=4.10 (from versions: none)\n"
+                 "ERROR: No matching distribution found for typing-extensions>=4.10\n";
+    auto r = validate::import_test("/w/x.whl", *name, sms("90"), s, py.exec());
+    CHECK(check(r, "import").status == Status::skip);
+    CHECK(check(r, "import").missing_tool);
+    CHECK_THAT(check(r, "import").summary, Catch::Contains("cannot be had here") && Catch::Contains("PIP_FIND_LINKS"));
+    CHECK(r.exit() == Exit::missing_tool);
+  }
+}
+
+TEST_CASE("import test: torch feature checks one by one", "[validate][import]") {
+  auto j = nlohmann::json::parse(R"({"features": [
+      {"name": "cuda-version", "ok": true, "value": "12.8"},
+      {"name": "cudnn", "ok": true, "value": "cuDNN 91002"},
+      {"name": "nccl", "ok": false, "error": "RuntimeError: torch.distributed.is_nccl_available() is False"},
+      {"name": "lapack", "ok": true, "value": "inv ok"},
+      {"name": "matmul", "ok": null, "reason": "no GPU of a target CC"}]})");
+  auto c = validate::interpret_features(j, std::string("13.0"));
+  REQUIRE(c);
+  CHECK(c->status == Status::fail);
+  CHECK_THAT(c->summary, Catch::Contains("torch.version.cuda is 12.8, the wheel says CUDA 13.0") &&
+                             Catch::Contains("is_nccl_available() is False"));
+  CHECK(c->details.size() == 5);
+  CHECK_FALSE(validate::interpret_features(nlohmann::json::parse(R"({"module": "x"})"), std::nullopt));
 }
