@@ -6,7 +6,7 @@
 set -euo pipefail
 src=$1 build=$2
 for tool in patchelf ldd; do
-  command -v "$tool" >/dev/null || { echo "skipped: no $tool (scripts/install-deps installs it)"; exit 0; }
+  command -v "$tool" >/dev/null || { echo "##archbuild-skip## no $tool (scripts/install-deps installs it)"; exit 0; }
 done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -152,7 +152,7 @@ void check_plan(const Case& c, const json& p) {
 void end_to_end(const Case& c) {
   std::string why;
   if (!can_build(c, why)) {
-    WARN("skipped: " << why);
+    WARN("##archbuild-skip## " << why);
     return;
   }
   if (auto b = backend_of(c); !b.empty()) WARN(c.driver << " example built with " << b);
@@ -213,7 +213,7 @@ void kill_all(t::Background& bg) {
 void resume_after_kill(const Case& c) {
   std::string why;
   if (!can_build(c, why)) {
-    WARN("skipped: " << why);
+    WARN("##archbuild-skip## " << why);
     return;
   }
   Workspace w(c);

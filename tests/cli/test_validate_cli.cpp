@@ -213,7 +213,7 @@ TEST_CASE("validate: the GPU parts on this host's GPU", "[validate][cli][gpu]") 
 TEST_CASE("validate: the import test installs the requirements from a wheelhouse", "[validate][cli][import]") {
   test::TempDir dir;
   if (!fs::exists(test::kSystemPython)) {
-    WARN("skipped: no " << test::kSystemPython.string());
+    WARN("##archbuild-skip## no " << test::kSystemPython.string());
     return;
   }
   auto house = dir / "wheelhouse";
@@ -253,7 +253,7 @@ TEST_CASE("validate: the import test installs the requirements from a wheelhouse
 // Issue 14: --installed reads a distribution in place (the lead's device run: torch in a venv).
 TEST_CASE("validate --installed: a distribution in site-packages and bad input", "[validate][cli][installed]") {
   if (!fs::exists(test::kSystemPython)) {
-    WARN("skipped: no " << test::kSystemPython.string());
+    WARN("##archbuild-skip## no " << test::kSystemPython.string());
     return;
   }
   test::TempDir dir;

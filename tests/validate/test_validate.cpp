@@ -839,7 +839,7 @@ TEST_CASE("elf: DT_NEEDED and RUNPATH and version needs of a gcc-built library",
   std::string skip;
   auto so = cuda_library(dir, "/usr/local/cuda/lib64", skip);
   if (!skip.empty()) {
-    WARN("skipped: " << skip);
+    WARN("##archbuild-skip## " << skip);
     return;
   }
   binary::Bytes b(reinterpret_cast<const std::uint8_t*>(so.data()), so.size());
@@ -863,7 +863,7 @@ TEST_CASE("closure: a library linking CUDA by absolute RUNPATH fails (named) and
   std::string skip;
   auto so = cuda_library(dir, "/usr/local/cuda/lib64", skip);
   if (!skip.empty()) {
-    WARN("skipped: " << skip);
+    WARN("##archbuild-skip## " << skip);
     return;
   }
   FakeWheel fw;
@@ -880,7 +880,7 @@ TEST_CASE("closure: a library linking CUDA by absolute RUNPATH fails (named) and
 
   // The official layout: RUNPATH into the nvidia package's folder, and the package declared.
   if (test::which("patchelf").empty()) {
-    WARN("skipped: no patchelf for the repaired half");
+    WARN("##archbuild-skip## no patchelf for the repaired half");
     return;
   }
   auto so_path = dir.write("fixed/libk.so", so);
@@ -908,7 +908,7 @@ TEST_CASE("platform tag: a library needing a GLIBC above its manylinux tag fails
   std::string skip;
   auto so = cuda_library(dir, "$ORIGIN/../nvidia/cu13/lib", skip);
   if (!skip.empty()) {
-    WARN("skipped: " << skip);
+    WARN("##archbuild-skip## " << skip);
     return;
   }
   FakeWheel fw;
