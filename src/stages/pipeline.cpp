@@ -68,7 +68,10 @@ contract::Expectation contract_expectation(const plan::Plan& plan) {
   contract::Expectation e;
   e.driver = res.recipe.driver;
   e.recipe_file = res.recipe.file.string();
+  // The release the plan builds: the recipe's, or for --ref / a local tree the one the plan took
+  // from the tree's version.txt (the version label says which).
   e.version = res.recipe.version;
+  if (auto v = contract::release_part(plan->version.substr(0, plan->version.find('+')))) e.version = *v;
   if (auto v = res.tool_versions.find("cmake"); v != res.tool_versions.end()) e.cmake = v->second;
   if (auto p = res.tools.find("cmake"); p != res.tools.end()) e.cmake_path = p->second.string();
   return e;

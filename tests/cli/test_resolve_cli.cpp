@@ -194,14 +194,17 @@ TEST_CASE("archbuild resolve --sm 90 picks torch 2.15; --sm 107 needs CUDA >= 13
   CHECK(r["recipe"]["name"] == "torch-2.15");
   CHECK(r["cuda"]["release"] == "13.0");
 
-  // No shipped torch recipe lists CUDA 13.4: a refusal that says why and what would do.
-  auto rubin = h.run({"resolve", "--sm", "107"});
-  CHECK(rubin.status == 2);
-  CHECK(contains(rubin.err, "rule toolkit-arch: sm_107 needs CUDA >= 13.4"));
-  CHECK(contains(rubin.err, "--recipe FILE"));
-  auto by_name = h.run({"resolve", "--sm", "Rubin"});
-  CHECK(by_name.status == 2);
-  CHECK(contains(by_name.err, "sm_107 needs CUDA >= 13.4"));
+  // torch 2.15 builds sm_107 from source with CUDA 13.4 (the only toolkit that compiles it).
+  auto rubin = parse(h.run({"resolve", "--sm", "107", "--json"}));
+  CHECK(rubin["status"] == "ok");
+  CHECK(rubin["recipe"]["name"] == "torch-2.15");
+  CHECK(rubin["cuda"]["release"] == "13.4");
+  CHECK(rubin["arch_list"]["value"] == "10.7");
+  // Before 2.15 no recipe can: refused with the rule and the way out.
+  auto old_torch = h.run({"resolve", "--sm", "107", "--torch", "2.14"});
+  CHECK(old_torch.status == 2);
+  CHECK(contains(old_torch.err, "rule toolkit-arch: sm_107 needs CUDA >= 13.4"));
+  CHECK(contains(old_torch.err, "--recipe FILE"));
   // A recipe that builds with 13.4 gets the installed 13.4.
   auto f = h.tmp.write("torch-2.15-cu134.toml", "extends = \"torch-2.15\"\ncuda = [\"13.4\"]\n");
   auto ok = h.run({"resolve", "--sm", "107", "--recipe", f.string(), "--json"});

@@ -422,8 +422,9 @@ TEST_CASE("doctor: a CPU-only torch on a GPU host", "[doctor]") {
   CHECK(fd.id == "cpu-only");
   CHECK(contains(fd.summary, "torch.version.cuda is None"));
   REQUIRE_FALSE(fd.fixes.empty());
-  // The newest release and CUDA this driver runs.
-  CHECK(fd.fixes[0].command == "python3 -m pip install torch==2.15.0 --index-url " + index_of("cu132"));
+  // The newest release and CUDA this driver runs in full: 580.65.06 is CUDA 13.0's minimum, below
+  // 13.2's (toolchains/cuda-13.2.toml), so cu130.
+  CHECK(fd.fixes[0].command == "python3 -m pip install torch==2.15.0 --index-url " + index_of("cu130"));
   // A build staying on 2.5 is asked (and refused by the fake), then the general build.
   CHECK(adv.calls == std::vector<std::pair<std::string, std::string>>{{"90", "2.5"}, {"90", ""}});
   CHECK_FALSE(r.targets[0].result);  // nothing to judge in a CPU-only torch

@@ -197,16 +197,25 @@ TEST_CASE("resolve --sm 90 with no recipe: torch 2.15 (the newest) with the inst
   CHECK(r.arch_list == "9.0");
 }
 
-TEST_CASE("resolve --sm 107 (Rubin): CUDA >= 13.4, which no shipped torch recipe lists: refused with the way out") {
+TEST_CASE("resolve --sm 107 (Rubin): torch 2.15 with CUDA >= 13.4, the arch passed as the number 10.7") {
   auto h = host_130();
   h.toolkits.push_back(toolkit("13.4", "13.4.92", "/usr/local/cuda-13.4"));
   auto r = resolve(request("107"), inputs(h));
   INFO(r.message);
-  CHECK(r.status == Exit::bad_input);
-  CHECK(contains(r.message, "cannot build sm_107"));
-  CHECK(contains(r.message, "rule toolkit-arch: sm_107 needs CUDA >= 13.4 [torch-2.15 with CUDA 13.0, 13.2;"));
-  CHECK(contains(r.message, "write one (--recipe FILE)"));
-  CHECK(has_rule(r, "toolkit-arch", false, "sm_107 needs CUDA >= 13.4"));
+  REQUIRE(r.status == Exit::ok);
+  CHECK(r.recipe.name == "torch-2.15");
+  CHECK(r.toolchain.cuda >= V("13.4"));
+  REQUIRE(r.toolkit);
+  CHECK(r.toolkit->root == "/usr/local/cuda-13.4");
+  CHECK(r.arch_list == "10.7");
+  // sm_90 on the same host keeps the preferred, installed 13.0.
+  auto hopper = resolve(request("90"), inputs(h));
+  REQUIRE(hopper.status == Exit::ok);
+  CHECK(hopper.toolchain.cuda == V("13.0"));
+  // Without 13.4 installed: the choice stands and the missing toolkit is named (exit 3).
+  auto bare = resolve(request("107"), inputs(host_130()));
+  CHECK(bare.status == Exit::missing_tool);
+  CHECK(bare.toolchain.cuda == V("13.4"));
 
   SECTION("a recipe that builds with CUDA 13.4 gets it") {
     test::TempDir tmp;
