@@ -21,6 +21,10 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr std::string_view kSlotPrefix = "slot-";
+// A compile waiting for its share. Named by the time it started waiting, so that names sort
+// oldest first: the waiting shares older than a request are reserved ahead of it, or a stream
+// of small compiles would keep a large one (a flash-attention kernel) out for good.
+constexpr std::string_view kWaitPrefix = "wait-";
 
 struct Fd {
   int fd = -1;
@@ -29,14 +33,16 @@ struct Fd {
   }
 };
 
-// Sum of the live shares in `dir`; removes the slots whose holder is gone (its lock dropped).
-// Called with admission.lock held, so no slot is being created meanwhile.
-std::uint64_t live_shares(const fs::path& dir) {
+// Sum of the live shares in `dir` named PREFIX…, only those whose name sorts before `before`
+// when it is given; removes the files whose holder is gone (its lock dropped). Called with
+// admission.lock held, so no file is being created meanwhile.
+std::uint64_t live_shares(const fs::path& dir, std::string_view prefix, const std::string& before = {}) {
   std::uint64_t total = 0;
   std::error_code ec;
   for (const auto& de : fs::directory_iterator(dir, ec)) {
     const std::string name = de.path().filename().string();
-    if (name.rfind(kSlotPrefix, 0) != 0) continue;
+    if (name.rfind(prefix, 0) != 0) continue;
+    if (!before.empty() && name >= before) continue;
     Fd f{::open(de.path().c_str(), O_RDONLY | O_CLOEXEC)};
     if (f.fd < 0) continue;
     if (::flock(f.fd, LOCK_SH | LOCK_NB) == 0) {
@@ -85,25 +91,39 @@ void Admission::release() {
 Result<Admission> admit(const AdmissionRequest& request) {
   std::error_code ec;
   fs::create_directories(request.dir, ec);
-  if (ec) return Error::bad_input(fmt::format("{}: cannot create the admission directory: {}", request.dir.string(), ec.message()));
+  if (ec)
+    return Error::bad_input(
+        fmt::format("{}: cannot create the admission directory: {}", request.dir.string(), ec.message()));
   const fs::path lock_path = request.dir / "admission.lock";
   static std::atomic<unsigned> counter{0};
   const auto start = std::chrono::steady_clock::now();
+  // CLOCK_MONOTONIC is one clock for every process of the host: names sort by waiting age.
+  const auto since_boot = std::chrono::duration_cast<std::chrono::nanoseconds>(start.time_since_epoch()).count();
+  const std::string suffix = fmt::format("{:020}-{}-{}", since_boot, ::getpid(), counter++);
+  const std::string wait_name = std::string(kWaitPrefix) + suffix;
+  Admission a;  // holds the wait file, then (renamed) the slot: removed however this returns
+  a.share_mb_ = request.need_mb;
   for (;;) {
     Fd lock{::open(lock_path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644)};
     if (lock.fd < 0 || ::flock(lock.fd, LOCK_EX) != 0)
       return Error::bad_input(fmt::format("{}: cannot lock: {}", lock_path.string(), std::strerror(errno)));
-    const std::uint64_t taken = live_shares(request.dir);
-    if (taken == 0 || taken + request.need_mb <= request.budget_mb) {
-      Admission a;
-      a.slot_ = request.dir / fmt::format("{}{}-{}", kSlotPrefix, ::getpid(), counter++);
+    if (a.fd_ < 0) {
+      a.slot_ = request.dir / wait_name;
       a.fd_ = ::open(a.slot_.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0644);
       if (a.fd_ < 0 || ::flock(a.fd_, LOCK_EX | LOCK_NB) != 0)
         return Error::bad_input(fmt::format("{}: cannot create: {}", a.slot_.string(), std::strerror(errno)));
       std::string share = std::to_string(request.need_mb);
       if (::write(a.fd_, share.data(), share.size()) != static_cast<ssize_t>(share.size()))
         return Error::bad_input(fmt::format("{}: cannot write: {}", a.slot_.string(), std::strerror(errno)));
-      a.share_mb_ = request.need_mb;
+    }
+    const std::uint64_t taken = live_shares(request.dir, kSlotPrefix);
+    const std::uint64_t older = live_shares(request.dir, kWaitPrefix, wait_name);
+    if ((taken == 0 && older == 0) || taken + older + request.need_mb <= request.budget_mb) {
+      // The lock lives on the file, not the name: renaming keeps it held.
+      fs::path slot = request.dir / (std::string(kSlotPrefix) + suffix);
+      fs::rename(a.slot_, slot, ec);
+      if (ec) return Error::bad_input(fmt::format("{}: cannot rename: {}", a.slot_.string(), ec.message()));
+      a.slot_ = slot;
       a.waited_ = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
       return a;
     }
@@ -116,7 +136,7 @@ Result<Admission> admit(const AdmissionRequest& request) {
 std::uint64_t admitted_mb(const fs::path& dir) {
   Fd lock{::open((dir / "admission.lock").c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644)};
   if (lock.fd >= 0) ::flock(lock.fd, LOCK_EX);
-  return live_shares(dir);
+  return live_shares(dir, kSlotPrefix);
 }
 
 void append_record(const fs::path& file, const CompileRecord& r) {

@@ -105,3 +105,29 @@ TEST_CASE("run_measured reports the exit status and the peak memory", "[run][adm
   REQUIRE_FALSE(missing);
   CHECK(missing.error().exit == Exit::missing_tool);
 }
+
+TEST_CASE("a waiting compile's share is reserved ahead of younger requests", "[run][admission]") {
+  test::TempDir tmp;
+  const auto dir = tmp.path() / "adm";
+  auto held = admit({dir, 100, 60});
+  REQUIRE(held);
+  std::atomic<bool> big_in{false}, small_in{false};
+  std::thread big([&] { big_in = static_cast<bool>(admit({dir, 100, 60, std::chrono::milliseconds(5)})); });
+  // Until the big request is waiting (its wait file exists).
+  auto waiting = [&] {
+    for (const auto& de : std::filesystem::directory_iterator(dir))
+      if (de.path().filename().string().rfind("wait-", 0) == 0) return true;
+    return false;
+  };
+  while (!waiting()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  // 60 held + 30 would fit, but not with the older waiter's 60 reserved.
+  std::thread small([&] { small_in = static_cast<bool>(admit({dir, 100, 30, std::chrono::milliseconds(5)})); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  CHECK_FALSE(small_in.load());
+  CHECK_FALSE(big_in.load());
+  held = Admission();
+  big.join();
+  small.join();
+  CHECK(big_in.load());
+  CHECK(small_in.load());
+}
