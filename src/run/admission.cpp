@@ -22,7 +22,7 @@ namespace {
 
 constexpr std::string_view kSlotPrefix = "slot-";
 // A compile waiting for its share. Named by the time it started waiting, so that names sort
-// oldest first: the waiting shares older than a request are reserved ahead of it, or a stream
+// oldest first: the oldest waiter's share is reserved ahead of younger requests, or a stream
 // of small compiles would keep a large one (a flash-attention kernel) out for good.
 constexpr std::string_view kWaitPrefix = "wait-";
 
@@ -33,11 +33,14 @@ struct Fd {
   }
 };
 
-// Sum of the live shares in `dir` named PREFIX…, only those whose name sorts before `before`
-// when it is given; removes the files whose holder is gone (its lock dropped). Called with
-// admission.lock held, so no file is being created meanwhile.
-std::uint64_t live_shares(const fs::path& dir, std::string_view prefix, const std::string& before = {}) {
+// The live shares in `dir` named PREFIX…, only those whose name sorts before `before` when it
+// is given: their sum, or with `oldest_only` the share of the first by name. Removes the files
+// whose holder is gone (its lock dropped). Called with admission.lock held, so no file is
+// being created meanwhile.
+std::uint64_t live_shares(const fs::path& dir, std::string_view prefix, const std::string& before = {},
+                          bool oldest_only = false) {
   std::uint64_t total = 0;
+  std::string oldest;
   std::error_code ec;
   for (const auto& de : fs::directory_iterator(dir, ec)) {
     const std::string name = de.path().filename().string();
@@ -53,7 +56,13 @@ std::uint64_t live_shares(const fs::path& dir, std::string_view prefix, const st
     }
     char buf[32] = {};
     ssize_t n = ::pread(f.fd, buf, sizeof buf - 1, 0);
-    if (n > 0) total += std::strtoull(buf, nullptr, 10);
+    std::uint64_t share = n > 0 ? std::strtoull(buf, nullptr, 10) : 0;
+    if (!oldest_only) {
+      total += share;
+    } else if (oldest.empty() || name < oldest) {
+      oldest = name;
+      total = share;
+    }
   }
   return total;
 }
@@ -117,7 +126,9 @@ Result<Admission> admit(const AdmissionRequest& request) {
         return Error::bad_input(fmt::format("{}: cannot write: {}", a.slot_.string(), std::strerror(errno)));
     }
     const std::uint64_t taken = live_shares(request.dir, kSlotPrefix);
-    const std::uint64_t older = live_shares(request.dir, kWaitPrefix, wait_name);
+    // Only the oldest waiter is reserved for: younger requests still fill the rest (reserving
+    // for every older one made admission first-come-first-served and left memory idle).
+    const std::uint64_t older = live_shares(request.dir, kWaitPrefix, wait_name, true);
     if ((taken == 0 && older == 0) || taken + older + request.need_mb <= request.budget_mb) {
       // The lock lives on the file, not the name: renaming keeps it held.
       fs::path slot = request.dir / (std::string(kSlotPrefix) + suffix);

@@ -5,7 +5,7 @@
 // Crash safety: an admitted compile holds an exclusive flock on its own slot file (its share
 // written inside). The kernel drops the lock when the process dies however it dies, so a share
 // whose file is no longer locked is stale: the next admission removes it. Waiting compiles hold
-// a wait file the same way: the oldest waiters' shares are reserved ahead of younger ones. A short exclusive
+// a wait file the same way: the oldest waiter's share is reserved ahead of younger requests. A short exclusive
 // lock on DIR/admission.lock makes check-and-take atomic between compiles.
 #pragma once
 
@@ -49,9 +49,9 @@ class Admission {
   std::uint64_t share_mb_ = 0;
 };
 
-// Blocks until the request fits: the admitted shares, the shares of compiles waiting longer,
-// and need_mb are within the budget, or nothing else is admitted or waiting longer (a compile
-// larger than the budget runs alone). Errors (exit 2):
+// Blocks until the request fits: the admitted shares, the share of the compile waiting
+// longest (when it is not this one) and need_mb are within the budget, or nothing else is
+// admitted or waiting longer (a compile larger than the budget runs alone). Errors (exit 2):
 // DIR cannot be created or locked.
 Result<Admission> admit(const AdmissionRequest& request);
 
