@@ -98,6 +98,7 @@ Result<Elf> read_elf(Bytes data) {
       name_offsets.push_back(load<std::uint32_t>(data, at));
       s.type = load<std::uint32_t>(data, at + 4);
       s.flags = load<std::uint64_t>(data, at + 8);
+      s.addr = load<std::uint64_t>(data, at + 0x10);
       s.offset = load<std::uint64_t>(data, at + 0x18);
       s.size = load<std::uint64_t>(data, at + 0x20);
       s.link = load<std::uint32_t>(data, at + 0x28);

@@ -18,6 +18,7 @@ inline constexpr std::uint16_t kEmAarch64 = 183;
 inline constexpr std::uint16_t kEmCuda = 190;  // a cubin
 inline constexpr std::uint32_t kShtProgbits = 1;
 inline constexpr std::uint32_t kShtNobits = 8;
+inline constexpr std::uint32_t kShtRela = 4;
 inline constexpr std::uint64_t kShfAlloc = 0x2;
 inline constexpr std::uint64_t kShfExecinstr = 0x4;
 
@@ -25,6 +26,7 @@ struct Section {
   std::string name;
   std::uint32_t type = 0;
   std::uint64_t flags = 0;
+  std::uint64_t addr = 0;    // virtual address when loaded (0 for unallocated sections)
   std::uint64_t offset = 0;  // in the file; bounds already checked unless type is NOBITS
   std::uint64_t size = 0;
   std::uint32_t link = 0;  // .dynamic and .gnu.version_r: the index of their string table

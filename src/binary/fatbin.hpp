@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -66,7 +67,10 @@ std::string image_name(EntryKind kind, int sm, arch::Variant variant);
 // but containers and zero padding is an error) and those found by scanning the other allocated
 // data sections for the magic (only valid headers are accepted). Without a section table the
 // whole file is scanned. Errors are one line without the file name.
-Result<std::vector<Container>> read_containers(Bytes data, const Elf& elf);
+// `prepare`, when set, is called with each file range just before it is scanned end to end
+// (a mapped file populates it in one system call instead of faulting page by page).
+using PrepareRange = std::function<void(std::uint64_t offset, std::uint64_t length)>;
+Result<std::vector<Container>> read_containers(Bytes data, const Elf& elf, const PrepareRange& prepare = {});
 
 // Scans [begin, end) of `data` for containers with valid headers (used for data sections).
 // Fails only when crafted data would make the scan quadratic.

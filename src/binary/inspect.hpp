@@ -65,7 +65,8 @@ struct Inspection {
 };
 
 // One ELF file held in memory (or mapped). Errors: "PATH: what".
-Result<FileReport> inspect_elf(Bytes data, const std::string& path, const InspectOptions& options = {});
+Result<FileReport> inspect_elf(Bytes data, const std::string& path, const InspectOptions& options = {},
+                               const PrepareRange& prepare = {});
 
 // Every ELF member of a zip (a wheel) held in memory. Non-ELF members are skipped; a member
 // whose name is absolute, has a `..` component, a backslash or a control character fails the

@@ -24,6 +24,11 @@ class MappedFile {
   Bytes bytes() const { return {static_cast<const std::uint8_t*>(data_), size_}; }
   std::size_t size() const { return size_; }
 
+  // Brings the pages of [offset, offset + length) in before a scan reads them all: one
+  // system call (MADV_POPULATE_READ, Linux 5.14) instead of a page fault per few pages, which
+  // was most of a scan's time. Best effort: the mapping works without it.
+  void populate(std::uint64_t offset, std::uint64_t length) const;
+
  private:
   void* data_ = nullptr;
   std::size_t size_ = 0;

@@ -45,6 +45,18 @@ std::vector<std::string> cuda_compile_args(std::vector<std::string> argv, const 
   return argv;
 }
 
+std::optional<std::string> compile_source(const std::vector<std::string>& argv, const fs::path& cwd,
+                                          const fs::path& tree) {
+  auto at = source_index(argv);
+  if (!at) return std::nullopt;
+  fs::path source(argv[*at]);
+  if (source.is_relative()) source = cwd / source;
+  source = source.lexically_normal();
+  fs::path rel = source.lexically_relative(tree.lexically_normal());
+  if (rel.empty() || *rel.begin() == "..") return argv[*at];
+  return rel.generic_string();
+}
+
 std::optional<std::string> cuda_launcher(const fs::path& archbuild_exe, const fs::path& tree, const std::string& existing) {
   if (archbuild_exe.empty() || has_any(archbuild_exe.string(), ";") || has_any(tree.string(), ";,")) return std::nullopt;
   std::string list = fmt::format("{};cuda-launch;--tree;{};--", archbuild_exe.string(), tree.lexically_normal().string());

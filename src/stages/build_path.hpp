@@ -35,6 +35,11 @@ std::string prefix_map_flag(const std::filesystem::path& tree);
 std::vector<std::string> cuda_compile_args(std::vector<std::string> argv, const std::filesystem::path& cwd,
                                            const std::filesystem::path& tree);
 
+// The compile's source relative to `tree` ("aten/src/foo.cu"), the key of its measured peak
+// memory; the source as written when it lies outside `tree`; nullopt without a source.
+std::optional<std::string> compile_source(const std::vector<std::string>& argv, const std::filesystem::path& cwd,
+                                          const std::filesystem::path& tree);
+
 // The CMAKE_CUDA_COMPILER_LAUNCHER value (a CMake list) that puts `archbuild cuda-launch` for
 // `tree` in front of `existing` (ccache, or empty). nullopt when a path holds a ';' or ',' (a
 // CMake list or an nvcc option value could not carry it): the build then runs without it and

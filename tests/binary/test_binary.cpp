@@ -12,6 +12,7 @@
 #include "binary/elf.hpp"
 #include "binary/fatbin.hpp"
 #include "binary/inspect.hpp"
+#include "binary/mapped_file.hpp"
 #include "support/tempdir.hpp"
 
 using namespace archbuild;
@@ -536,4 +537,40 @@ TEST_CASE("files that are neither ELF nor zip", "[binary][malformed]") {
   auto missing = inspect_path(dir / "nope.so");
   REQUIRE_FALSE(missing.ok());
   CHECK_THAT(missing.error().message, Catch::Contains("no such file"));
+}
+
+// inspect at memory speed (issue 17): populating a section before scanning it, and walking
+// .nv_fatbin header to header, must find exactly what a plain scan of every allocated data
+// section finds (the scan that inspect did before, the reference here).
+TEST_CASE("inspect finds the same containers as a full scan on every CUDA library", "[binary][cuda]") {
+  const fs::path lib64 = "/usr/local/cuda/lib64";
+  if (!fs::is_directory(lib64)) {
+    WARN("##archbuild-skip## /usr/local/cuda/lib64 is not installed");
+    return;
+  }
+  std::size_t libraries = 0;
+  for (const auto& de : fs::directory_iterator(lib64)) {
+    if (de.is_symlink() || !de.is_regular_file()) continue;
+    auto mapped = MappedFile::open(de.path());
+    REQUIRE(mapped);
+    Bytes b = mapped->bytes();
+    if (!looks_like_elf(b)) continue;
+    auto elf = read_elf(b);
+    REQUIRE(elf);
+    if (elf->sections.empty()) continue;
+    ++libraries;
+    auto fast = read_containers(b, *elf, [&](std::uint64_t o, std::uint64_t n) { mapped->populate(o, n); });
+    REQUIRE(fast);
+    std::set<std::pair<std::uint64_t, std::size_t>> got, want;
+    for (const auto& c : *fast) got.insert({c.offset, c.entries.size()});
+    for (const auto& s : elf->sections) {
+      if (s.type != kShtProgbits || !(s.flags & kShfAlloc) || (s.flags & kShfExecinstr) || s.size == 0) continue;
+      auto full = scan_containers(b, s.offset, s.offset + s.size, s.name, Placement::embedded);
+      REQUIRE(full);
+      for (const auto& c : *full) want.insert({c.offset, c.entries.size()});
+    }
+    INFO(de.path().string() << ": " << got.size() << " containers found, " << want.size() << " by the full scan");
+    CHECK(got == want);
+  }
+  CHECK(libraries > 0);
 }

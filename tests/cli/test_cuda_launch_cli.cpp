@@ -100,3 +100,29 @@ TEST_CASE("cuda-launch: a missing program is exit 3, a missing command exit 2", 
   CHECK(r.status == 2);
   CHECK_FALSE(t::archbuild({"--help"}).out.find("cuda-launch") != std::string::npos);  // internal
 }
+
+TEST_CASE("cuda-launch --admission: admitted by memory, the status its own, the peak recorded", "[cli][cuda_launch]") {
+  t::TempDir dir;
+  const std::string tree = dir.path().string();
+  const std::string peaks = (dir / "peaks.tsv").string();
+  std::vector<std::string> admitted = {"cuda-launch", "--tree", tree, "--admission", (dir / "adm").string(),
+                                       "--memory-budget-mb", "100", "--expect-mb", "10", "--peaks", peaks, "--"};
+  auto with = [&](std::vector<std::string> cmd) {
+    auto args = admitted;
+    args.insert(args.end(), cmd.begin(), cmd.end());
+    return t::archbuild(args);
+  };
+  auto r = with({"/bin/echo", "-c", tree + "/a.cpp"});
+  CHECK(r.status == 0);
+  CHECK(r.out.find("-c " + tree + "/a.cpp") == 0);
+  auto fail = dir.write("fail.sh", "exit 3\n");
+  r = with({"/bin/sh", fail.string(), "-c", tree + "/b.cpp"});
+  CHECK(r.status == 3);
+  // One line per compile: source relative to the tree, peak KB, waited ms, exit status.
+  std::string log = t::read_file(peaks);
+  CHECK(log.find("a.cpp\t") == 0);
+  CHECK(log.find("\t0\nb.cpp\t") != std::string::npos);
+  CHECK(log.substr(log.size() - 3) == "\t3\n");
+  r = with({"/nonexistent/cc", "-c", tree + "/c.cpp"});
+  CHECK(r.status == 3);
+}

@@ -1,0 +1,80 @@
+// Memory-admitted parallelism (issue 17): the build runs as many jobs as cores, and each
+// compile, through the launcher, is admitted only when its expected peak memory fits what is
+// left of a budget shared by every compile of the build.
+//
+// Crash safety: an admitted compile holds an exclusive flock on its own slot file (its share
+// written inside). The kernel drops the lock when the process dies however it dies, so a share
+// whose file is no longer locked is stale: the next admission removes it. Waiting compiles hold
+// a wait file the same way: the oldest waiter's share is reserved ahead of younger requests. A short exclusive
+// lock on DIR/admission.lock makes check-and-take atomic between compiles.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+
+namespace archbuild::run {
+
+struct AdmissionRequest {
+  std::filesystem::path dir;      // shared state of one build (created when missing)
+  std::uint64_t budget_mb = 0;    // memory all admitted compiles may expect to use together
+  std::uint64_t need_mb = 0;      // this compile's expected peak; above the budget it runs alone
+  std::chrono::milliseconds poll{20};
+};
+
+// An admitted share; released (file removed, lock dropped) on destruction or process death.
+class Admission {
+ public:
+  Admission() = default;
+  Admission(Admission&& other) noexcept;
+  Admission& operator=(Admission&& other) noexcept;
+  Admission(const Admission&) = delete;
+  Admission& operator=(const Admission&) = delete;
+  ~Admission();
+
+  std::chrono::milliseconds waited() const { return waited_; }
+  std::uint64_t share_mb() const { return share_mb_; }
+
+ private:
+  friend Result<Admission> admit(const AdmissionRequest& request);
+  void release();
+  int fd_ = -1;
+  std::filesystem::path slot_;
+  std::chrono::milliseconds waited_{0};
+  std::uint64_t share_mb_ = 0;
+};
+
+// Blocks until the request fits: the admitted shares, the share of the compile waiting
+// longest (when it is not this one) and need_mb are within the budget, or nothing else is
+// admitted or waiting longer (a compile larger than the budget runs alone). Errors (exit 2):
+// DIR cannot be created or locked.
+Result<Admission> admit(const AdmissionRequest& request);
+
+// The shares admitted now (live slots only), in MB: for reports and tests.
+std::uint64_t admitted_mb(const std::filesystem::path& dir);
+
+// One finished compile as the launcher records it: a line "SOURCE\tPEAK_KB\tWAITED_MS\tEXIT\n"
+// appended to the build's peaks file (O_APPEND writes under PIPE_BUF do not interleave).
+struct CompileRecord {
+  std::string source;
+  std::uint64_t peak_kb = 0;
+  std::uint64_t waited_ms = 0;
+  int exit_code = 0;
+};
+
+// Appends `r`; best effort (a full disk must not fail the compile). Tabs and newlines in the
+// source are replaced by spaces.
+void append_record(const std::filesystem::path& file, const CompileRecord& r);
+
+// Every record of `file` (missing file: none; malformed lines skipped).
+std::vector<CompileRecord> read_records(const std::filesystem::path& file);
+
+// The last successful peak measured for `source` in `file`, in MB rounded up; nullopt if none.
+std::optional<std::uint64_t> measured_peak_mb(const std::filesystem::path& file, const std::string& source);
+
+}  // namespace archbuild::run
