@@ -300,29 +300,9 @@ Result<RefInfo> resolve_ref(const std::string& url, const std::string& ref, cons
 }
 
 Result<std::optional<std::string>> read_file_at(const fs::path& mirror, const std::string& commit, const std::string& path) {
-  init_libgit2();
-  git_repository* raw = nullptr;
-  if (git_repository_open_bare(&raw, mirror.c_str()) != 0)
-    return Error::build_failed(fmt::format("cannot open the mirror {}: {}", mirror.string(), last_error()));
-  Repo repo(raw);
-  git_oid oid;
-  git_commit* c = nullptr;
-  if (git_oid_fromstr(&oid, commit.c_str()) != 0 || git_commit_lookup(&c, raw, &oid) != 0)
-    return Error::build_failed(fmt::format("{}: no commit {}", mirror.string(), commit));
-  Commit holder(c);
-  git_tree* tree = nullptr;
-  if (git_commit_tree(&tree, c) != 0) return Error::build_failed(fmt::format("{}: commit {} has no tree", mirror.string(), commit));
-  std::unique_ptr<git_tree, Deleter<git_tree, git_tree_free>> tree_holder(tree);
-  git_tree_entry* entry = nullptr;
-  if (git_tree_entry_bypath(&entry, tree, path.c_str()) != 0) return std::optional<std::string>();
-  std::unique_ptr<git_tree_entry, Deleter<git_tree_entry, git_tree_entry_free>> entry_holder(entry);
-  if (git_tree_entry_type(entry) != GIT_OBJECT_BLOB) return std::optional<std::string>();
-  git_blob* blob = nullptr;
-  if (git_blob_lookup(&blob, raw, git_tree_entry_id(entry)) != 0)
-    return Error::build_failed(fmt::format("{}: cannot read {} at {}", mirror.string(), path, commit));
-  std::unique_ptr<git_blob, Deleter<git_blob, git_blob_free>> blob_holder(blob);
-  return std::optional<std::string>(std::string(static_cast<const char*>(git_blob_rawcontent(blob)),
-                                                static_cast<std::size_t>(git_blob_rawsize(blob))));
+  auto files = open_commit_files(mirror, commit);
+  if (!files) return Error::build_failed(files.error().message);
+  return files->read(path);
 }
 
 Result<std::string> update_mirror(const std::string& url, const std::string& ref, const MirrorSlot& slot,
