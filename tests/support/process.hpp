@@ -21,7 +21,9 @@ struct RunOptions {
   std::vector<std::string> unset_env;
   std::optional<std::filesystem::path> cwd;
   std::string stdin_text;
-  std::chrono::seconds timeout{120};
+  // Catches a hang, not a slow build: a wheel build of the example takes ~100 s on a loaded
+  // 2-core host (ctest's own --timeout 900 bounds the whole test).
+  std::chrono::seconds timeout{600};
 };
 
 Ran run(const std::string& program, const std::vector<std::string>& args, const RunOptions& opts = {});
