@@ -82,11 +82,20 @@ void run_show(const std::string& name, Context& ctx) {
   if (!r.version_env.empty())
     out(fmt::format("version env  {}{}", r.version_env,
                     r.build_number_env.empty() ? "" : fmt::format(", {}={}", r.build_number_env, r.build_number)));
-  out(fmt::format("arch         {} ({} grammar), accepts: {}", r.arch.env,
-                  r.arch.grammar == arch::Grammar::extension ? "extension"
-                  : r.arch.grammar == arch::Grammar::cmake   ? "cmake"
-                                                             : "build",
-                  accepts(r)));
+  if (r.gib_per_job || r.nvcc_threads)
+    out(fmt::format("per job      {} GiB, {} nvcc thread(s)", r.gib_per_job ? fmt::format("{:g}", *r.gib_per_job) : "4 (default)",
+                    r.nvcc_threads.value_or(1)));
+  if (r.arch.format == recipe::ArchFormat::sm) {
+    std::vector<std::string> vals;
+    for (int v : r.arch.values) vals.push_back(std::to_string(v));
+    out(fmt::format("arch         {} (SM numbers, SASS only), knows: {}", r.arch.env, text::join(vals, ";")));
+  } else {
+    out(fmt::format("arch         {} ({} grammar), accepts: {}", r.arch.env,
+                    r.arch.grammar == arch::Grammar::extension ? "extension"
+                    : r.arch.grammar == arch::Grammar::cmake   ? "cmake"
+                                                               : "build",
+                    accepts(r)));
+  }
   for (const auto& [cuda, list] : r.official) out(fmt::format("official     CUDA {}: {}", cuda, list));
   out("build env:");
   for (const auto& [k, v] : r.env) out(fmt::format("  {}={}", k, v));

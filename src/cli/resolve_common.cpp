@@ -156,7 +156,8 @@ toolchain::Probe cached_probe(toolchain::Probe inner, store::Layout layout) {
 
 plan::Request request_from_args(const ResolveArgs& a) {
   plan::Request req;
-  req.torch = version_option(a.torch, "--torch", 3, "2.7");
+  // "torch-2.13" (a recipe's name) means the release 2.13.
+  req.torch = version_option(a.torch.starts_with("torch-") ? a.torch.substr(6) : a.torch, "--torch", 3, "2.7");
   req.cuda = version_option(a.cuda, "--cuda", 2, "12.8");
   // After --cuda: a name like Rubin exists only from some CUDA on.
   auto targets = parse_targets(a.sm, arch::ArchData::shipped(), arch::Grammar::build, req.cuda);

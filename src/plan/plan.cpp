@@ -44,22 +44,33 @@ HostResources HostResources::current() {
 std::string Jobs::rule() const {
   if (from_option) return fmt::format("{} (--jobs)", jobs);
   unsigned by_mem = static_cast<unsigned>(std::floor(mem_gib / gib_per_job));
+  if (threads_per_job > 1)
+    return fmt::format("{} = min({} cores / {} nvcc threads = {}, {:.1f} GiB available / {:g} GiB per nvcc job = {}), "
+                       "at least 1", jobs, cores, threads_per_job, cores / threads_per_job, mem_gib, gib_per_job, by_mem);
   return fmt::format("{} = min({} cores, {:.1f} GiB available / {:g} GiB per nvcc job = {}), at least 1", jobs,
                      cores, mem_gib, gib_per_job, by_mem);
 }
 
-Jobs jobs_rule(const HostResources& host, std::optional<unsigned> requested) {
+Jobs jobs_rule(const HostResources& host, std::optional<unsigned> requested, double gib_per_job,
+               unsigned threads_per_job) {
   Jobs j;
   j.cores = std::max(1u, host.cores);
   j.mem_gib = static_cast<double>(host.mem_available) / (1024.0 * 1024.0 * 1024.0);
+  j.gib_per_job = gib_per_job > 0 ? gib_per_job : Jobs::kDefaultGibPerJob;
+  // More threads per job than cores only oversubscribes.
+  j.threads_per_job = std::clamp(threads_per_job, 1u, j.cores);
   if (requested && *requested > 0) {
     j.jobs = *requested;
     j.from_option = true;
     return j;
   }
   auto by_mem = static_cast<unsigned>(std::floor(j.mem_gib / j.gib_per_job));
-  j.jobs = std::max(1u, std::min(j.cores, by_mem));
+  j.jobs = std::max(1u, std::min(j.cores / j.threads_per_job, by_mem));
   return j;
+}
+
+Jobs jobs_rule(const HostResources& host, std::optional<unsigned> requested, const recipe::Recipe& r) {
+  return jobs_rule(host, requested, r.gib_per_job.value_or(Jobs::kDefaultGibPerJob), r.nvcc_threads.value_or(1));
 }
 
 std::string local_version(const recipe::Recipe& r, const toolchain::Toolchain& tc, const std::vector<arch::Arch>& archs) {
@@ -221,13 +232,18 @@ json to_json(const recipe::Recipe& r) {
                 {"build_number_env", r.build_number_env},
                 {"build_number", r.build_number},
                 {"wheel_dir", r.wheel_dir},
-                {"min_gcc", r.min_gcc ? json(r.min_gcc->str()) : json(nullptr)}};
+                {"min_gcc", r.min_gcc ? json(r.min_gcc->str()) : json(nullptr)},
+                {"gib_per_job", r.gib_per_job ? json(*r.gib_per_job) : json(nullptr)},
+                {"nvcc_threads", r.nvcc_threads ? json(*r.nvcc_threads) : json(nullptr)}};
   std::vector<std::string> accepts;
   if (r.arch.two_digit_major) accepts.push_back("two-digit-major");
   if (r.arch.variant_a) accepts.push_back("a");
   if (r.arch.variant_f) accepts.push_back("f");
   j["arch"] = {{"env", r.arch.env},
-               {"format", r.arch.format == recipe::ArchFormat::torch ? "torch" : "cmake"},
+               {"format", r.arch.format == recipe::ArchFormat::torch   ? "torch"
+                          : r.arch.format == recipe::ArchFormat::cmake ? "cmake"
+                                                                       : "sm"},
+               {"values", r.arch.values},
                {"grammar", r.arch.grammar == arch::Grammar::build       ? "build"
                            : r.arch.grammar == arch::Grammar::extension ? "extension"
                                                                         : "cmake"},
@@ -309,7 +325,7 @@ json Plan::to_json() const {
   j["stage_notes"] = p.stage_notes;
   j["config_settings"] = config_settings_json(p.config_settings);
   j["jobs"] = {{"jobs", p.jobs.jobs}, {"cores", p.jobs.cores}, {"mem_available_gib", p.jobs.mem_gib},
-               {"gib_per_job", p.jobs.gib_per_job}, {"from_option", p.jobs.from_option}, {"rule", p.jobs.rule()}};
+               {"gib_per_job", p.jobs.gib_per_job}, {"threads_per_job", p.jobs.threads_per_job}, {"from_option", p.jobs.from_option}, {"rule", p.jobs.rule()}};
   j["key"] = p.key;
   j["key_inputs"] = p.key_inputs;
   return j;
@@ -348,7 +364,8 @@ Result<Plan> make_plan(const Resolution& res, const PlanOptions& options) {
   if (p.url.empty() && !p.local)
     return Error::bad_input(fmt::format("{} has no source.url or source.path; give --source-url URL or --source DIR", r.name));
   p.version = source_version(r, sc, res.toolchain, res.archs);
-  p.jobs = jobs_rule(options.resources ? *options.resources : HostResources::current(), options.jobs);
+  p.jobs = jobs_rule(options.resources ? *options.resources : HostResources::current(), options.jobs,
+                     r);
 
   auto keyed = [&](const std::string& k, std::string v) { p.env[k] = EnvVar{std::move(v), true, ""}; };
   auto unkeyed = [&](const std::string& k, std::string v, std::string why) {
@@ -368,6 +385,8 @@ Result<Plan> make_plan(const Resolution& res, const PlanOptions& options) {
   if (!cc.c_path.empty()) unkeyed("CC", cc.c_path.string(), "the C compiler of the same installation");
   unkeyed("MAX_JOBS", std::to_string(p.jobs.jobs), "parallelism does not change the output");
   unkeyed("CMAKE_BUILD_PARALLEL_LEVEL", std::to_string(p.jobs.jobs), "parallelism does not change the output");
+  if (r.nvcc_threads)
+    unkeyed("NVCC_THREADS", std::to_string(p.jobs.threads_per_job), "parallelism does not change the output");
   // PATH: the chosen toolkit, Python, compiler and tools first, then the system's.
   std::vector<std::string> dirs;
   auto add_dir = [&](const fs::path& d) {

@@ -47,11 +47,17 @@ struct Jobs {
   unsigned jobs = 1;
   unsigned cores = 1;
   double mem_gib = 0;
-  double gib_per_job = 4;
+  double gib_per_job = kDefaultGibPerJob;  // the recipe's build.gib_per_job, else the default
+  unsigned threads_per_job = 1;  // NVCC_THREADS: each job takes that many cores
   bool from_option = false;  // --jobs N
+  static constexpr double kDefaultGibPerJob = 4;
   std::string rule() const;  // "2 = min(2 cores, 23.0 GiB available / 4 GiB per nvcc job = 5)"
 };
-Jobs jobs_rule(const HostResources& host, std::optional<unsigned> requested);
+// jobs = min(cores / threads_per_job, memory / gib_per_job), at least 1; --jobs N wins.
+Jobs jobs_rule(const HostResources& host, std::optional<unsigned> requested,
+               double gib_per_job = Jobs::kDefaultGibPerJob, unsigned threads_per_job = 1);
+// The same with the recipe's figures (build.gib_per_job, build.nvcc_threads).
+Jobs jobs_rule(const HostResources& host, std::optional<unsigned> requested, const recipe::Recipe& r);
 
 // The source when it is not simply the recipe's tag — decided before planning (the command asks
 // source/, which alone talks git), so the plan and its key are fixed before anything runs.

@@ -33,6 +33,27 @@ std::string arch_names(const std::vector<arch::Arch>& archs) {
 // "torch 2.7" for --torch suggestions.
 Version line_of(const Recipe& r) { return r.torch_version().prefix(2); }
 
+// A dependent (torchvision, an extension) asked for with a torch it is not built against: the
+// pairing is the recipe's `torch` key, and a wheel built against another torch fails at import
+// ("operator torchvision::nms does not exist"), so name the pair instead of building it.
+std::optional<std::string> pairing_refusal(const std::vector<const Recipe*>& recipes, const Version& torch) {
+  std::vector<std::string> pairs;
+  for (const Recipe* r : recipes) {
+    if (!r->torch) return std::nullopt;  // a torch recipe among them: the plain torch-version rule speaks
+    pairs.push_back(fmt::format("{} ({} {}) pairs with torch {} ({})", r->name, r->package, r->version.str(),
+                                r->torch->str(), r->file.filename().string()));
+  }
+  if (pairs.empty()) return std::nullopt;
+  return fmt::format("{}, not torch {}; pick the {} recipe whose torch is {} (see `archbuild recipes`) or drop --torch",
+                     text::join(pairs, "; "), torch.str(), recipes.front()->package, torch.str());
+}
+
+std::string sm_values(const std::vector<int>& values) {
+  std::vector<std::string> s;
+  for (int v : values) s.push_back(std::to_string(v));
+  return text::join(s, ";");
+}
+
 const Toolchain* find_toolchain(const std::vector<Toolchain>& tcs, const Version& cuda) {
   for (const auto& t : tcs)
     if (t.cuda == cuda) return &t;
@@ -171,6 +192,10 @@ class Evaluator {
     if (r.arch.grammar == arch::Grammar::extension &&
         std::any_of(archs_.begin(), archs_.end(), [](auto& a) { return a.sass_from.has_value(); }))
       syntax.push_back(fmt::format("{} does not accept the A(B) form", reader));
+    if (r.arch.format == recipe::ArchFormat::sm)
+      for (const auto& a : recipe::print_arch_list(r.arch, archs_).unmapped)
+        syntax.push_back(fmt::format("{} of {} builds nothing that runs on {} (it knows only sm {})", r.arch.env,
+                                     r.name, a.cc_name(), sm_values(r.arch.values)));
     if (syntax.empty())
       ok("arch-syntax", fmt::format("{} of {} accepts {}", reader, r.name, arch_names(archs_)));
     else
@@ -353,6 +378,10 @@ Resolution resolve(const Request& req, const Inputs& in) {
     bool any = std::any_of(recipes.begin(), recipes.end(),
                            [&](const Recipe* r) { return r->torch_version().starts_with(*req.torch); });
     if (!any) {
+      if (auto why = pairing_refusal(recipes, *req.torch)) {
+        R.rules.push_back({"torch-pairing", "", false, *why});
+        return refuse("rule torch-pairing: " + *why);
+      }
       std::set<Version> lines;
       for (const Recipe* r : recipes) lines.insert(line_of(*r));
       R.rules.push_back({"torch-version", "", false, fmt::format("no recipe for torch {}", req.torch->str())});
@@ -600,7 +629,7 @@ Resolution resolve(const Request& req, const Inputs& in) {
   }
 
   // The list in the syntax of this release's reader.
-  arch::Printed printed = r.arch.format == recipe::ArchFormat::cmake ? arch::to_cmake(archs) : arch::to_torch(archs);
+  recipe::ArchListText printed = recipe::print_arch_list(r.arch, archs);
   R.arch_list = printed.text;
   for (auto& n : printed.notes) R.notes.push_back(n);
   R.rules.push_back({"arch-list", subj, true, fmt::format("{}={}", r.arch.env, R.arch_list)});

@@ -44,6 +44,39 @@ bool looks_like_path(const std::string& s) {
   return s.find('/') != std::string::npos || (s.size() > 5 && s.ends_with(".toml"));
 }
 
+ArchListText print_arch_list(const ArchSyntax& syntax, const std::vector<arch::Arch>& archs) {
+  ArchListText out;
+  if (syntax.format != ArchFormat::sm) {
+    arch::Printed p = syntax.format == ArchFormat::cmake ? arch::to_cmake(archs) : arch::to_torch(archs);
+    out.text = std::move(p.text);
+    out.notes = std::move(p.notes);
+    return out;
+  }
+  std::vector<int> chosen;
+  for (const auto& a : archs) {
+    if (a.ptx) out.notes.push_back(fmt::format("{}: the sm format builds SASS only, no PTX for {}", syntax.env, a.cc_name()));
+    if (!a.sass) continue;
+    int sm = a.cc.sm();
+    std::optional<int> best;
+    if (syntax.values.empty()) best = sm;
+    for (int v : syntax.values)
+      if (v / 10 == a.cc.major && v <= sm && (!best || v > *best)) best = v;
+    if (!best) {
+      out.unmapped.push_back(a);
+      continue;
+    }
+    if (*best != sm || a.variant != arch::Variant::none)
+      out.notes.push_back(fmt::format("{} knows no {}: sm_{} SASS, which runs on {}", syntax.env, a.cc_name(), *best,
+                                      a.cc.str()));
+    if (std::find(chosen.begin(), chosen.end(), *best) == chosen.end()) chosen.push_back(*best);
+  }
+  std::sort(chosen.begin(), chosen.end());
+  std::vector<std::string> parts;
+  for (int v : chosen) parts.push_back(std::to_string(v));
+  out.text = text::join(parts, ";");
+  return out;
+}
+
 namespace {
 
 // Variables archbuild sets itself from the resolution (or that must never be set): a recipe
@@ -52,7 +85,7 @@ const std::set<std::string>& reserved_env() {
   static const std::set<std::string> names = {
       "TORCH_CUDA_ARCH_LIST", "CUDAARCHS", "CUDA_HOME", "CUDA_PATH", "CUDACXX", "CUDAHOSTCXX",
       "CUDA_HOST_COMPILER", "CUDA_NVCC_EXECUTABLE", "CC", "CXX", "MAX_JOBS",
-      "CMAKE_BUILD_PARALLEL_LEVEL", "PATH", "PYTORCH_BUILD_VERSION", "PYTORCH_BUILD_NUMBER",
+      "CMAKE_BUILD_PARALLEL_LEVEL", "NVCC_THREADS", "PATH", "PYTORCH_BUILD_VERSION", "PYTORCH_BUILD_NUMBER",
       "BUILD_VERSION", "CMAKE_INSTALL_PREFIX"};
   return names;
 }
@@ -265,6 +298,20 @@ class RecipeReader {
       if (!v) return rd.error_at("min_gcc", fmt::format("build.min_gcc \"{}\" is not a version; expected e.g. 9.3", *s));
       r.min_gcc = *v;
     }
+    if (const toml::node* n = rd.node("gib_per_job")) {
+      auto v = n->value<double>();
+      if (!(n->is_number()) || !v || *v <= 0 || *v > 1024)
+        return rd.error_at("gib_per_job", "build.gib_per_job must be a number of GiB one compile job needs, "
+                                          "e.g. 5 (flash-attn) or 4");
+      r.gib_per_job = *v;
+    }
+    if (t.contains("nvcc_threads")) {
+      auto v = rd.integer("nvcc_threads");
+      if (rd.failure()) return rd.failure();
+      if (*v < 1 || *v > 256)
+        return rd.error_at("nvcc_threads", "build.nvcc_threads must be 1 to 256 (threads per nvcc job)");
+      r.nvcc_threads = static_cast<unsigned>(*v);
+    }
     if (const toml::table* env = rd.table("env")) {
       for (const auto& [k, node] : *env) {
         std::string name(k.str());
@@ -291,7 +338,23 @@ class RecipeReader {
     if (auto v = rd.string("format")) {
       if (*v == "torch") r.arch.format = ArchFormat::torch;
       else if (*v == "cmake") r.arch.format = ArchFormat::cmake;
-      else return rd.error_at("format", fmt::format("arch.format \"{}\": expected torch (8.0;9.0+PTX) or cmake (80-real;90)", *v));
+      else if (*v == "sm") r.arch.format = ArchFormat::sm;
+      else
+        return rd.error_at("format", fmt::format("arch.format \"{}\": expected torch (8.0;9.0+PTX), cmake "
+                                                 "(80-real;90) or sm (80;90, SASS only)", *v));
+    }
+    if (const toml::array* vals = rd.array("values")) {
+      r.arch.values.clear();
+      for (const auto& el : *vals) {
+        auto s = el.value<std::string>();
+        int sm = 0;
+        bool ok = el.is_string() && s && !s->empty() && s->size() <= 3 &&
+                  std::all_of(s->begin(), s->end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+        if (ok) sm = std::stoi(*s);
+        if (!ok || sm < 10)
+          return at(el, file_, "arch.values entries must be SM numbers as strings, e.g. \"80\", \"120\"");
+        r.arch.values.push_back(sm);
+      }
     }
     if (auto v = rd.string("grammar")) {
       if (*v == "build") r.arch.grammar = arch::Grammar::build;

@@ -32,7 +32,9 @@ std::string_view to_string(Driver d);  // "setup-py", "python-build", "scikit-bu
 const std::vector<std::string>& default_python_modules(Driver d);
 
 // How the arch list reaches the build and which spellings its parser accepts.
-enum class ArchFormat { torch, cmake };  // "8.0;9.0+PTX" or "80-real;90"
+// torch: "8.0;9.0+PTX"; cmake: "80-real;90"; sm: "80;90" — bare SM numbers, SASS only, of which
+// the project knows only `values` (flash-attn's FLASH_ATTN_CUDA_ARCHS: any other is ignored).
+enum class ArchFormat { torch, cmake, sm };
 struct ArchSyntax {
   std::string env = "TORCH_CUDA_ARCH_LIST";  // the variable the build reads
   ArchFormat format = ArchFormat::torch;
@@ -40,6 +42,7 @@ struct ArchSyntax {
   bool two_digit_major = false;  // "10.0", "12.0" (select_compute_arch.cmake of ≈ 2.7+)
   bool variant_a = false;        // "9.0a"
   bool variant_f = false;        // "12.0f" (PyTorch PR #157999)
+  std::vector<int> values;       // format sm: the SM numbers the project's reader knows (80, 90 …)
 };
 
 struct Source {
@@ -74,6 +77,12 @@ struct Recipe {
   std::int64_t build_number = 1;
   std::string wheel_dir = "dist";  // where the wheel lands, relative to the source tree
   std::optional<Version> min_gcc;  // the project's own floor (PyTorch: 9.3)
+  // Memory one compile job needs at its peak, GiB ([build] gib_per_job); unset: the jobs rule's
+  // default. flash-attn's kernels need about 5 per nvcc job, so MAX_JOBS must follow the recipe.
+  std::optional<double> gib_per_job;
+  // Threads each nvcc job runs (`nvcc --threads`, read from NVCC_THREADS by flash-attn); unset:
+  // the project does not read it.
+  std::optional<unsigned> nvcc_threads;
   ArchSyntax arch;
   // The official wheels' TORCH_CUDA_ARCH_LIST by CUDA X.Y (cuda-arch.md §6), for comparisons.
   std::map<std::string, std::string> official;
@@ -100,6 +109,17 @@ Result<Recipe> load(const std::string& name_or_path, const Search& search = Sear
 Result<std::vector<Recipe>> load_dir(const std::filesystem::path& dir, const Search& search);
 // Every shipped recipe.
 Result<std::vector<Recipe>> load_shipped();
+
+// The arch list spelled for the project's reader (arch.format). For format sm each SASS target
+// maps to the newest known value of its major at or below it (its SASS runs there, cuda-arch.md
+// §2); a/f variants and PTX cannot be said and become notes; `unmapped` lists the targets no
+// value runs on.
+struct ArchListText {
+  std::string text;
+  std::vector<std::string> notes;
+  std::vector<arch::Arch> unmapped;
+};
+ArchListText print_arch_list(const ArchSyntax& syntax, const std::vector<arch::Arch>& archs);
 
 // True when `s` names a file rather than a recipe (it has a '/' or ends in .toml).
 bool looks_like_path(const std::string& s);

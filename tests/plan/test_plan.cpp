@@ -870,3 +870,86 @@ TEST_CASE("env option: overrides the recipe's build env and is in the key, never
   CHECK(env_allowed(build_env_allowlist(), "http_proxy"));
   CHECK_FALSE(env_allowed(build_env_allowlist(), "AWS_SECRET_ACCESS_KEY"));
 }
+
+TEST_CASE("jobs: flash-attn's 5 GiB per nvcc job and 4 NVCC_THREADS decide MAX_JOBS") {
+  auto fa = recipe::load("flash-attn-2.8");
+  REQUIRE(fa.ok());
+  REQUIRE(fa->gib_per_job);
+  CHECK(*fa->gib_per_job == 5);
+  CHECK(fa->nvcc_threads == 4u);
+  // 64 cores, 20 GiB: 4 jobs at 5 GiB where the default 4 GiB gives 5.
+  CHECK(jobs_rule({64, 20ull << 30}, std::nullopt, *fa).jobs == 4);
+  CHECK(jobs_rule({64, 20ull << 30}, std::nullopt).jobs == 5);
+  // 8 cores, 256 GiB: 8 / 4 threads per job = 2 jobs.
+  auto j = jobs_rule({8, 256ull << 30}, std::nullopt, *fa);
+  CHECK(j.jobs == 2);
+  CHECK(j.threads_per_job == 4);
+  CHECK(j.rule() == "2 = min(8 cores / 4 nvcc threads = 2, 256.0 GiB available / 5 GiB per nvcc job = 51), at least 1");
+  // 2 cores: threads clamp to the cores, one job.
+  auto small = jobs_rule({2, 64ull << 30}, std::nullopt, *fa);
+  CHECK(small.jobs == 1);
+  CHECK(small.threads_per_job == 2);
+  // A torch recipe keeps the default figure.
+  auto t = recipe::load("torch-2.14");
+  REQUIRE(t.ok());
+  CHECK(jobs_rule({64, 20ull << 30}, std::nullopt, *t).gib_per_job == 4);
+}
+
+TEST_CASE("jobs: the plan of a flash-attn build uses its figure and sets NVCC_THREADS") {
+  auto req = request("90");
+  req.recipe_label = "flash-attn-2.8";
+  auto r = resolve(req, inputs(host_130(), std::string("flash-attn-2.8")));
+  INFO(r.message);
+  REQUIRE(r.status == Exit::ok);
+  CHECK(r.arch_list == "90");
+  PlanOptions o;
+  o.resources = HostResources{16, 12ull << 30};
+  auto p = make_plan(r, o);
+  REQUIRE(p.ok());
+  CHECK((*p)->jobs.jobs == 2);  // 12 GiB / 5 GiB, not / 4 GiB
+  CHECK(p->environment().at("MAX_JOBS") == "2");
+  CHECK(p->environment().at("NVCC_THREADS") == "4");
+  CHECK(p->environment().at("FLASH_ATTN_CUDA_ARCHS") == "90");
+}
+
+TEST_CASE("recipe: flash-attn's FLASH_ATTN_CUDA_ARCHS maps targets onto the values it knows") {
+  auto fa = recipe::load("flash-attn-2.8");
+  REQUIRE(fa.ok());
+  CHECK(fa->arch.env == "FLASH_ATTN_CUDA_ARCHS");
+  CHECK(fa->arch.format == recipe::ArchFormat::sm);
+  CHECK(fa->arch.values == std::vector<int>{80, 90, 100, 120});
+  auto p = recipe::print_arch_list(fa->arch, sm("8.0 8.6 9.0a 12.0"));
+  CHECK(p.text == "80;90;120");  // 8.6 runs sm_80 SASS; 9.0a becomes plain sm_90
+  CHECK(p.unmapped.empty());
+  auto none = recipe::print_arch_list(fa->arch, sm("7.5"));
+  REQUIRE(none.unmapped.size() == 1);
+  // resolve refuses what flash-attn cannot build for
+  auto req = request("75");
+  auto r = resolve(req, inputs(host_130(), std::string("flash-attn-2.8")));
+  CHECK(r.status == Exit::bad_input);
+  CHECK(contains(r.message, "FLASH_ATTN_CUDA_ARCHS of flash-attn-2.8 builds nothing that runs on 7.5"));
+}
+
+TEST_CASE("recipe pairing: torchvision 0.29 is refused with torch 2.13, naming the pair") {
+  auto req = request("90");
+  req.torch = V("2.13");
+  req.recipe_label = "torchvision-0.29";
+  auto r = resolve(req, inputs(host_130(), std::string("torchvision-0.29")));
+  CHECK(r.status == Exit::bad_input);
+  INFO(r.message);
+  CHECK(contains(r.message, "rule torch-pairing: torchvision-0.29 (torchvision 0.29.0) pairs with torch 2.14.0"));
+  CHECK(contains(r.message, "not torch 2.13"));
+  CHECK(has_rule(r, "torch-pairing", false));
+  // The matching pair resolves.
+  req.torch = V("2.14");
+  CHECK(resolve(req, inputs(host_130(), std::string("torchvision-0.29"))).status == Exit::ok);
+  // Every torchvision recipe names its torch, and each torch line has at most one torchvision.
+  auto all = select_recipes(std::string("torchvision"));
+  REQUIRE(all.ok());
+  std::set<Version> lines;
+  for (const auto& tv : *all) {
+    INFO(tv.name);
+    REQUIRE(tv.torch);
+    CHECK(lines.insert(tv.torch->prefix(2)).second);
+  }
+}

@@ -59,7 +59,7 @@ std::string load_error(const test::TempDir& tmp, const std::string& text, const 
 TEST_CASE("every shipped recipe loads, with real release data") {
   auto all = recipe::load_shipped();
   REQUIRE(all.ok());
-  CHECK(all->size() == 34);  // 12 torch + 11 torchvision + 8 torchaudio + 3 bases
+  CHECK(all->size() == 36);  // 12 torch + 11 torchvision + 8 torchaudio + 3 bases + flash-attn, xformers
 
   struct Line {
     const char* torch;
