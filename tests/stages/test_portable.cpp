@@ -129,7 +129,7 @@ std::string expected_tag(const std::string& library) {
 
 }  // namespace
 
-TEST_CASE("portable: a library linking libcudart by the toolkit's path fails validate; repaired, it passes",
+TEST_CASE("portable: a library linking libcudart by the toolkit's path fails validate, repaired it passes",
           "[stages][portable][closure]") {
   test::TempDir dir;
   std::string skip;
