@@ -145,6 +145,8 @@ void run_wheel(const WheelArgs& args, Context& ctx) {
   };
   opts.archbuild_version = ARCHBUILD_VERSION;
   opts.archbuild_exe = self_executable();
+  // The package stage rewrites RUNPATHs with it (stages/portable); absent: an error only then.
+  opts.patchelf = run::find_program("patchelf").value_or(std::filesystem::path());
   if (!args.no_validate)
     opts.validate = [&plan, &ctx](const std::filesystem::path& wheel) { return validate_built(wheel, plan, ctx); };
   if (args.compiler_cache != "none" && opts.compiler_cache.program.empty())

@@ -474,6 +474,11 @@ Result<Plan> make_plan(const Resolution& res, const PlanOptions& options) {
   // keyed by name as well as inside the step's args; only where there are any, so the keys of
   // drivers without them stay what they were.
   if (!p.config_settings.empty()) k["config_settings"] = config_settings_json(p.config_settings);
+  // The package stage's repair follows the recipe's [wheel] table (stages/portable); keyed only
+  // where it differs from the default, so the keys of recipes without one stay what they were.
+  if (r.wheel_layout != recipe::WheelLayout::official || r.wheel_triton)
+    k["wheel"] = {{"layout", std::string(recipe::to_string(r.wheel_layout))},
+                  {"triton", r.wheel_triton ? json(r.wheel_triton->str()) : json(nullptr)}};
   p.key_inputs = k;
   p.key = build_key(k);
   return Plan(std::move(d));

@@ -14,6 +14,8 @@ namespace archbuild::recipe {
 
 namespace fs = std::filesystem;
 
+std::string_view to_string(WheelLayout l) { return l == WheelLayout::host ? "host" : "official"; }
+
 std::string_view to_string(Driver d) {
   switch (d) {
     case Driver::setup_py: return "setup-py";
@@ -164,6 +166,26 @@ class RecipeReader {
       if (auto e = read_build(*b, r)) return e;
     if (const toml::table* a = rd.table("arch"))
       if (auto e = read_arch(*a, r)) return e;
+    if (const toml::table* w = rd.table("wheel")) {
+      tomlx::TableReader wr(*w, file_, "[wheel]");
+      if (auto v = wr.string("layout")) {
+        if (*v == "official") r.wheel_layout = WheelLayout::official;
+        else if (*v == "host") r.wheel_layout = WheelLayout::host;
+        else
+          return wr.error_at("layout", fmt::format("wheel.layout = \"{}\"; expected \"official\" (CUDA libraries from "
+                                                   "nvidia-* packages) or \"host\" (the build host's toolkit)", *v));
+      }
+      if (w->contains("triton")) {
+        auto s = wr.string("triton");
+        auto v = s ? Version::parse(*s) : std::nullopt;
+        if (s && !v)
+          return wr.error_at("triton", fmt::format("wheel.triton = \"{}\" is not a version; expected the release the "
+                                                   "tag pins, e.g. \"3.5.1\"", *s));
+        r.wheel_triton = v;
+      }
+      if (wr.failure()) return wr.failure();
+      if (auto e = wr.finish()) return e;
+    }
     if (auto e = rd.finish()) return e;
     return std::nullopt;
   }

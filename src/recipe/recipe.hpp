@@ -31,6 +31,12 @@ std::string_view to_string(Driver d);  // "setup-py", "python-build", "scikit-bu
 // needs setuptools and wheel; `python -m build` needs build plus the backend it loads.
 const std::vector<std::string>& default_python_modules(Driver d);
 
+// Where the wheel's CUDA libraries come from on the target ([wheel] layout, issue 14):
+// official — from nvidia-* pip packages, as PyTorch's own wheels (Requires-Dist + $ORIGIN
+// RUNPATH, stages/portable); host — from the build host's toolkit paths (the wheel is host-bound).
+enum class WheelLayout { official, host };
+std::string_view to_string(WheelLayout l);  // "official", "host"
+
 // How the arch list reaches the build and which spellings its parser accepts.
 // torch: "8.0;9.0+PTX"; cmake: "80-real;90"; sm: "80;90" — bare SM numbers, SASS only, of which
 // the project knows only `values` (flash-attn's FLASH_ATTN_CUDA_ARCHS: any other is ignored).
@@ -76,6 +82,10 @@ struct Recipe {
   std::string build_number_env;    // gets build_number, e.g. PYTORCH_BUILD_NUMBER
   std::int64_t build_number = 1;
   std::string wheel_dir = "dist";  // where the wheel lands, relative to the source tree
+  WheelLayout wheel_layout = WheelLayout::official;  // portable unless the recipe says host
+  // The triton release the tag pins ([wheel] triton), required by the package stage the way
+  // official wheels require it (PYTORCH_EXTRA_INSTALL_REQUIREMENTS); unset: no requirement.
+  std::optional<Version> wheel_triton;
   std::optional<Version> min_gcc;  // the project's own floor (PyTorch: 9.3)
   // Memory one compile job needs at its peak, GiB ([build] gib_per_job); unset: the jobs rule's
   // default. flash-attn's kernels need about 5 per nvcc job, so MAX_JOBS must follow the recipe.

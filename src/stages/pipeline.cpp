@@ -11,6 +11,7 @@
 #include "run/interrupt.hpp"
 #include "source/local.hpp"
 #include "stages/build_path.hpp"
+#include "stages/portable.hpp"
 #include "stages/reproducible.hpp"
 #include "store/atomic_file.hpp"
 #include "store/key_record.hpp"
@@ -129,14 +130,19 @@ Result<fs::path> find_wheel(const fs::path& dir, const std::string& stage) {
 
 // Validation needs the wheel under its own name (PEP 427: the name carries the version and
 // tags; pip refuses anything else), not the store's <sha256>.whl: a copy in the key's log area.
+// The package stage's `portability` goes beside it as <wheel>.manifest.json, where validate
+// looks for it (a host-bound wheel is a named finding there, not an unexplained failure).
 Result<json> validate_named(const std::function<Result<json>(const fs::path&)>& validate, const fs::path& stored,
-                            const std::string& filename, const fs::path& scratch) {
+                            const std::string& filename, const fs::path& scratch, const json& portability) {
   std::error_code ec;
   fs::remove_all(scratch, ec);
   fs::create_directories(scratch, ec);
   fs::path named = scratch / filename;
   fs::copy_file(stored, named, fs::copy_options::overwrite_existing, ec);
   if (ec) return Error::bad_input(fmt::format("cannot copy {} for validation: {}", stored.string(), ec.message()));
+  if (portability.is_object())
+    if (auto w = store::write_file_atomic(scratch / (filename + ".manifest.json"), json{{"portability", portability}}.dump(2)); !w)
+      return w.error();
   auto r = validate(named);
   fs::remove_all(scratch, ec);
   return r;
@@ -233,7 +239,8 @@ class Pipeline {
       auto doc = record_.read();
       if (doc && !doc->value("validation", json()).is_object()) {
         // Built with --no-validate before: validate now, before anything reaches --out.
-        auto v = validate_named(options_.validate, check.path, (*ref)->filename, layout_.log_dir(key_) / "validate");
+        auto v = validate_named(options_.validate, check.path, (*ref)->filename, layout_.log_dir(key_) / "validate",
+                                doc->value("/stages/package/portability"_json_pointer, json()));
         if (!v) {
           failed_ = v.error();
           return std::nullopt;
@@ -377,6 +384,13 @@ class Pipeline {
         reporter_.stage_finished(info, {run::StageStatus::failed, seconds, built.error().message, log});
         return built.error();
       }
+      // Depends on what it links (Requires-Dist, $ORIGIN RUNPATH, a true platform tag).
+      auto portable = make_wheel_portable(*built, log);
+      if (!portable) {
+        reporter_.stage_finished(info, {run::StageStatus::failed, seconds, portable.error().message, log});
+        return portable.error();
+      }
+      built = portable->wheel;
       // Deterministic zip: sorted members, SOURCE_DATE_EPOCH times, fixed modes, fresh RECORD.
       std::int64_t epoch = 0;
       if (auto it = env_.find("SOURCE_DATE_EPOCH"); it != env_.end()) epoch = std::atoll(it->second.c_str());
@@ -387,12 +401,31 @@ class Pipeline {
       auto stored = store::put_wheel(layout_, *built);
       if (!stored) return stored.error();
       // The key counts as built only once the wheel is validated (validate stage).
-      extra = {{"wheel_sha256", stored->sha256}, {"filename", built->filename().string()}};
+      extra = {{"wheel_sha256", stored->sha256}, {"filename", built->filename().string()},
+               {"portability", portable->portability}};
     }
     if (auto r = record_.mark_done(stage, extra); !r) return r.error();
     reporter_.stage_finished(info, {run::StageStatus::ok, seconds,
                                     has_steps || note == plan_->stage_notes.end() ? "" : note->second, log});
     return Ok{};
+  }
+
+  // The recipe's [wheel] layout, the toolkit's CUDA for the package versions.
+  Result<PortableResult> make_wheel_portable(const fs::path& wheel, const fs::path& log) {
+    if (!options_.libraries) {
+      auto facts = validate::load_library_facts(validate::shipped_library_facts());
+      if (!facts) return facts.error();
+      options_libraries_ = std::move(*facts);
+    }
+    const auto& res = plan_->resolution;
+    PortableOptions o;
+    o.layout = res.recipe.wheel_layout;
+    o.triton = res.recipe.wheel_triton;
+    if (res.toolkit) o.cuda = res.toolkit->version;
+    o.patchelf = options_.patchelf;
+    o.scratch = layout_.log_dir(key_) / "portable";
+    o.log = log;
+    return make_portable(wheel, options_.libraries ? *options_.libraries : *options_libraries_, o, runner_);
   }
 
   // A local tree: archbuild's own copy of it, as it is now (the plan's content hash checked).
@@ -501,7 +534,8 @@ class Pipeline {
     auto t0 = std::chrono::steady_clock::now();
     json report = "skipped (--no-validate)";
     if (options_.validate) {
-      auto r = validate_named(options_.validate, check.path, filename, layout_.log_dir(key_) / "validate");
+      auto r = validate_named(options_.validate, check.path, filename, layout_.log_dir(key_) / "validate",
+                              doc->value("/stages/package/portability"_json_pointer, json()));
       double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (!r) {
         reporter_.stage_finished(info, {run::StageStatus::failed, seconds, r.error().message, {}});
@@ -552,6 +586,7 @@ class Pipeline {
     if (auto h = sha256_file_hex(res.recipe.file)) m["recipe"]["sha256"] = *h;
     m["validation"] = doc->value("validation", json());
     m["contract"] = doc->value("/stages/fetch/contract"_json_pointer, json());
+    m["portability"] = doc->value("/stages/package/portability"_json_pointer, json());
     m["environment"] = env_.empty() ? json(plan_.environment()) : json(env_);
     m["environment_note"] = "exactly what the build steps got (pass-through and compiler-cache variables included)";
     if (auto r = record_.update([&](json& d) { d["manifest"] = m; }); !r) return r.error();
@@ -577,6 +612,7 @@ class Pipeline {
   std::map<std::string, std::string> env_;
   PipelineResult result_;
   std::optional<Error> failed_;
+  std::optional<validate::LibraryFacts> options_libraries_;  // loaded once when the options have none
 };
 
 }  // namespace

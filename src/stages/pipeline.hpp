@@ -21,6 +21,7 @@
 #include "source/source.hpp"
 #include "store/layout.hpp"
 #include "store/wheels.hpp"
+#include "validate/closure.hpp"
 
 namespace archbuild::stages {
 
@@ -67,6 +68,10 @@ struct PipelineOptions {
   // report for the manifest, or an error (exit 1) that keeps the wheel out of --out and out of
   // the key. Unset (--no-validate): the stage records "skipped".
   std::function<Result<nlohmann::json>(const std::filesystem::path& wheel)> validate;
+  // The package stage's repair (stages/portable): patchelf (empty: not found; an error only
+  // when a RUNPATH must change) and where libraries come from (unset: data/validate/libraries.toml).
+  std::filesystem::path patchelf;
+  std::optional<validate::LibraryFacts> libraries;
 };
 
 struct PipelineResult {

@@ -31,13 +31,6 @@ struct EntryFree {
   void operator()(archive_entry* e) const { archive_entry_free(e); }
 };
 
-struct ZipMember {
-  std::string name;
-  bool directory = false;
-  bool executable = false;
-  std::string data;
-};
-
 std::string why(archive* a) {
   const char* s = archive_error_string(a);
   return s ? s : "unknown error";
@@ -183,7 +176,32 @@ Result<Ok> write_zip(const fs::path& tmp, const std::vector<ZipMember>& members,
 
 bool is_record(const std::string& name, const std::string& dist_info) { return name == dist_info + "RECORD"; }
 
+// Writes via `out`.tmp, renamed into place; nothing at `out` on error.
+Result<Ok> write_replacing(const fs::path& out, const std::vector<ZipMember>& members, std::int64_t mtime) {
+  fs::path tmp = out;
+  tmp += ".tmp";
+  auto wrote = write_zip(tmp, members, mtime);
+  std::error_code ec;
+  if (!wrote) {
+    fs::remove(tmp, ec);
+    return wrote.error();
+  }
+  fs::rename(tmp, out, ec);
+  if (ec) {
+    std::error_code ignore;
+    fs::remove(tmp, ignore);
+    return Error::bad_input(fmt::format("{}: cannot move the rewritten wheel into place: {}", out.string(), ec.message()));
+  }
+  return Ok{};
+}
+
 }  // namespace
+
+Result<std::vector<ZipMember>> read_zip_members(const fs::path& wheel) { return read_members(wheel); }
+
+Result<Ok> write_zip_members(const fs::path& out, const std::vector<ZipMember>& members) {
+  return write_replacing(out, members, zip_epoch_min);
+}
 
 std::string record_digest(const std::string& raw_digest) {
   std::string b64(4 * ((raw_digest.size() + 2) / 3) + 1, '\0');
@@ -232,21 +250,7 @@ Result<Ok> normalize_wheel(const fs::path& in, const fs::path& out, std::int64_t
   record += csv_field(dist_info + "RECORD") + ",,\n";
   members.push_back(ZipMember{dist_info + "RECORD", false, false, std::move(record)});
 
-  fs::path tmp = out;
-  tmp += ".tmp";
-  auto wrote = write_zip(tmp, members, std::max<std::int64_t>(epoch, zip_epoch_min));
-  std::error_code ec;
-  if (!wrote) {
-    fs::remove(tmp, ec);
-    return wrote.error();
-  }
-  fs::rename(tmp, out, ec);
-  if (ec) {
-    std::error_code ignore;
-    fs::remove(tmp, ignore);
-    return Error::bad_input(fmt::format("{}: cannot move the rewritten wheel into place: {}", out.string(), ec.message()));
-  }
-  return Ok{};
+  return write_replacing(out, members, std::max<std::int64_t>(epoch, zip_epoch_min));
 }
 
 Result<std::vector<std::string>> compare_members(const fs::path& a, const fs::path& b) {

@@ -35,6 +35,19 @@ Result<std::vector<std::string>> compare_members(const std::filesystem::path& a,
 // The same; an unreadable wheel throws Failure (exit 2) for CLI code.
 std::vector<std::string> differing_members(const std::filesystem::path& a, const std::filesystem::path& b);
 
+// A wheel's members as read (names checked as normalize_wheel says), for steps that rewrite
+// members before normalize_wheel (stages/portable).
+struct ZipMember {
+  std::string name;
+  bool directory = false;
+  bool executable = false;
+  std::string data;
+};
+Result<std::vector<ZipMember>> read_zip_members(const std::filesystem::path& wheel);
+// Writes `members` in the given order as `out` (via `out` + ".tmp"); normalize_wheel afterwards
+// makes it deterministic and regenerates RECORD.
+Result<Ok> write_zip_members(const std::filesystem::path& out, const std::vector<ZipMember>& members);
+
 // RECORD's hash form of 32 raw digest bytes: "sha256=" + urlsafe base64 without '=' padding.
 std::string record_digest(const std::string& raw_digest);
 

@@ -151,6 +151,13 @@ Result<LibraryFacts> load_library_facts(const fs::path& file) {
       pkg.name = p.string("name", true).value_or("");
       pkg.dir = p.string("dir", true).value_or("");
       pkg.sonames = p.strings("sonames", true).value_or(std::vector<std::string>{});
+      if (const toml::table* vs = p.table("versions"))
+        for (const auto& [cuda, v] : *vs) {
+          auto text = v.value<std::string>();
+          if (!v.is_string() || !text || text->empty())
+            return at(v, f, fmt::format("versions.\"{}\" must be a version string, like \"13.0.*\"", cuda.str()));
+          pkg.versions[std::string(cuda.str())] = *text;
+        }
       p.raise_if_failed();
       if (auto e = p.finish()) return *e;
       if (pkg.dir.empty() || pkg.dir.front() == '/' || pkg.dir.find("..") != std::string::npos)

@@ -31,6 +31,8 @@ struct LibraryPackage {
   std::string name;                  // "nvidia-cuda-runtime"
   std::string dir;                   // "nvidia/cu13/lib", relative to site-packages
   std::vector<std::string> sonames;  // "libcudart.so.13"
+  // The package version to require per CUDA X.Y ("13.0" -> "13.0.*"); a CUDA not listed: no pin.
+  std::map<std::string, std::string> versions;
 };
 
 // The newest libstdc++/libgcc symbol versions a manylinux glibc version allows.

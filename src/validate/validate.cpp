@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <fstream>
 #include <map>
 #include <set>
 
@@ -194,9 +195,56 @@ std::vector<Check> closure_checks(const WheelContents& w, const std::optional<Wh
   in.requirements = wheel_requirements(w, name);
   in.host = options.host;
   auto closure = resolve_closure(in, facts);
-  return {check_closure(closure),
-          check_platform_tag(name ? name->platform_tags : std::vector<std::string>{}, in.files, closure, facts)};
+  auto tag = check_platform_tag(name ? name->platform_tags : std::vector<std::string>{}, in.files, closure, facts);
+  // What the package stage left on the build host (the manifest's `portability`). With the
+  // recipe's layout "host" that was chosen: a warning (exit 0) that says where the wheel runs, and
+  // those libraries leave the closure check. Under "official" it was not: a failure (exit 1).
+  std::set<std::string> declared;
+  const nlohmann::json* hint = options.portability ? &*options.portability : nullptr;
+  if (hint && hint->is_object() && hint->value("host_bound", false))
+    for (const auto& l : hint->value("host_libraries", nlohmann::json::array()))
+      if (l.is_object() && l.value("soname", std::string()) != "") declared.insert(l["soname"].get<std::string>());
+  if (declared.empty()) return {check_closure(closure), tag};
+  const bool chosen = hint->value("layout", std::string()) == "host";
+  const std::string reason = hint->value("host_bound_reason", std::string("the manifest says so"));
+  Check bound;
+  bound.name = "host-bound";
+  bound.status = chosen ? Status::warn : Status::fail;
+  std::vector<std::string> libs;
+  nlohmann::json ev = nlohmann::json::array();
+  for (auto& f : closure)
+    std::erase_if(f.needed, [&](const Resolved& r) {
+      if (r.from != From::missing || !declared.count(r.soname)) return false;
+      bound.details.push_back(fmt::format("{} needs {}: {}", f.path, r.soname, r.where));
+      ev.push_back({{"file", f.path}, {"soname", r.soname}, {"where", r.where}});
+      if (std::find(libs.begin(), libs.end(), r.soname) == libs.end()) libs.push_back(r.soname);
+      return chosen;
+    });
+  bound.evidence = {{"libraries", ev}, {"reason", reason}, {"layout", hint->value("layout", std::string())}};
+  bound.summary = chosen ? fmt::format("host-bound ({}): runs only where {} is at the build host's path",
+                                       reason, text::join(libs, ", "))
+                         : fmt::format("host-bound against the recipe's official layout: {}; add the package to "
+                                       "data/validate/libraries.toml or set [wheel] layout = \"host\"",
+                                       reason);
+  if (libs.empty()) {
+    bound.status = Status::warn;
+    bound.summary = fmt::format("marked host-bound by the package stage ({}); every library resolves here", reason);
+  }
+  return {check_closure(closure), std::move(bound), std::move(tag)};
 }
+
+namespace {
+// The package stage's record beside the wheel: <wheel>.manifest.json's `portability`.
+std::optional<nlohmann::json> manifest_portability(const fs::path& wheel) {
+  fs::path m = wheel;
+  m += ".manifest.json";
+  std::ifstream f(m);
+  if (!f) return std::nullopt;
+  auto doc = nlohmann::json::parse(f, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object() || !doc.contains("portability")) return std::nullopt;
+  return doc["portability"];
+}
+}  // namespace
 
 Result<Report> validate_wheel(const fs::path& wheel, const std::vector<arch::Arch>& targets,
                               const ValidateOptions& options, const Exec& exec) {
@@ -222,7 +270,9 @@ Result<Report> validate_wheel(const fs::path& wheel, const std::vector<arch::Arc
     if (!loaded) return loaded.error();
     facts = std::move(*loaded);
   }
-  for (auto& c : closure_checks(w, name, *facts, options)) r.add(std::move(c));
+  ValidateOptions with_hint = options;
+  if (!with_hint.portability) with_hint.portability = manifest_portability(wheel);
+  for (auto& c : closure_checks(w, name, *facts, with_hint)) r.add(std::move(c));
 
   if (options.import_test) {
     ImportSetup setup = *options.import_test;

@@ -39,6 +39,10 @@ struct ValidateOptions {
   std::optional<LibraryFacts> libraries;
   // Where this host has a library (the closure check's message); unset: host_library.
   std::function<std::optional<std::string>(const std::string&, const std::vector<std::string>&)> host;
+  // What the package stage recorded (the manifest's `portability`, stages/portable): libraries
+  // it left on the build host are a named "host-bound" finding (warn), not closure failures.
+  // Unset: `portability` of <wheel>.manifest.json beside the wheel, when there is one.
+  std::optional<nlohmann::json> portability;
 };
 
 // Coverage checks over the ELF files of a wheel (or any set of files):
@@ -48,7 +52,8 @@ struct ValidateOptions {
 std::vector<Check> coverage_checks(const std::vector<binary::FileReport>& files,
                                    const std::vector<std::string>& elf_errors, const std::vector<arch::Arch>& targets);
 
-// "closure" and "platform-tag" over the dynamically linked ELF files of a wheel.
+// "closure" and "platform-tag" over the dynamically linked ELF files of a wheel, and
+// "host-bound" (warn) where options.portability names libraries left on the build host.
 std::vector<Check> closure_checks(const WheelContents& w, const std::optional<WheelName>& name,
                                   const LibraryFacts& facts, const ValidateOptions& options);
 

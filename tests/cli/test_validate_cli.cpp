@@ -275,3 +275,33 @@ TEST_CASE("validate --installed: a distribution in site-packages and bad input",
   CHECK(both.status == 2);
   CHECK_THAT(both.err, Catch::Contains("either WHEEL or --installed"));
 }
+
+// Issue 14: the GPU half of the torch feature checks, as PyTorch's release smoke test
+// (.ci/pytorch/smoke_test/smoke_test.py: matmul and conv2d in fp16/fp32 under autocast, an
+// asserted CUDA error surfaces, get_arch_list() covers the device), on the torch installed here.
+TEST_CASE("validate --installed torch: the feature checks on this host's GPU", "[validate][cli][gpu]") {
+  auto d = test::archbuild({"detect", "--json"});
+  if (d.status != 0) {
+    WARN("##archbuild-skip## no GPU on this host (" << d.err.substr(0, 200) << ")");
+    return;
+  }
+  std::string python = test::which("python3");
+  if (python.empty() || test::run(python, {"-c", "import torch"}).status != 0) {
+    WARN("##archbuild-skip## no torch importable by python3 on this host");
+    return;
+  }
+  std::string cc = json::parse(d.out)["gpus"][0]["cc"];
+  auto r = test::archbuild({"validate", "--installed", "torch", "--python", python, "--sm", cc, "--json"},
+                           {{}, {}, std::nullopt, "", std::chrono::seconds(900)});
+  INFO(r.out << r.err);
+  auto doc = json::parse(r.out);
+  CHECK(check_of(doc, "import")["status"] == "pass");
+  CHECK(check_of(doc, "import-gpu")["status"] == "pass");  // get_arch_list() covers the device
+  const auto& features = check_of(doc, "features")["evidence"]["features"];
+  for (const char* n : {"matmul", "conv2d", "cuda-error"}) {
+    bool ok = false;
+    for (const auto& f : features)
+      if (f["name"] == n) ok = f["ok"] == true;
+    CHECK((std::string(n) + (ok ? " ok" : " not ok")) == std::string(n) + " ok");
+  }
+}

@@ -44,6 +44,13 @@ struct Workspace {
     return {"--cache-dir", (dir / "cache").string(), "wheel", "--sm", sm, "--recipe", kRecipe,
             "--source-url", url, "--out", (dir / out).string(), "--python", "/usr/bin/python3", "--json"};
   }
+  // A whole build with its validate stage (import test, smoke kernel) on a shared, loaded host:
+  // the harness limit only stops a hang, it is no timing check.
+  static t::RunOptions build_limit() {
+    t::RunOptions o;
+    o.timeout = std::chrono::seconds(600);
+    return o;
+  }
   std::string key(const std::string& sm) const {
     auto r = t::archbuild({"--cache-dir", (dir / "cache").string(), "plan", "--sm", sm, "--recipe", kRecipe,
                            "--source-url", url, "--python", "/usr/bin/python3", "--json"});
@@ -79,7 +86,7 @@ TEST_CASE("wheel: builds the example for exactly the target, then reuses it", "[
     return;
   }
   Workspace w;
-  auto first = t::archbuild(w.wheel_args("90"));
+  auto first = t::archbuild(w.wheel_args("90"), Workspace::build_limit());
   INFO(first.err);
   REQUIRE(first.status == 0);
   auto j = json::parse(first.out);
@@ -92,14 +99,14 @@ TEST_CASE("wheel: builds the example for exactly the target, then reuses it", "[
   CHECK(sass_of(wheel) == std::vector<std::string>{"sm_90"});
   CHECK(j["validation"]["valid"] == true);  // the validate stage ran: coverage, RECORD, import, smoke
   // The repeat: nothing runs, the same bytes.
-  auto again = t::archbuild(w.wheel_args("90", "out2"));
+  auto again = t::archbuild(w.wheel_args("90", "out2"), Workspace::build_limit());
   REQUIRE(again.status == 0);
   auto j2 = json::parse(again.out);
   CHECK(j2["reused"] == true);
   CHECK(j2["stages_run"].empty());
   CHECK(j2["sha256"] == j["sha256"]);
   // Another arch: another key, its own tree, its own SASS.
-  auto other = t::archbuild(w.wheel_args("8.0", "out3"));
+  auto other = t::archbuild(w.wheel_args("8.0", "out3"), Workspace::build_limit());
   REQUIRE(other.status == 0);
   auto j3 = json::parse(other.out);
   CHECK(j3["key"] != j["key"]);
@@ -130,7 +137,7 @@ TEST_CASE("wheel: kill -9 during the build, then a rerun completes; --out never 
     CHECK(r.status == -SIGKILL);
   }
   CHECK(files_in(w.dir / "out").empty());
-  auto rerun = t::archbuild(w.wheel_args("90"));
+  auto rerun = t::archbuild(w.wheel_args("90"), Workspace::build_limit());
   INFO(rerun.err);
   REQUIRE(rerun.status == 0);
   auto j = json::parse(rerun.out);
@@ -244,7 +251,7 @@ TEST_CASE("wheel: two cache directories at different times give a byte-identical
     auto args = w.wheel_args("90", "out-c");
     args.push_back("--check-reproducible");
     return args;
-  }());
+  }(), Workspace::build_limit());
   INFO(check.err);
   REQUIRE(check.status == 0);
   auto c = json::parse(check.out);

@@ -16,6 +16,8 @@
 #include "run/reporter.hpp"
 #include "run/scripted_runner.hpp"
 #include "stages/pipeline.hpp"
+#include "stages/reproducible.hpp"
+#include "binary/elf.hpp"
 #include "store/key_record.hpp"
 #include "store/layout.hpp"
 #include "mirror/make_wheel.hpp"
@@ -553,4 +555,78 @@ TEST_CASE("cmake_minimum_required above the plan's cmake stops before configure,
   CHECK_THAT(r.error().message, Catch::StartsWith("CMakeLists.txt:1: cmake_minimum_required(VERSION 3.30)") &&
                                     Catch::Contains("(3.25.1 at /usr/bin/cmake)"));
   CHECK(runner.calls().empty());
+}
+
+// ---- issue 14: the package stage's repair, through the pipeline ---------------------------------
+
+TEST_CASE("the package stage repairs a wheel linking libcudart: RUNPATH, Requires-Dist, tag, manifest",
+          "[stages][portable]") {
+  if (test::which("gcc").empty() || test::which("patchelf").empty() ||
+      !fs::exists("/usr/local/cuda/lib64/libcudart.so")) {
+    WARN("##archbuild-skip## needs gcc, patchelf and /usr/local/cuda/lib64/libcudart.so");
+    return;
+  }
+  Env e;
+  // A library as PyTorch's build leaves it: libcudart found through the toolkit's RUNPATH.
+  auto src = e.dir.write("k.c", "extern int cudaGetDeviceCount(int*);\nint k(void) { int n = 0; return cudaGetDeviceCount(&n); }\n");
+  auto so = e.dir / "libk.so";
+  auto cc = test::run(test::which("gcc"), {"-shared", "-fPIC", "-o", so.string(), src.string(), "-L/usr/local/cuda/lib64",
+                                           "-lcudart", "-Wl,-rpath,/usr/local/cuda/lib64"});
+  REQUIRE(cc.status == 0);
+  std::string lib = test::read_file(so);
+  auto plan = example_plan("9.0");
+  run::ScriptedRunner runner;  // every step succeeds; the package step leaves this wheel
+  run::ScriptedResponse package;
+  package.effect = [lib](const run::Command& c) {
+    std::string di = "minitorch-0.1.0+cu130.sm90.dist-info/";
+    fs::create_directories(c.cwd / "dist");
+    REQUIRE(stages::write_zip_members(c.cwd / "dist" / "minitorch-0.1.0+cu130.sm90-cp311-cp311-linux_x86_64.whl",
+                                      {{"minitorch/__init__.py", false, false, "\n"},
+                                       {"minitorch/lib/libk.so", false, true, lib},
+                                       {di + "METADATA", false, false,
+                                        "Metadata-Version: 2.1\nName: minitorch\nVersion: 0.1.0+cu130.sm90\n\n"},
+                                       {di + "WHEEL", false, false,
+                                        "Wheel-Version: 1.0\nGenerator: t\nRoot-Is-Purelib: false\nTag: cp311-cp311-linux_x86_64\n"}})
+                .ok());
+  };
+  runner.on([](const run::Command& c) { return c.argv.size() > 2 && c.argv[1] == "setup.py" && c.argv[2] == "bdist_wheel"; },
+            package);
+  // patchelf runs for real (the ScriptedRunner stands in for the process runner only).
+  e.options.patchelf = test::which("patchelf");
+  run::ScriptedResponse patch;
+  patch.effect = [](const run::Command& c) {
+    auto r = test::run(c.argv[0], std::vector<std::string>(c.argv.begin() + 1, c.argv.end()));
+    REQUIRE(r.status == 0);
+  };
+  runner.on({e.options.patchelf.string()}, patch);
+  nlohmann::json seen;
+  e.options.validate = [&seen](const fs::path& w) -> Result<nlohmann::json> {
+    seen = nlohmann::json::parse(test::read_file(w.string() + ".manifest.json"));
+    return nlohmann::json{{"ok", true}};
+  };
+  auto r = stages::run_pipeline(plan, e.layout, runner, *e.reporter, e.options);
+  INFO((r ? "" : r.error().message) << e.progress.str());
+  REQUIRE(r.ok());
+  std::string name = r->out_wheel.filename().string();
+  CHECK(name.rfind("minitorch-0.1.0+cu130.sm90-cp311-cp311-manylinux_2_", 0) == 0);
+  CHECK(runner.calls_matching({e.options.patchelf.string()}).size() == 1);
+  auto members = stages::read_zip_members(r->out_wheel);
+  REQUIRE(members.ok());
+  std::string repaired, meta;
+  for (const auto& m : *members) {
+    if (m.name == "minitorch/lib/libk.so") repaired = m.data;
+    if (m.name.ends_with(".dist-info/METADATA")) meta = m.data;
+  }
+  auto d = binary::read_dynamic(binary::Bytes(reinterpret_cast<const std::uint8_t*>(repaired.data()), repaired.size()));
+  REQUIRE(d.ok());
+  CHECK(d->runpath == std::vector<std::string>{"$ORIGIN/../../nvidia/cu13/lib"});
+  CHECK_THAT(meta, Catch::Contains("Requires-Dist: nvidia-cuda-runtime==13.0.*\n"));
+  // The manifest: in the key's record, beside the wheel in --out, and beside the copy validated.
+  const auto& p = r->manifest["manifest"]["portability"];
+  CHECK(p["layout"] == "official");
+  CHECK(p["host_bound"] == false);
+  CHECK(p["tag"] == name.substr(name.rfind('-') + 1, name.size() - name.rfind('-') - 5));
+  CHECK(seen["portability"] == p);
+  auto beside = nlohmann::json::parse(test::read_file(r->out_wheel.string() + ".manifest.json"));
+  CHECK(beside["portability"] == p);
 }

@@ -1,0 +1,384 @@
+#include "stages/portable.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "binary/elf.hpp"
+#include "core/text.hpp"
+#include "stages/reproducible.hpp"
+#include "validate/wheel_check.hpp"
+
+namespace archbuild::stages {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+bool origin_relative(const std::string& entry) {
+  return entry.starts_with("$ORIGIN") || entry.starts_with("${ORIGIN}");
+}
+
+// Where a member lands in site-packages: platlib/purelib data folders install at its root.
+std::optional<std::string> site_path(const std::string& member) {
+  auto slash = member.find('/');
+  if (slash == std::string::npos) return member;
+  std::string top = member.substr(0, slash);
+  if (!top.ends_with(".data")) return member;
+  for (const char* scheme : {"/platlib/", "/purelib/"})
+    if (member.compare(slash, std::char_traits<char>::length(scheme), scheme) == 0)
+      return member.substr(slash + std::char_traits<char>::length(scheme));
+  return std::nullopt;  // scripts, headers, data: not on the loader's path
+}
+
+std::string parent_of(const std::string& path) {
+  auto slash = path.rfind('/');
+  return slash == std::string::npos ? std::string() : path.substr(0, slash);
+}
+
+// "$ORIGIN/../nvidia/cu13/lib" for a file in "minitorch" and the folder "nvidia/cu13/lib".
+std::string origin_entry(const std::string& elf_dir, const std::string& dir) {
+  std::string rel = elf_dir.empty() ? dir : fs::path(dir.empty() ? "." : dir).lexically_relative(elf_dir).generic_string();
+  return rel.empty() || rel == "." ? "$ORIGIN" : "$ORIGIN/" + rel;
+}
+
+// The file `soname` a $ORIGIN entry of a file in `elf_dir` points at, relative to the root.
+std::optional<std::string> origin_target(const std::string& elf_dir, const std::string& entry, const std::string& soname) {
+  std::string rest = entry.substr(entry.starts_with("${ORIGIN}") ? 9 : 7);
+  fs::path p = (fs::path(elf_dir.empty() ? "." : elf_dir) / fs::path(rest.empty() ? "." : rest.substr(rest.front() == '/' ? 1 : 0)) /
+                soname)
+                   .lexically_normal();
+  std::string s = p.generic_string();
+  if (s.starts_with("..")) return std::nullopt;
+  return s;
+}
+
+template <class T>
+void push_unique(std::vector<T>& v, const T& x) {
+  if (std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
+}
+
+struct ElfPlan {
+  std::size_t member = 0;
+  std::string path;  // in site-packages
+  binary::DynamicInfo dyn;
+  std::vector<std::string> old_search;
+  std::vector<std::string> new_search;
+  bool host_bound = false;
+};
+
+struct Mapped {
+  const validate::LibraryPackage* package = nullptr;
+  std::set<std::string> sonames;
+  std::set<std::string> files;
+};
+
+}  // namespace
+
+TagChoice choose_platform_tag(const std::string& arch, const std::map<std::string, validate::NeededVersion>& high,
+                              const validate::LibraryFacts& facts) {
+  std::string plain = "linux_" + arch;
+  if (facts.policies.empty()) return {plain, "no manylinux policy known (data/validate/libraries.toml)"};
+  Version glibc = facts.policies.front().glibc;
+  if (auto it = high.find("GLIBC"); it != high.end() && glibc < it->second.version) glibc = it->second.version;
+  auto admits = [&](const validate::SymbolPolicy& p) -> std::optional<std::string> {
+    for (const auto& [fam, limit] : p.limits)
+      if (auto it = high.find(fam); it != high.end() && limit < it->second.version)
+        return fmt::format("{} needs {}_{} (manylinux_{}_{} allows {}_{})", it->second.file, fam,
+                           it->second.version.str(), p.glibc.major(), p.glibc.minor(), fam, limit.str());
+    return std::nullopt;
+  };
+  auto tag = [&](const Version& g) { return fmt::format("manylinux_{}_{}_{}", g.major(), g.minor(), arch); };
+  auto needs = [&] {
+    auto it = high.find("GLIBC");
+    return it == high.end() ? std::string("no versioned glibc symbol")
+                            : fmt::format("GLIBC_{} ({})", it->second.version.str(), it->second.file);
+  };
+  const validate::SymbolPolicy* pol = facts.policy_for(glibc);
+  if (!pol)
+    return {tag(glibc), fmt::format("needs {}; no libstdc++ policy known above glibc {}: GLIBC judged only", needs(),
+                                    facts.policies.back().glibc.str())};
+  std::string refused;
+  for (const auto& p : facts.policies) {
+    if (p.glibc < pol->glibc) continue;
+    auto no = admits(p);
+    if (!no) {
+      Version g = glibc < p.glibc ? p.glibc : glibc;
+      return {tag(g), fmt::format("needs {}; libstdc++/libgcc within the manylinux_{}_{} policy", needs(),
+                                  p.glibc.major(), p.glibc.minor())};
+    }
+    refused = *no;
+  }
+  return {plain, refused + ": above every manylinux policy known"};
+}
+
+namespace {
+
+std::string with_platform(const std::string& tag_line_value, const std::string& platform) {
+  auto dash = tag_line_value.rfind('-');
+  return dash == std::string::npos ? tag_line_value : tag_line_value.substr(0, dash + 1) + platform;
+}
+
+// METADATA with `add` inserted after the last header line, names already required skipped.
+std::string add_requirements(const std::string& metadata, const std::vector<std::string>& add) {
+  std::set<std::string> have;
+  std::istringstream in(metadata);
+  std::string line;
+  std::size_t header_end = std::string::npos, pos = 0;
+  while (std::getline(in, line)) {
+    std::size_t next = pos + line.size() + 1;
+    std::string l = line;
+    if (!l.empty() && l.back() == '\r') l.pop_back();
+    if (l.empty()) {
+      header_end = pos;
+      break;
+    }
+    if (l.starts_with("Requires-Dist:")) {
+      auto v = text::trim(l.substr(14));
+      auto end = v.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-");
+      have.insert(validate::normalize_name(v.substr(0, end)));
+    }
+    pos = next;
+  }
+  std::string lines;
+  for (const auto& r : add) {
+    auto end = r.find_first_of("=<>!~ ;[");
+    if (have.count(validate::normalize_name(r.substr(0, end)))) continue;
+    lines += "Requires-Dist: " + r + "\n";
+  }
+  if (header_end == std::string::npos) {
+    std::string out = metadata;
+    if (!out.empty() && out.back() != '\n') out += '\n';
+    return out + lines;
+  }
+  return metadata.substr(0, header_end) + lines + metadata.substr(header_end);
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+}  // namespace
+
+Result<PortableResult> make_portable(const fs::path& wheel, const validate::LibraryFacts& facts,
+                                     const PortableOptions& options, run::Runner& runner) {
+  auto read = read_zip_members(wheel);
+  if (!read) return read.error();
+  std::vector<ZipMember> members = std::move(*read);
+  PortableResult result;
+  result.wheel = wheel;
+  json& out = result.portability;
+  out = {{"layout", std::string(recipe::to_string(options.layout))}, {"host_bound", false},
+         {"libraries", json::array()}, {"host_libraries", json::array()}, {"requires_dist", json::array()},
+         {"runpath", json::object()}};
+
+  std::set<std::string> tree;
+  std::map<std::string, std::string> tree_by_name;  // file name -> its first path in the tree
+  for (const auto& m : members)
+    if (!m.directory)
+      if (auto s = site_path(m.name)) {
+        tree.insert(*s);
+        tree_by_name.emplace(fs::path(*s).filename().string(), *s);
+      }
+  const bool official = options.layout == recipe::WheelLayout::official;
+
+  std::vector<ElfPlan> elfs;
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    const auto& m = members[i];
+    if (m.directory) continue;
+    auto path = site_path(m.name);
+    binary::Bytes bytes(reinterpret_cast<const std::uint8_t*>(m.data.data()), m.data.size());
+    if (!path || !binary::looks_like_elf(bytes)) continue;
+    auto dyn = binary::read_dynamic(bytes);
+    if (!dyn || (dyn->needed.empty() && dyn->runpath.empty() && dyn->rpath.empty())) continue;
+    ElfPlan e;
+    e.member = i;
+    e.path = *path;
+    e.dyn = std::move(*dyn);
+    e.old_search = e.dyn.runpath.empty() ? e.dyn.rpath : e.dyn.runpath;
+    elfs.push_back(std::move(e));
+  }
+
+  std::map<std::string, Mapped> mapped;                     // by package name
+  std::map<std::string, std::set<std::string>> host_libs;   // soname -> files
+  for (auto& e : elfs) {
+    std::string dir = parent_of(e.path);
+    std::vector<std::string> package_entries;
+    for (const auto& soname : e.dyn.needed) {
+      if (facts.system.count(soname)) continue;
+      bool in_tree = std::any_of(e.old_search.begin(), e.old_search.end(), [&](const std::string& s) {
+        if (!origin_relative(s)) return false;
+        auto t = origin_target(dir, s, soname);
+        return t && tree.count(*t);
+      });
+      if (in_tree) continue;
+      if (auto it = tree_by_name.find(soname); official && it != tree_by_name.end()) {
+        // The wheel carries it where no $ORIGIN entry of this file reaches (a build-tree RUNPATH).
+        push_unique(package_entries, origin_entry(dir, parent_of(it->second)));
+        continue;
+      }
+      const validate::LibraryPackage* pkg = official ? facts.package_of(soname) : nullptr;
+      if (!pkg) {
+        host_libs[soname].insert(e.path);
+        e.host_bound = true;
+        continue;
+      }
+      auto& mp = mapped[pkg->name];
+      mp.package = pkg;
+      mp.sonames.insert(soname);
+      mp.files.insert(e.path);
+      push_unique(package_entries, origin_entry(dir, pkg->dir));
+    }
+    if (!official) {
+      e.new_search = e.old_search;
+      continue;
+    }
+    // The wheel's own folders first, then the packages'; the build host's folders only where
+    // something is still found nowhere else (host-bound: they are what finds it here).
+    for (const auto& s : e.old_search)
+      if (origin_relative(s) || e.host_bound) push_unique(e.new_search, s);
+    for (const auto& s : package_entries) push_unique(e.new_search, s);
+  }
+
+  // RUNPATH through patchelf (the new string rarely fits in the old one's place).
+  std::vector<ElfPlan*> changed;
+  for (auto& e : elfs)
+    // A DT_RPATH becomes DT_RUNPATH (patchelf's default): LD_LIBRARY_PATH can still override it.
+    if (e.new_search != e.old_search ||
+        (official && !e.dyn.rpath.empty() && e.dyn.runpath.empty() && !e.new_search.empty()))
+      changed.push_back(&e);
+  if (!changed.empty()) {
+    if (options.patchelf.empty())
+      return Error::missing_tool(fmt::format("patchelf is needed to rewrite the RUNPATH of {} ({} file{}); install it "
+                                             "(Debian: apt-get install patchelf) or set [wheel] layout = \"host\"",
+                                             changed.front()->path, changed.size(), changed.size() == 1 ? "" : "s"));
+    std::error_code ec;
+    fs::remove_all(options.scratch, ec);
+    fs::create_directories(options.scratch, ec);
+    if (ec) return Error::bad_input(fmt::format("cannot create {}: {}", options.scratch.string(), ec.message()));
+    int n = 0;
+    for (ElfPlan* e : changed) {
+      // Numbered scratch names: member names are never used as paths.
+      fs::path file = options.scratch / fmt::format("{}.elf", n++);
+      {
+        std::ofstream f(file, std::ios::binary | std::ios::trunc);
+        f.write(members[e->member].data.data(), static_cast<std::streamsize>(members[e->member].data.size()));
+        if (!f) return Error::bad_input(fmt::format("cannot write {}", file.string()));
+      }
+      run::Command cmd;
+      cmd.argv = e->new_search.empty()
+                     ? std::vector<std::string>{options.patchelf.string(), "--remove-rpath", file.string()}
+                     : std::vector<std::string>{options.patchelf.string(), "--set-rpath",
+                                                text::join(e->new_search, ":"), file.string()};
+      cmd.log = options.log;
+      cmd.append_log = true;
+      auto r = runner.run(cmd);
+      if (!r.ok())
+        return Error::build_failed(fmt::format("patchelf could not rewrite the RUNPATH of {}: {} (log: {})", e->path,
+                                               r.describe(), options.log.string()));
+      members[e->member].data = read_file(file);
+      out["runpath"][e->path] = {{"was", e->old_search}, {"now", e->new_search}};
+    }
+    fs::remove_all(options.scratch, ec);
+  }
+
+  // What the wheel now requires, and what stays on the build host.
+  std::vector<std::string> requirements;
+  std::string cuda = options.cuda ? fmt::format("{}.{}", options.cuda->major(), options.cuda->minor()) : "";
+  for (const auto& [name, mp] : mapped) {
+    auto v = mp.package->versions.find(cuda);
+    std::string req = v == mp.package->versions.end() ? name : name + "==" + v->second;
+    requirements.push_back(req);
+    out["libraries"].push_back({{"package", name},
+                                {"dir", mp.package->dir},
+                                {"sonames", mp.sonames},
+                                {"files", mp.files},
+                                {"requirement", req},
+                                {"version", v == mp.package->versions.end()
+                                                ? json(fmt::format("unpinned: the data file names no version for CUDA {}",
+                                                                   cuda.empty() ? "(none)" : cuda))
+                                                : json(v->second)}});
+  }
+  if (options.triton) {
+    // The marker official wheels give it: triton ships Linux wheels only.
+    std::string req = fmt::format("triton=={}; platform_system == \"Linux\"", options.triton->str());
+    requirements.push_back(req);
+    out["triton"] = {{"requirement", req}, {"from", "the recipe's [wheel] triton"}};
+  }
+  out["requires_dist"] = requirements;
+  std::vector<std::string> host_names;
+  for (const auto& [soname, files] : host_libs) {
+    out["host_libraries"].push_back({{"soname", soname}, {"files", files}});
+    host_names.push_back(soname);
+  }
+  std::string host_reason;
+  if (!host_libs.empty()) {
+    host_reason = options.layout == recipe::WheelLayout::host
+                      ? fmt::format("the recipe's [wheel] layout = \"host\": {} from the build host", text::join(host_names, ", "))
+                      : fmt::format("{} {} no nvidia-* package in data/validate/libraries.toml", text::join(host_names, ", "),
+                                    host_names.size() == 1 ? "has" : "have");
+    out["host_bound"] = true;
+    out["host_bound_reason"] = host_reason;
+  }
+
+  // METADATA and WHEEL of the one dist-info folder.
+  auto name = validate::parse_wheel_name(wheel.filename().string());
+  if (!name) return name.error();
+  std::string dist_info = name->dist_info() + "/";
+  std::vector<validate::ElfFile> files;
+  for (const auto& e : elfs) files.push_back({e.path, e.dyn});
+  bool linux_only = !name->platform_tags.empty() &&
+                    std::all_of(name->platform_tags.begin(), name->platform_tags.end(),
+                                [](const std::string& t) { return t.starts_with("linux_"); });
+  std::string new_platform;
+  if (elfs.empty()) {
+    out["tag"] = text::join(name->platform_tags, ".");
+    out["tag_reason"] = "no dynamically linked ELF file: tag kept";
+  } else if (!linux_only || name->platform_tags.size() != 1) {
+    out["tag"] = text::join(name->platform_tags, ".");
+    out["tag_reason"] = "not a plain linux_<arch> tag: kept as the build wrote it (validate judges it)";
+  } else {
+    std::string arch = name->platform_tags.front().substr(6);
+    auto choice = host_libs.empty() ? choose_platform_tag(arch, validate::highest_versions(files), facts)
+                                    : TagChoice{"linux_" + arch, "host-bound: " + host_reason};
+    out["tag"] = choice.platform;
+    out["tag_reason"] = choice.reason;
+    if (choice.platform != name->platform_tags.front()) new_platform = choice.platform;
+  }
+  for (auto& m : members) {
+    if (m.name == dist_info + "METADATA" && !requirements.empty()) m.data = add_requirements(m.data, requirements);
+    if (m.name == dist_info + "WHEEL" && !new_platform.empty()) {
+      std::istringstream in(m.data);
+      std::string line, text;
+      while (std::getline(in, line)) {
+        if (line.starts_with("Tag:")) line = "Tag: " + with_platform(std::string(text::trim(line.substr(4))), new_platform);
+        text += line + "\n";
+      }
+      m.data = text;
+    }
+  }
+  if (requirements.empty() && new_platform.empty() && out["runpath"].empty()) return result;
+
+  fs::path target = wheel;
+  if (!new_platform.empty()) {
+    std::string file = wheel.filename().string();
+    std::string old_suffix = "-" + name->platform_tags.front() + ".whl";
+    target = wheel.parent_path() / (file.substr(0, file.size() - old_suffix.size()) + "-" + new_platform + ".whl");
+  }
+  if (auto w = write_zip_members(target, members); !w) return w.error();
+  if (target != wheel) {
+    std::error_code ec;
+    fs::remove(wheel, ec);
+  }
+  result.wheel = target;
+  return result;
+}
+
+}  // namespace archbuild::stages
