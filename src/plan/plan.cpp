@@ -48,8 +48,9 @@ std::string Jobs::rule() const {
                      cores, mem_gib, gib_per_job, by_mem);
 }
 
-Jobs jobs_rule(const HostResources& host, std::optional<unsigned> requested) {
+Jobs jobs_rule(const HostResources& host, std::optional<unsigned> requested, double gib_per_job) {
   Jobs j;
+  j.gib_per_job = gib_per_job > 0 ? gib_per_job : 4;
   j.cores = std::max(1u, host.cores);
   j.mem_gib = static_cast<double>(host.mem_available) / (1024.0 * 1024.0 * 1024.0);
   if (requested && *requested > 0) {
@@ -190,6 +191,33 @@ std::vector<std::string> pep517_args(const std::string& wheel_dir,
   return a;
 }
 
+// The recipe's libraries (plan/libraries.hpp) decided from the gathered facts; their switches
+// enter the environment keyed, where they lie unkeyed.
+Result<Ok> plan_recipe_libraries(const recipe::Recipe& r, const PlanOptions& options, PlanData& p) {
+  if (r.libraries.empty() && options.without.empty()) return Ok{};
+  LibraryInputs in;
+  if (options.library_specs.empty()) {
+    auto shipped = recipe::load_shipped_library_specs();
+    if (!shipped) return shipped.error();
+    in.specs = recipe::merge_specs(std::move(*shipped), r.libraries.define);
+  } else {
+    in.specs = recipe::merge_specs(options.library_specs, r.libraries.define);
+  }
+  in.requirements = r.libraries;
+  in.facts = options.library_facts;
+  in.without = options.without;
+  for (const auto& [k, v] : p.env)
+    if (v.keyed) in.fixed_env[k] = v.value;
+  for (const auto& [k, v] : options.env) in.fixed_from[k] = "--env";
+  auto lp = plan_libraries(in);
+  if (!lp) return lp.error();
+  for (const auto& [k, v] : lp->keyed_env) p.env[k] = EnvVar{v, true, ""};
+  for (const auto& [k, v] : lp->path_env)
+    p.env[k] = EnvVar{v, false, "a path; the key holds the library's origin and version"};
+  p.libraries = std::move(*lp);
+  return Ok{};
+}
+
 }  // namespace
 
 json to_json(const recipe::Recipe& r) {
@@ -222,6 +250,8 @@ json to_json(const recipe::Recipe& r) {
                 {"build_number", r.build_number},
                 {"wheel_dir", r.wheel_dir},
                 {"min_gcc", r.min_gcc ? json(r.min_gcc->str()) : json(nullptr)}};
+  j["libraries"] = {{"expected", r.libraries.expected}, {"optional", r.libraries.optional}};
+  j["host"] = {{"disk_gib", r.disk_gib}, {"job_memory_gib", r.job_memory_gib}};
   std::vector<std::string> accepts;
   if (r.arch.two_digit_major) accepts.push_back("two-digit-major");
   if (r.arch.variant_a) accepts.push_back("a");
@@ -310,6 +340,7 @@ json Plan::to_json() const {
   j["config_settings"] = config_settings_json(p.config_settings);
   j["jobs"] = {{"jobs", p.jobs.jobs}, {"cores", p.jobs.cores}, {"mem_available_gib", p.jobs.mem_gib},
                {"gib_per_job", p.jobs.gib_per_job}, {"from_option", p.jobs.from_option}, {"rule", p.jobs.rule()}};
+  j["libraries"] = plan::to_json(p.libraries);
   j["key"] = p.key;
   j["key_inputs"] = p.key_inputs;
   return j;
@@ -348,7 +379,8 @@ Result<Plan> make_plan(const Resolution& res, const PlanOptions& options) {
   if (p.url.empty() && !p.local)
     return Error::bad_input(fmt::format("{} has no source.url or source.path; give --source-url URL or --source DIR", r.name));
   p.version = source_version(r, sc, res.toolchain, res.archs);
-  p.jobs = jobs_rule(options.resources ? *options.resources : HostResources::current(), options.jobs);
+  p.jobs = jobs_rule(options.resources ? *options.resources : HostResources::current(), options.jobs,
+                     static_cast<double>(r.job_memory_gib));
 
   auto keyed = [&](const std::string& k, std::string v) { p.env[k] = EnvVar{std::move(v), true, ""}; };
   auto unkeyed = [&](const std::string& k, std::string v, std::string why) {
@@ -391,6 +423,7 @@ Result<Plan> make_plan(const Resolution& res, const PlanOptions& options) {
                                           k, k, p.env[k].keyed ? p.env[k].value : p.env[k].why));
     keyed(k, v);
   }
+  if (auto e = plan_recipe_libraries(r, options, p); !e) return e.error();
 
   // Steps per driver era (pytorch-build.md "Entry points, by era").
   const fs::path py = res.python->path;
@@ -455,6 +488,8 @@ Result<Plan> make_plan(const Resolution& res, const PlanOptions& options) {
   // keyed by name as well as inside the step's args; only where there are any, so the keys of
   // drivers without them stay what they were.
   if (!p.config_settings.empty()) k["config_settings"] = config_settings_json(p.config_settings);
+  // Only where there are any, so the keys of projects without libraries stay what they were.
+  if (!p.libraries.empty()) k["libraries"] = key_json(p.libraries);
   p.key_inputs = k;
   p.key = build_key(k);
   return Plan(std::move(d));

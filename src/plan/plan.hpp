@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "plan/libraries.hpp"
 #include "plan/resolve.hpp"
 
 namespace archbuild::plan {
@@ -51,7 +52,8 @@ struct Jobs {
   bool from_option = false;  // --jobs N
   std::string rule() const;  // "2 = min(2 cores, 23.0 GiB available / 4 GiB per nvcc job = 5)"
 };
-Jobs jobs_rule(const HostResources& host, std::optional<unsigned> requested);
+// gib_per_job: the recipe's [host] job_memory_gib when it states one, else 4.
+Jobs jobs_rule(const HostResources& host, std::optional<unsigned> requested, double gib_per_job = 4);
 
 // The source when it is not simply the recipe's tag — decided before planning (the command asks
 // source/, which alone talks git), so the plan and its key are fixed before anything runs.
@@ -99,6 +101,9 @@ struct PlanData {
   // PEP 517 config settings (`-C NAME=VALUE`), in argv order; each is also in the key.
   std::vector<std::pair<std::string, std::string>> config_settings;
   Jobs jobs;
+  // The optional libraries: where each comes from, or why it is off (plan/libraries.hpp). Their
+  // USE_* switches are in `env` (keyed), where they were found too (not keyed).
+  LibraryPlan libraries;
   nlohmann::json key_inputs;        // exactly what the key hashes
   std::string key;                  // 64 hex digits
 };
@@ -133,6 +138,11 @@ struct PlanOptions {
   std::map<std::string, std::string> env;
   SourceChoice source;                       // --ref / --source DIR / source.path
   std::optional<HostResources> resources;    // default: HostResources::current()
+  // The libraries: the specs (empty: the shipped data/build-libraries.toml; the recipe's own
+  // [[libraries.define]] go over them), what was found on this host, and --without.
+  std::vector<recipe::LibrarySpec> library_specs;
+  LibraryFacts library_facts;
+  std::vector<std::string> without;
 };
 
 // Needs a resolution without refusal or missing tool (else its error comes back).
