@@ -67,6 +67,8 @@ struct PipelineOptions {
   // report for the manifest, or an error (exit 1) that keeps the wheel out of --out and out of
   // the key. Unset (--no-validate): the stage records "skipped".
   std::function<Result<nlohmann::json>(const std::filesystem::path& wheel)> validate;
+  // The host check made before the run (plan/host_check.hpp), for the manifest.
+  nlohmann::json host_check = nullptr;
 };
 
 struct PipelineResult {
