@@ -42,6 +42,7 @@ struct Project {
 
   Project() {
     // The example and the submodule its link points at, side by side as in the repository.
+    fs::create_directories(dir / "examples");
     for (const char* d : {"minitorch", "minitorch-dep"})
       fs::copy(kSource / "examples" / d, dir / "examples" / d,
                fs::copy_options::recursive | fs::copy_options::copy_symlinks);
@@ -87,7 +88,7 @@ const json& library(const json& libs, const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("libraries: an optional library found only through CMAKE_PREFIX_PATH is built ON; absent is exit 3; "
+TEST_CASE("libraries: an optional library found only through CMAKE_PREFIX_PATH is built ON - absent is exit 3 - "
           "--without builds it OFF / recorded", "[cli][wheel][libraries][nvcc]") {
   if (auto why = unavailable(); !why.empty()) {
     WARN("##archbuild-skip## " << why);
@@ -157,7 +158,7 @@ TEST_CASE("libraries: found by the plan but not by the build's CMake: the config
                    ") but the build switched it off: \"--   USE_MINIDNN           : OFF\"") != std::string::npos);
 }
 
-TEST_CASE("libraries: plan shows each library and the host check; plan --check with an impossible disk figure is "
+TEST_CASE("libraries: plan shows each library and the host check - plan --check with an impossible disk figure is "
           "exit 3 naming the figures", "[cli][plan][libraries]") {
   if (!fs::exists("/usr/local/cuda/bin/nvcc")) {
     WARN("##archbuild-skip## no nvcc at /usr/local/cuda/bin/nvcc (the plan resolves a toolkit)");

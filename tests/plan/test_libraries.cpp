@@ -73,7 +73,7 @@ TEST_CASE("libraries: versions from the headers' macros (cudnn_version.h / nccl.
   CHECK_FALSE(version_from_header("#define CUDNN_MAJOR 9\n", {"CUDNN_MAJOR", "CUDNN_MINOR"}));
 }
 
-TEST_CASE("libraries: each from where it was found / with its switches; NCCL found -> USE_SYSTEM_NCCL=1 and NCCL_ROOT") {
+TEST_CASE("libraries: each from where it was found / with its switches - NCCL found -> USE_SYSTEM_NCCL=1 and NCCL_ROOT") {
   auto in = torch_inputs();
   in.facts.found = {cand("cudnn", LibraryOrigin::toolkit, "CUDA 13.0", "/usr/local/cuda", "9.19.0"),
                     cand("nccl", LibraryOrigin::pip, "nvidia-nccl-cu13", "/venv/site-packages/nvidia/nccl", "2.28.9"),
@@ -119,7 +119,7 @@ TEST_CASE("libraries: an expected library missing is exit 3 naming the package /
   CHECK(contains(e->message, "--without cusparselt,lapack"));
 }
 
-TEST_CASE("libraries: --without switches off and records; the recipe's USE_NCCL=0 is 'off' / not missing") {
+TEST_CASE("libraries: --without switches off and records - the recipe's USE_NCCL=0 is 'off' / not missing") {
   auto in = torch_inputs();
   in.without = {"cusparselt", "lapack"};
   in.fixed_env = {{"USE_NCCL", "0"}};
@@ -146,7 +146,7 @@ TEST_CASE("libraries: an unknown --without name is bad input listing the valid o
   CHECK(contains(p.error().message, "--without: 'cudn' is not a library archbuild knows (did you mean 'cudnn'?)"));
 }
 
-TEST_CASE("libraries: the probe prefers the allowlisted variables / then pip / toolkit / system; versions read") {
+TEST_CASE("libraries: the probe prefers the allowlisted variables / then pip / toolkit / system - versions read") {
   test::TempDir tmp;
   const std::string cudnn_h = "#define CUDNN_MAJOR 9\n#define CUDNN_MINOR 3\n#define CUDNN_PATCHLEVEL 1\n";
   fake_prefix(tmp, "toolkit", "cudnn.h", "", "libcudnn.so.9");

@@ -24,7 +24,7 @@ plan::LibraryChoice found(const std::string& name, const std::string& summary, c
 
 }  // namespace
 
-TEST_CASE("libraries: PyTorch's feature summary parsed; a found library shown OFF is named with its line") {
+TEST_CASE("libraries: PyTorch's feature summary parsed - a found library shown OFF is named with its line") {
   auto s = stages::parse_feature_summary_text(test::read_file(std::string(ARCHBUILD_TEST_DATA) + "/libraries/pytorch-summary.txt"));
   REQUIRE(s.found);
   CHECK(s.values.at("USE_CUDNN").value == "ON");

@@ -613,7 +613,7 @@ TEST_CASE("libraries: a library the plan found but the configure's feature summa
   CHECK(stages_of(runner) == std::vector<std::string>{"configure"});  // nothing built after it
 }
 
-TEST_CASE("libraries: the summary showing it ON passes; the manifest records where it came from and the check",
+TEST_CASE("libraries: the summary showing it ON passes - the manifest records where it came from and the check",
           "[stages][libraries]") {
   Env e;
   auto plan = minidnn_plan(e.dir, true);
