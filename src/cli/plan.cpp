@@ -22,6 +22,7 @@ struct PlanArgs {
   ResolveArgs resolve;
   unsigned jobs = 0;
   bool offline = false;
+  bool check = false;  // --check: exit 3 where `wheel` would stop before starting
 };
 
 struct Built {
@@ -99,6 +100,8 @@ void run_plan(const PlanArgs& args, Context& ctx) {
   plan::PlanOptions opts;
   if (args.jobs) opts.jobs = args.jobs;
   opts.env = env_from_args(args.resolve);
+  opts.without = args.resolve.without;
+  opts.library_facts = gather_libraries(r, opts.env);
   if (r.local_dir() || !args.resolve.ref.empty()) {
     auto dir = store::choose_cache_dir(ctx.cache_dir).take();
     opts.source = choose_source(r, args.resolve, store::Layout(dir.dir), args.offline, ctx);
@@ -107,6 +110,17 @@ void run_plan(const PlanArgs& args, Context& ctx) {
   Built built = built_state(ctx, p->key);
   if (!built.problem.empty()) warn(ctx, "cannot tell whether the key is built: " + built.problem);
   TreeContract tree = tree_contract(ctx, p);
+  // What would stop `wheel` before it starts: an expected library missing, the host too small.
+  auto cache = store::choose_cache_dir(ctx.cache_dir);
+  plan::HostCheck host = plan::check_host(p, host_figures(cache ? cache->dir : std::filesystem::path()));
+  std::vector<Error> blockers;
+  if (auto e = plan::missing_libraries(p->libraries)) blockers.push_back(*e);
+  if (auto e = host.error()) blockers.push_back(*e);
+  auto finish = [&] {
+    if (!args.check || blockers.empty() || built.wheel) return;
+    for (const auto& b : blockers) error_line(ctx, b.message);
+    ctx.exit = Exit::missing_tool;
+  };
 
   if (ctx.json) {
     auto doc = p.to_json();
@@ -125,7 +139,13 @@ void run_plan(const PlanArgs& args, Context& ctx) {
       c["note"] = tree.note;
     }
     doc["contract"] = c;
+    doc["host_check"] = host.to_json();
+    nlohmann::json b = nlohmann::json::array();
+    for (const auto& e : blockers) b.push_back(e.message);
+    doc["ready"] = blockers.empty();
+    doc["blockers"] = b;
     print_json(doc);
+    finish();
     return;
   }
   const auto& rc = r.recipe;
@@ -159,6 +179,17 @@ void run_plan(const PlanArgs& args, Context& ctx) {
         name != "LOGNAME")
       out(fmt::format("    {} (set now; its value passes)", name));
   }
+  if (!p->libraries.empty()) {
+    out("libraries (* optional):");
+    for (const auto& c : p->libraries.choices) out("  " + plan::describe(c));
+  }
+  out(fmt::format("host       disk: {} free in the cache{}; memory: {:.1f} GiB available{}",
+                  host.free_disk_gib ? fmt::format("{:.1f} GiB", *host.free_disk_gib) : std::string("unknown"),
+                  host.need_disk_gib > 0 ? fmt::format(", {:g} GiB needed", host.need_disk_gib) : std::string(),
+                  host.mem_available_gib,
+                  host.job_memory_gib > 0 ? fmt::format(", {} jobs x {:g} GiB needed", host.jobs, host.job_memory_gib)
+                                          : std::string()));
+  for (const auto& b : blockers) out("would stop " + b.message);
   out("steps (cwd relative to the source tree):");
   for (const auto& s : p->steps) out(fmt::format("  {:<10} [{}] {}", s.stage, s.cwd, text::join(s.argv(), " ")));
   out(fmt::format("build dir  {}", p->build_dir));
@@ -182,6 +213,7 @@ void run_plan(const PlanArgs& args, Context& ctx) {
   }
   if (ctx.verbosity > 0) print_resolution(r, ctx);
   for (const auto& n : r.notes) note(ctx, "note: " + n);
+  finish();
 }
 
 }  // namespace
@@ -195,6 +227,9 @@ void add_plan_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--jobs", args->jobs, "Parallel jobs (default: from cores and memory, ~4 GiB per nvcc job)")
       ->check(CLI::Range(1u, 4096u));
   cmd->add_flag("--offline", args->offline, "Resolve --ref with the cache's git mirrors only; never connect");
+  cmd->add_flag("--check", args->check,
+                "Exit 3 where `wheel` would stop before starting (an expected library missing, too little disk or "
+                "memory), naming the figures");
   add_json_flag(*cmd, ctx);
   cmd->callback([args, &ctx] { run_plan(*args, ctx); });
 }

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -46,6 +47,45 @@ void add_plan_options(CLI::App& cmd, ResolveArgs& a) {
                  "Build this branch, tag or commit instead of the recipe's tag (resolved to a commit before the plan)");
   cmd.add_option("--env", a.env,
                  "K=V for the build's environment, in the build key (repeatable; may override the recipe's [build.env])");
+  cmd.add_option("--without", a.without,
+                 "Build without these optional libraries (cudnn, nccl, cusparselt, magma, lapack …): their USE_* "
+                 "switches off, recorded in the plan, key and manifest")
+      ->delimiter(',');
+}
+
+plan::LibraryFacts gather_libraries(const plan::Resolution& r, const std::map<std::string, std::string>& env_args,
+                                    const std::vector<std::filesystem::path>& site_packages) {
+  plan::LibrarySearch search;
+  const auto& allow = plan::build_env_allowlist();
+  for (char** e = environ; e && *e; ++e) {
+    std::string entry(*e);
+    auto eq = entry.find('=');
+    if (eq == std::string::npos) continue;
+    std::string name = entry.substr(0, eq);
+    if (plan::env_allowed(allow, name)) search.env[name] = entry.substr(eq + 1);
+  }
+  for (const auto& [k, v] : env_args) search.env[k] = v;
+  if (r.toolkit) {
+    search.toolkit_root = r.toolkit->root;
+    search.toolkit_label = "CUDA " + r.toolkit->version.str();
+  }
+  search.site_packages = site_packages;
+  auto specs = recipe::load_shipped_library_specs();
+  if (!specs) throw Failure(specs.error());
+  return plan::probe_libraries(recipe::merge_specs(std::move(*specs), r.recipe.libraries.define), search);
+}
+
+plan::HostFigures host_figures(const std::filesystem::path& cache_dir) {
+  plan::HostFigures h;
+  h.cache_dir = cache_dir;
+  // The cache may not exist yet: measure the nearest folder that does.
+  std::error_code ec;
+  fs::path p = cache_dir;
+  while (!p.empty() && !fs::exists(p, ec) && p != p.parent_path()) p = p.parent_path();
+  auto sp = fs::space(p.empty() ? fs::path("/") : p, ec);
+  if (!ec) h.free_bytes = sp.available;
+  h.mem_available = plan::HostResources::current().mem_available;
+  return h;
 }
 
 std::map<std::string, std::string> env_from_args(const ResolveArgs& a) {

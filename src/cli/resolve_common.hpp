@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/context.hpp"
+#include "plan/host_check.hpp"
 #include "plan/plan.hpp"
 #include "plan/resolve.hpp"
 #include "store/layout.hpp"
@@ -28,6 +29,7 @@ struct ResolveArgs {
   std::string source_dir;       // --source DIR
   std::string ref;              // --ref BRANCH|TAG|COMMIT (plan, wheel)
   std::vector<std::string> env; // --env K=V, repeatable (plan, wheel)
+  std::vector<std::string> without;  // --without cudnn,nccl (plan, wheel)
 };
 
 // Adds --sm (required), --recipe, --torch, --cuda, --python, --ptx and --source-url.
@@ -37,6 +39,14 @@ void add_resolve_options(CLI::App& cmd, ResolveArgs& args);
 void add_plan_options(CLI::App& cmd, ResolveArgs& args);
 // --env K=V items as a map (throws Failure, exit 2, on an item without '=').
 std::map<std::string, std::string> env_from_args(const ResolveArgs& args);
+
+// The libraries on this host (plan/library_probe.hpp) as the build would see them: the caller's
+// allowlisted variables plus --env, the resolution's toolkit, the system folders. The build
+// environment's site-packages are an input (none yet: the build venv adds its own).
+plan::LibraryFacts gather_libraries(const plan::Resolution& r, const std::map<std::string, std::string>& env_args,
+                                    const std::vector<std::filesystem::path>& site_packages = {});
+// Free space where the cache lives and the memory available now, for plan::check_host.
+plan::HostFigures host_figures(const std::filesystem::path& cache_dir);
 
 // The source of the plan, decided before it (plan::SourceChoice): a local tree scanned and hashed
 // (--source DIR / source.path), or --ref resolved to a commit through the cache's mirror (fetching

@@ -17,6 +17,7 @@
 #include "stages/pipeline.hpp"
 #include "core/data_dir.hpp"
 #include "stages/reproducible.hpp"
+#include "store/key_record.hpp"
 #include "store/layout.hpp"
 #include "cli/validate_common.hpp"
 #include "validate/validate.hpp"
@@ -126,7 +127,25 @@ void run_wheel(const WheelArgs& args, Context& ctx) {
   if (args.jobs) po.jobs = args.jobs;
   po.env = env_from_args(args.resolve);
   po.source = choose_source(r, args.resolve, layout, args.offline, ctx);
+  po.without = args.resolve.without;
+  po.library_facts = gather_libraries(r, po.env);
   plan::Plan plan = plan::make_plan(r, po).take();
+  // Before hours are spent: the libraries the recipe expects, disk and memory (a finished key is
+  // only a copy, so it is not held to them).
+  plan::HostCheck host = plan::check_host(plan, host_figures(layout.root()));
+  auto finished = store::KeyRecord(layout, plan->key).wheel();
+  if (!finished || !*finished) {
+    std::optional<Error> stop = plan::missing_libraries(plan->libraries);
+    if (!stop) stop = host.error();
+    if (stop) {
+      end_with_error(ctx, {{"ok", false}, {"key", plan->key}, {"libraries", plan::to_json(plan->libraries)},
+                           {"host_check", host.to_json()}}, *stop);
+      return;
+    }
+  }
+  for (const auto& c : plan->libraries.choices)
+    if (c.state != plan::LibraryState::found && ctx.verbosity >= 0 && !ctx.json)
+      note(ctx, "library " + plan::describe(c));
 
   stages::PipelineOptions opts;
   opts.out_dir = std::filesystem::absolute(args.out);
@@ -144,6 +163,7 @@ void run_wheel(const WheelArgs& args, Context& ctx) {
     return names;
   };
   opts.archbuild_version = ARCHBUILD_VERSION;
+  opts.host_check = host.to_json();
   opts.archbuild_exe = self_executable();
   // The package stage rewrites RUNPATHs with it (stages/portable); absent: an error only then.
   opts.patchelf = run::find_program("patchelf").value_or(std::filesystem::path());
@@ -222,7 +242,9 @@ void run_wheel(const WheelArgs& args, Context& ctx) {
                 {"compiler_cache", cc},
                 {"manifest", layout.manifest(plan->key).string()},
                 {"validation", res.manifest.value("validation", nlohmann::json())},
-                {"reproducibility", repro}});
+                {"reproducibility", repro},
+                {"libraries", plan::to_json(plan->libraries)},
+                {"host_check", host.to_json()}});
     return;
   }
   out(res.out_wheel.string());

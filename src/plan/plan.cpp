@@ -54,6 +54,7 @@ std::string Jobs::rule() const {
 Jobs jobs_rule(const HostResources& host, std::optional<unsigned> requested, double gib_per_job,
                unsigned threads_per_job) {
   Jobs j;
+  j.gib_per_job = gib_per_job > 0 ? gib_per_job : 4;
   j.cores = std::max(1u, host.cores);
   j.mem_gib = static_cast<double>(host.mem_available) / (1024.0 * 1024.0 * 1024.0);
   j.gib_per_job = gib_per_job > 0 ? gib_per_job : Jobs::kDefaultGibPerJob;
@@ -201,6 +202,33 @@ std::vector<std::string> pep517_args(const std::string& wheel_dir,
   return a;
 }
 
+// The recipe's libraries (plan/libraries.hpp) decided from the gathered facts; their switches
+// enter the environment keyed, where they lie unkeyed.
+Result<Ok> plan_recipe_libraries(const recipe::Recipe& r, const PlanOptions& options, PlanData& p) {
+  if (r.libraries.empty() && options.without.empty()) return Ok{};
+  LibraryInputs in;
+  if (options.library_specs.empty()) {
+    auto shipped = recipe::load_shipped_library_specs();
+    if (!shipped) return shipped.error();
+    in.specs = recipe::merge_specs(std::move(*shipped), r.libraries.define);
+  } else {
+    in.specs = recipe::merge_specs(options.library_specs, r.libraries.define);
+  }
+  in.requirements = r.libraries;
+  in.facts = options.library_facts;
+  in.without = options.without;
+  for (const auto& [k, v] : p.env)
+    if (v.keyed) in.fixed_env[k] = v.value;
+  for (const auto& [k, v] : options.env) in.fixed_from[k] = "--env";
+  auto lp = plan_libraries(in);
+  if (!lp) return lp.error();
+  for (const auto& [k, v] : lp->keyed_env) p.env[k] = EnvVar{v, true, ""};
+  for (const auto& [k, v] : lp->path_env)
+    p.env[k] = EnvVar{v, false, "a path; the key holds the library's origin and version"};
+  p.libraries = std::move(*lp);
+  return Ok{};
+}
+
 }  // namespace
 
 json to_json(const recipe::Recipe& r) {
@@ -235,6 +263,8 @@ json to_json(const recipe::Recipe& r) {
                 {"min_gcc", r.min_gcc ? json(r.min_gcc->str()) : json(nullptr)},
                 {"gib_per_job", r.gib_per_job ? json(*r.gib_per_job) : json(nullptr)},
                 {"nvcc_threads", r.nvcc_threads ? json(*r.nvcc_threads) : json(nullptr)}};
+  j["libraries"] = {{"expected", r.libraries.expected}, {"optional", r.libraries.optional}};
+  j["host"] = {{"disk_gib", r.disk_gib}};
   std::vector<std::string> accepts;
   if (r.arch.two_digit_major) accepts.push_back("two-digit-major");
   if (r.arch.variant_a) accepts.push_back("a");
@@ -326,6 +356,7 @@ json Plan::to_json() const {
   j["config_settings"] = config_settings_json(p.config_settings);
   j["jobs"] = {{"jobs", p.jobs.jobs}, {"cores", p.jobs.cores}, {"mem_available_gib", p.jobs.mem_gib},
                {"gib_per_job", p.jobs.gib_per_job}, {"threads_per_job", p.jobs.threads_per_job}, {"from_option", p.jobs.from_option}, {"rule", p.jobs.rule()}};
+  j["libraries"] = plan::to_json(p.libraries);
   j["key"] = p.key;
   j["key_inputs"] = p.key_inputs;
   return j;
@@ -410,6 +441,7 @@ Result<Plan> make_plan(const Resolution& res, const PlanOptions& options) {
                                           k, k, p.env[k].keyed ? p.env[k].value : p.env[k].why));
     keyed(k, v);
   }
+  if (auto e = plan_recipe_libraries(r, options, p); !e) return e.error();
 
   // Steps per driver era (pytorch-build.md "Entry points, by era").
   const fs::path py = res.python->path;
@@ -479,6 +511,8 @@ Result<Plan> make_plan(const Resolution& res, const PlanOptions& options) {
   if (r.wheel_layout != recipe::WheelLayout::official || r.wheel_triton)
     k["wheel"] = {{"layout", std::string(recipe::to_string(r.wheel_layout))},
                   {"triton", r.wheel_triton ? json(r.wheel_triton->str()) : json(nullptr)}};
+  // Only where there are any, so the keys of projects without libraries stay what they were.
+  if (!p.libraries.empty()) k["libraries"] = key_json(p.libraries);
   p.key_inputs = k;
   p.key = build_key(k);
   return Plan(std::move(d));

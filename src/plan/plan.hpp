@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "plan/libraries.hpp"
 #include "plan/resolve.hpp"
 
 namespace archbuild::plan {
@@ -105,6 +106,9 @@ struct PlanData {
   // PEP 517 config settings (`-C NAME=VALUE`), in argv order; each is also in the key.
   std::vector<std::pair<std::string, std::string>> config_settings;
   Jobs jobs;
+  // The optional libraries: where each comes from, or why it is off (plan/libraries.hpp). Their
+  // USE_* switches are in `env` (keyed), where they were found too (not keyed).
+  LibraryPlan libraries;
   nlohmann::json key_inputs;        // exactly what the key hashes
   std::string key;                  // 64 hex digits
 };
@@ -139,6 +143,11 @@ struct PlanOptions {
   std::map<std::string, std::string> env;
   SourceChoice source;                       // --ref / --source DIR / source.path
   std::optional<HostResources> resources;    // default: HostResources::current()
+  // The libraries: the specs (empty: the shipped data/build-libraries.toml; the recipe's own
+  // [[libraries.define]] go over them), what was found on this host, and --without.
+  std::vector<recipe::LibrarySpec> library_specs;
+  LibraryFacts library_facts;
+  std::vector<std::string> without;
 };
 
 // Needs a resolution without refusal or missing tool (else its error comes back).

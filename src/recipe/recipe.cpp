@@ -186,6 +186,10 @@ class RecipeReader {
       if (wr.failure()) return wr.failure();
       if (auto e = wr.finish()) return e;
     }
+    if (const toml::table* l = rd.table("libraries"))
+      if (auto e = read_libraries(*l, r.libraries)) return e;
+    if (const toml::table* h = rd.table("host"))
+      if (auto e = read_host(*h, r)) return e;
     if (auto e = rd.finish()) return e;
     return std::nullopt;
   }
@@ -347,6 +351,37 @@ class RecipeReader {
           return at(node, file_, fmt::format("build.env.{} must be a string (write \"1\", not 1)", name));
         r.env[name] = *s;
       }
+    }
+    return rd.finish();
+  }
+
+  // [libraries] expected / optional: library names or groups ("lapack"), checked against the
+  // library data when planning (a recipe may define its own in [[libraries.define]]).
+  std::optional<Error> read_libraries(const toml::table& t, LibraryRequirements& l) {
+    tomlx::TableReader rd(t, file_, "[libraries]");
+    if (auto v = rd.strings("expected")) l.expected = *v;
+    if (auto v = rd.strings("optional")) l.optional = *v;
+    if (const toml::array* d = rd.array("define")) {
+      l.define.clear();
+      for (const auto& el : *d) {
+        const toml::table* spec = el.as_table();
+        if (!spec) return at(el, file_, "libraries.define entries must be tables ([[libraries.define]])");
+        auto s = read_library_spec(*spec, file_);
+        if (!s) return s.error();
+        l.define.push_back(std::move(*s));
+      }
+    }
+    for (const auto& name : l.expected)
+      if (std::find(l.optional.begin(), l.optional.end(), name) != l.optional.end())
+        return rd.error_at("optional", fmt::format("libraries: {} is both expected and optional", name));
+    return rd.finish();
+  }
+
+  std::optional<Error> read_host(const toml::table& t, Recipe& r) {
+    tomlx::TableReader rd(t, file_, "[host]");
+    if (auto v = rd.integer("disk_gib")) {
+      if (*v < 0) return rd.error_at("disk_gib", "host.disk_gib must be 0 or more (GiB of free space the build needs)");
+      r.disk_gib = *v;
     }
     return rd.finish();
   }

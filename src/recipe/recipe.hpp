@@ -15,6 +15,7 @@
 #include "arch/parse.hpp"
 #include "core/error.hpp"
 #include "core/version.hpp"
+#include "recipe/library_spec.hpp"
 
 namespace archbuild::recipe {
 
@@ -97,6 +98,12 @@ struct Recipe {
   // The official wheels' TORCH_CUDA_ARCH_LIST by CUDA X.Y (cuda-arch.md §6), for comparisons.
   std::map<std::string, std::string> official;
   bool abstract = false;           // a base others extend; never chosen by resolution
+  // [libraries]: the optional libraries the build must not silently lack (library_spec.hpp).
+  LibraryRequirements libraries;
+  // [host]: what a build needs of the host before it starts (0: not stated). disk_gib: free
+  // space in the cache for the tree and its objects. (Memory per compile job is [build]
+  // gib_per_job, the jobs rule's figure: one number for both.)
+  std::int64_t disk_gib = 0;
 
   // The release the arch-parser rules and --torch refer to: `torch` when set, else `version`.
   const Version& torch_version() const { return torch ? *torch : version; }

@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include <algorithm>
+#include <fstream>
 #include <regex>
 
 #include <fmt/format.h>
@@ -10,8 +11,10 @@
 #include "core/sha256.hpp"
 #include "run/interrupt.hpp"
 #include "source/local.hpp"
+#include "core/text.hpp"
 #include "stages/build_path.hpp"
 #include "stages/portable.hpp"
+#include "stages/feature_summary.hpp"
 #include "stages/reproducible.hpp"
 #include "store/atomic_file.hpp"
 #include "store/key_record.hpp"
@@ -365,6 +368,30 @@ class Pipeline {
       append = true;
       auto r = run::run_reported(runner_, cmd, reporter_);
       seconds += r.elapsed.count();
+      if (!r.ok() && stage == "build" && killed_for_memory(r, log)) {
+        unsigned jobs = current_jobs();
+        if (jobs > 1) {
+          // Once, with half the jobs: the OOM killer took a compile (nvcc/cicc need GiBs each).
+          unsigned half = jobs / 2;
+          reporter_.message(run::Level::warning,
+                            fmt::format("the build step was killed ({}), most likely out of memory with {} jobs: "
+                                        "retrying once with {} jobs", r.describe(), jobs, half));
+          env_["MAX_JOBS"] = env_["CMAKE_BUILD_PARALLEL_LEVEL"] = std::to_string(half);
+          oom_retry_ = json{{"killed", r.describe()}, {"jobs", jobs}, {"retried_with_jobs", half}};
+          cmd.env = env_;
+          cmd.append_log = true;
+          r = run::run_reported(runner_, cmd, reporter_);
+          seconds += r.elapsed.count();
+          if (!r.ok() && killed_for_memory(r, log)) {
+            (*oom_retry_)["killed_again"] = r.describe();
+            reporter_.stage_finished(info, {run::StageStatus::failed, seconds, r.describe(), log});
+            return oom_advice(r, half, log);
+          }
+        } else {
+          reporter_.stage_finished(info, {run::StageStatus::failed, seconds, r.describe(), log});
+          return oom_advice(r, jobs, log);
+        }
+      }
       if (!r.ok()) {
         reporter_.stage_finished(info, {r.interrupted ? run::StageStatus::interrupted : run::StageStatus::failed,
                                         seconds, r.describe(), log});
@@ -373,6 +400,15 @@ class Pipeline {
     }
     json extra = json::object();
     if (stage == "configure") extra = {{"launchers", launchers()}};
+    if (stage == "build" && oom_retry_) extra["oom_retry"] = *oom_retry_;
+    if (stage == plan_->configure_stage && !plan_->libraries.empty()) {
+      auto features = check_features_in(log);
+      if (!features) {
+        reporter_.stage_finished(info, {run::StageStatus::failed, seconds, features.error().message, log});
+        return features.error();
+      }
+      extra["features"] = *features;
+    }
     if (stage == "package") {
       auto built = find_wheel(src_ / plan_->wheel_dir, plan_->wheel_stage);
       if (!built) {
@@ -426,6 +462,63 @@ class Pipeline {
     o.scratch = layout_.log_dir(key_) / "portable";
     o.log = log;
     return make_portable(wheel, options_.libraries ? *options_.libraries : *options_libraries_, o, runner_);
+  }
+
+  // Killed by the kernel (signal 9 / exit 137, the status of a shell-less child killed the same
+  // way), or a compile of the step killed and reported by ninja/nvcc in the log.
+  static bool killed_for_memory(const run::CommandResult& r, const fs::path& log) {
+    if (r.interrupted || !r.started) return false;
+    if (r.signal == 9 || r.exit_status == 137) return true;
+    for (const auto& l : run::tail(log, 200))
+      if (l.find("Killed signal terminated program") != std::string::npos ||
+          l.find("died due to signal 9") != std::string::npos || l.find("killed by signal 9") != std::string::npos)
+        return true;
+    return false;
+  }
+
+  unsigned current_jobs() const {
+    if (auto it = env_.find("MAX_JOBS"); it != env_.end()) {
+      int n = std::atoi(it->second.c_str());
+      if (n > 0) return static_cast<unsigned>(n);
+    }
+    return plan_->jobs.jobs;
+  }
+
+  Error oom_advice(const run::CommandResult& r, unsigned jobs, const fs::path& log) const {
+    return Error::build_failed(fmt::format(
+        "build stage killed {}({}) with {} job{}: out of memory; give fewer jobs (--jobs {} or MAX_JOBS), or let "
+        "compiles wait for memory (cuda-launch --admission --memory-budget-mb); full log: {}",
+        oom_retry_ ? "again after a retry with half the jobs " : "", r.describe(), jobs, jobs == 1 ? "" : "s",
+        std::max(1u, jobs / 2), log.string()));
+  }
+
+  // The feature summary of the configure log against the plan's libraries: each the plan found
+  // must show on. Only the "-- " lines are kept (a build log is large).
+  Result<json> check_features_in(const fs::path& log) {
+    std::ifstream in(log);
+    std::vector<std::string> lines;
+    for (std::string l; std::getline(in, l);)
+      if (l.starts_with("--")) lines.push_back(l);
+    auto summary = parse_feature_summary(lines);
+    if (!summary.found) {
+      reporter_.message(run::Level::warning,
+                        fmt::format("no feature summary (\"-- USE_… : ON\") in {}: the libraries the plan found were "
+                                    "not checked against what the build used", log.string()));
+      return json{{"checked", false}, {"note", "no feature summary in the configure log"}};
+    }
+    auto findings = check_features(plan_->libraries, summary);
+    for (const auto& f : findings) {
+      if (f.ok) continue;
+      const auto& c = *std::find_if(plan_->libraries.choices.begin(), plan_->libraries.choices.end(),
+                                    [&](const plan::LibraryChoice& x) { return x.name == f.library; });
+      std::string shown = f.line.empty() ? fmt::format("no line \"{}\"", f.feature) : fmt::format("\"{}\"", text::trim(f.line));
+      return Error::build_failed(fmt::format(
+          "{} stage: {} was found for the plan ({} in {}) but the build switched it off: {}; fix what the build "
+          "finds (its log says why), or build --without {}; full log: {}",
+          plan_->configure_stage, c.title, c.from && c.from->version ? *c.from->version : "version unknown",
+          c.from ? c.from->lib_dir.string() : "?", shown, c.name, log.string()));
+    }
+    return json{{"checked", true}, {"findings", to_json(findings)}};
   }
 
   // A local tree: archbuild's own copy of it, as it is now (the plan's content hash checked).
@@ -589,6 +682,12 @@ class Pipeline {
     m["portability"] = doc->value("/stages/package/portability"_json_pointer, json());
     m["environment"] = env_.empty() ? json(plan_.environment()) : json(env_);
     m["environment_note"] = "exactly what the build steps got (pass-through and compiler-cache variables included)";
+    // The libraries (where each came from, or why it is off: --without is never silent), what the
+    // configure log's feature summary showed, the host check and an out-of-memory retry.
+    m["libraries"] = plan::to_json(plan_->libraries);
+    m["features"] = doc->value(json::json_pointer("/stages/" + plan_->configure_stage + "/features"), json());
+    m["host_check"] = options_.host_check;
+    m["oom_retry"] = doc->value("/stages/build/oom_retry"_json_pointer, json());
     if (auto r = record_.update([&](json& d) { d["manifest"] = m; }); !r) return r.error();
     auto out = store::copy_to_out(result_.stored.path, options_.out_dir, result_.filename);
     if (!out) return out.error();
@@ -613,6 +712,7 @@ class Pipeline {
   PipelineResult result_;
   std::optional<Error> failed_;
   std::optional<validate::LibraryFacts> options_libraries_;  // loaded once when the options have none
+  std::optional<json> oom_retry_;
 };
 
 }  // namespace

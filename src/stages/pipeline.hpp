@@ -72,6 +72,8 @@ struct PipelineOptions {
   // when a RUNPATH must change) and where libraries come from (unset: data/validate/libraries.toml).
   std::filesystem::path patchelf;
   std::optional<validate::LibraryFacts> libraries;
+  // The host check made before the run (plan/host_check.hpp), for the manifest.
+  nlohmann::json host_check = nullptr;
 };
 
 struct PipelineResult {

@@ -161,7 +161,7 @@ TEST_CASE("libcublas.so.13 carries what fatbin.md says", "[binary]") {
   CHECK(f.entry_count() > img.size());
 }
 
-TEST_CASE("containers in other data sections are found by their magic; false magics are not", "[binary]") {
+TEST_CASE("containers in other data sections are found by their magic, false magics are not", "[binary]") {
   Buf good = test::container({test::entry({.kind = 2, .sm = 89, .payload = test::cubin(89)}),
                               test::entry({.kind = 8, .sm = 75, .payload = Buf(40, 'L')})});
   // A magic followed by nonsense, then a real container after some unrelated bytes.

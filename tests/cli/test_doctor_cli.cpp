@@ -380,7 +380,7 @@ TEST_CASE("doctor without torch: which official wheel to install, or the build",
   }
 }
 
-TEST_CASE("install-command: the same advice as its own command; bad input", "[cli][install]") {
+TEST_CASE("install-command: the same advice as its own command, bad input", "[cli][install]") {
   FakeHost h;
   auto r = t::archbuild({"install-command", "--gpu", "GTX 1080 Ti", "--driver", "580.65.06", "--json"}, h.options());
   INFO(r.err);

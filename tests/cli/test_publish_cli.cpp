@@ -18,7 +18,7 @@ namespace {
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 }  // namespace
 
-TEST_CASE("publish prints one JSON document; the same file again is unchanged; another hash is exit 1",
+TEST_CASE("publish prints one JSON document, the same file again is unchanged, another hash is exit 1",
           "[publish]") {
   test::TempDir tmp;
   auto w = test::make_wheel(tmp / "a", "Tiny_Pkg", "0.1.0+cu128.sm120", "tiny_pkg", "one");

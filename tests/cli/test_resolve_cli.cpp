@@ -185,7 +185,7 @@ TEST_CASE("archbuild resolve prefers an installed toolkit, and exits 3 when only
   CHECK(contains(p.err, "CUDA 13.0 is not installed"));
 }
 
-TEST_CASE("archbuild resolve --sm 90 picks torch 2.15; --sm 107 needs CUDA >= 13.4; Rubin is gated by --cuda") {
+TEST_CASE("archbuild resolve --sm 90 picks torch 2.15, --sm 107 needs CUDA >= 13.4, Rubin is gated by --cuda") {
   FakeHost h;
   h.cuda130();
   h.cuda134();

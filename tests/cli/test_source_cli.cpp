@@ -64,7 +64,7 @@ t::RunOptions long_run() {
 
 }  // namespace
 
-TEST_CASE("wheel --source DIR: the tree as it is, untouched; a repeat runs nothing; an edit is a new key",
+TEST_CASE("wheel --source DIR: the tree as it is, untouched, a repeat runs nothing, an edit is a new key",
           "[cli][wheel][source][nvcc]") {
   if (auto why = cannot_build(); !why.empty()) {
     WARN("##archbuild-skip## " << why);

@@ -116,7 +116,7 @@ TEST_CASE("wheel: builds the example for exactly the target, then reuses it", "[
   CHECK(fs::exists(w.dir / "cache" / "src" / j3["key"].get<std::string>()));
 }
 
-TEST_CASE("wheel: kill -9 during the build, then a rerun completes; --out never holds a partial wheel",
+TEST_CASE("wheel: kill -9 during the build, then a rerun completes, --out never holds a partial wheel",
           "[cli][wheel][nvcc]") {
   std::string why;
   if (!can_build(why)) {

@@ -106,7 +106,7 @@ TEST_CASE("no pyproject: setup.py means setuptools, CMakeLists alone means cmake
   CHECK(read({}).kind == Backend::none);
 }
 
-TEST_CASE("bad TOML is file:line:column, exit 2; a non-string requirement names its place", "[contract]") {
+TEST_CASE("bad TOML is file:line:column, exit 2, a non-string requirement names its place", "[contract]") {
   auto bad = read_contract(memory({{"pyproject.toml", "[build-system]\nrequires = [\"a\",\n  oops\n"}}));
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().exit == Exit::bad_input);

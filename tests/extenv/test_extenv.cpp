@@ -85,7 +85,7 @@ TEST_CASE("env --sm 90: the extension grammar of the newest torch when none is i
   CHECK(value(*e, "NVCC_THREADS") == "4");
 }
 
-TEST_CASE("env: the installed torch's version decides the reader; --constraints pins it exactly") {
+TEST_CASE("env: the installed torch's version decides the reader, --constraints pins it exactly") {
   auto in = host();
   in.torch = TorchSeen{"/usr/bin/python3", "2.11.0+cu130.sm90", std::string("13.0")};
   auto e = compute(request("9.0 12.0+PTX"), in);
@@ -101,7 +101,7 @@ TEST_CASE("env: the installed torch's version decides the reader; --constraints 
   CHECK(constraints(*none).error().exit == Exit::missing_tool);
 }
 
-TEST_CASE("env: an old torch's reader rejects two-digit majors; cpp_extension never takes 'f'") {
+TEST_CASE("env: an old torch's reader rejects two-digit majors, cpp_extension never takes 'f'") {
   auto in = host();
   in.torch = TorchSeen{"/usr/bin/python3", "2.5.1+cu124", std::nullopt};
   auto e = compute(request("12.0"), in);

@@ -94,7 +94,7 @@ TEST_CASE("publish lays out a PEP 503 index with normalised names, files and a m
   for (const auto& p : fs::recursive_directory_iterator(dir)) CHECK_FALSE(contains(p.path().filename().string(), ".tmp-"));
 }
 
-TEST_CASE("a published file name is immutable; the same file again is a no-op", "[mirror]") {
+TEST_CASE("a published file name is immutable, the same file again is a no-op", "[mirror]") {
   test::TempDir tmp;
   auto w = test::make_wheel(tmp / "a", "pkg", "1.0", "pkg", "one");
   auto dir = tmp / "mirror";

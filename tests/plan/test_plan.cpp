@@ -87,7 +87,7 @@ bool contains(const std::string& s, const std::string& part) { return s.find(par
 
 }  // namespace
 
-TEST_CASE("resolve --sm 120 --torch 2.5: CUDA too old and a parser without two-digit majors; suggests torch >= 2.7") {
+TEST_CASE("resolve --sm 120 --torch 2.5: CUDA too old and a parser without two-digit majors, suggests torch >= 2.7") {
   auto req = request("120");
   req.torch = V("2.5");
   auto r = resolve(req, inputs(host_130()));
@@ -100,7 +100,7 @@ TEST_CASE("resolve --sm 120 --torch 2.5: CUDA too old and a parser without two-d
   CHECK(has_rule(r, "arch-syntax", false, "of torch-2.5"));
 }
 
-TEST_CASE("resolve --sm 6.1 --cuda 13.0: CUDA 13 dropped Pascal; suggests CUDA <= 12.9") {
+TEST_CASE("resolve --sm 6.1 --cuda 13.0: CUDA 13 dropped Pascal, suggests CUDA <= 12.9") {
   auto req = request("6.1");
   req.cuda = V("13.0");
   auto r = resolve(req, inputs(host_130()));
@@ -268,7 +268,7 @@ TEST_CASE("an installed nvcc that does not list a target is not used") {
   CHECK(has_rule(r, "nvcc-arch-list", false, "lacks compute_90"));
 }
 
-TEST_CASE("host compilers: newest accepted GCC, then Clang; CUDAHOSTCXX is honoured or refused") {
+TEST_CASE("host compilers: newest accepted GCC, then Clang, CUDAHOSTCXX is honoured or refused") {
   auto h = host_130();
   h.toolkits = {toolkit("12.8", "12.8.93", "/usr/local/cuda-12.8")};
   auto req = request("90");
@@ -327,7 +327,7 @@ TEST_CASE("host compilers: newest accepted GCC, then Clang; CUDAHOSTCXX is honou
   }
 }
 
-TEST_CASE("Python: the asked version decides the recipe; missing ones are exit 3") {
+TEST_CASE("Python: the asked version decides the recipe, missing ones are exit 3") {
   auto h = host_130();
   SECTION("--python 3.9 skips torch 2.9 (3.10+)") {
     h.pythons = {python("3.9.18", "/usr/bin/python3.9")};
@@ -590,7 +590,7 @@ accepts = ["two-digit-major", "a"]
   CHECK(p->version == "1.0.0+cu130.sm90a.sm120.ptx120");
 }
 
-TEST_CASE("jobs: cores and memory at ~4 GiB per nvcc job, at least 1; --jobs wins") {
+TEST_CASE("jobs: cores and memory at ~4 GiB per nvcc job, at least 1, --jobs wins") {
   CHECK(jobs_rule({16, 20ull << 30}, std::nullopt).jobs == 5);
   CHECK(jobs_rule({2, 64ull << 30}, std::nullopt).jobs == 2);
   CHECK(jobs_rule({8, 2ull << 30}, std::nullopt).jobs == 1);

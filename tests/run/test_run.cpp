@@ -105,7 +105,7 @@ TEST_CASE("ProcessRunner: the environment is exactly the Command's", "[run]") {
   ::unsetenv("ARCHBUILD_TEST_LEAK");
 }
 
-TEST_CASE("ProcessRunner: argv[0] is searched on the Command's PATH; cwd is honoured", "[run]") {
+TEST_CASE("ProcessRunner: argv[0] is searched on the Command's PATH, cwd is honoured", "[run]") {
   TempDir tmp;
   auto tool = tmp.write("bin/mytool", "#!/bin/sh\necho \"tool in $(pwd) args:$#:$1\"\n");
   std::filesystem::permissions(tool, std::filesystem::perms::owner_all);
@@ -184,7 +184,7 @@ TEST_CASE("ProcessRunner: Ctrl-C stops the whole process group and reports inter
   CHECK(runner.run(sh("true")).ok());
 }
 
-TEST_CASE("ProcessRunner: SIGTERM to archbuild; a child ignoring it gets SIGKILL", "[run]") {
+TEST_CASE("ProcessRunner: SIGTERM to archbuild, a child ignoring it gets SIGKILL", "[run]") {
   ResetInterrupt reset;
   ProcessRunner runner(ProcessRunnerOptions{std::chrono::milliseconds(200)});
   bool signalled = false;
@@ -211,7 +211,7 @@ TEST_CASE("ProcessRunner: an interrupt before the start runs nothing", "[run]") 
   CHECK_FALSE(std::filesystem::exists(tmp / "ran"));
 }
 
-TEST_CASE("ProcessRunner: append_log keeps earlier commands of a stage; ticks while running", "[run]") {
+TEST_CASE("ProcessRunner: append_log keeps earlier commands of a stage, ticks while running", "[run]") {
   TempDir tmp;
   ProcessRunner runner(ProcessRunnerOptions{std::chrono::milliseconds(5000), std::chrono::milliseconds(20)});
   auto log = tmp / "s.log";

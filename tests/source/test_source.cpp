@@ -191,7 +191,7 @@ TEST_CASE("fetch_source: mirror, only the wanted tag, checkout at a detached HEA
   CHECK(refs_of(mirror) == std::vector<std::string>{"refs/tags/v1", "refs/tags/v2"});
 }
 
-TEST_CASE("fetch_source: a reused target is replaced whole; stale temp dirs are removed", "[source]") {
+TEST_CASE("fetch_source: a reused target is replaced whole, stale temp dirs are removed", "[source]") {
   if (!have_git()) {
     WARN("##archbuild-skip## no git CLI");
     return;
@@ -211,7 +211,7 @@ TEST_CASE("fetch_source: a reused target is replaced whole; stale temp dirs are 
   CHECK(names_in(tmp / "cache/src") == std::vector<std::string>{"k"});
 }
 
-TEST_CASE("fetch_source: pinned commit verified; a mismatch names both hashes", "[source]") {
+TEST_CASE("fetch_source: pinned commit verified, a mismatch names both hashes", "[source]") {
   if (!have_git()) {
     WARN("##archbuild-skip## no git CLI");
     return;

@@ -46,7 +46,8 @@ std::string example_url(const std::string& project = "minitorch") {
 }
 
 plan::Plan plan_for(const std::string& targets, const std::string& url, const std::string& example = "minitorch",
-                    std::optional<Version> cmake = std::nullopt) {
+                    std::optional<Version> cmake = std::nullopt, const std::string& recipe_file = "",
+                    const plan::PlanOptions& options = {}) {
   toolchain::Host h;
   toolchain::Toolkit t;
   t.root = "/usr/local/cuda-13.0";
@@ -65,7 +66,9 @@ plan::Plan plan_for(const std::string& targets, const std::string& url, const st
   h.tools = {{"cmake", "/usr/bin/cmake"}, {"ninja", "/usr/bin/ninja"}};
   if (cmake) h.tool_versions["cmake"] = *cmake;
   plan::Inputs in;
-  in.recipes = plan::select_recipes(std::string(ARCHBUILD_SOURCE_DIR) + "/examples/" + example + "/recipe.toml").take();
+  in.recipes = plan::select_recipes(!recipe_file.empty() ? recipe_file
+                                                          : std::string(ARCHBUILD_SOURCE_DIR) + "/examples/" + example + "/recipe.toml")
+                   .take();
   in.toolchains = toolchain::load_shipped().take();
   in.host = h;
   plan::Request req;
@@ -74,7 +77,7 @@ plan::Plan plan_for(const std::string& targets, const std::string& url, const st
   auto r = plan::resolve(req, in);
   INFO(r.message);
   REQUIRE(r.ok());
-  return plan::make_plan(r).take();
+  return plan::make_plan(r, options).take();
 }
 
 plan::Plan example_plan(const std::string& targets) { return plan_for(targets, example_url()); }
@@ -217,7 +220,7 @@ TEST_CASE("a changed arch list is a new key with its own source and build tree",
   CHECK(e.layout.source_dir(p80->key) != e.layout.source_dir(p90->key));
 }
 
-TEST_CASE("a failed stage is exit 4 with the log tail; the rerun resumes there", "[stages]") {
+TEST_CASE("a failed stage is exit 4 with the log tail, the rerun resumes there", "[stages]") {
   Env e;
   auto plan = example_plan("9.0");
   run::ScriptedRunner failing;
@@ -629,4 +632,132 @@ TEST_CASE("the package stage repairs a wheel linking libcudart: RUNPATH, Require
   CHECK(seen["portability"] == p);
   auto beside = nlohmann::json::parse(test::read_file(r->out_wheel.string() + ".manifest.json"));
   CHECK(beside["portability"] == p);
+
+// ---- issue 13: the feature summary after configure, the out-of-memory retry --------------------
+
+namespace {
+
+// The example expecting the fixture library minidnn (tests/data/libraries/minidnn-recipe.toml),
+// planned with it found through CMAKE_PREFIX_PATH, on a host with 8 cores and 64 GiB (8 jobs).
+plan::Plan minidnn_plan(const test::TempDir& dir, bool found) {
+  std::string text = test::read_file(std::string(ARCHBUILD_TEST_DATA) + "/libraries/minidnn-recipe.toml");
+  text.replace(text.find("extends = \"recipe.toml\""), std::string("extends = \"recipe.toml\"").size(),
+               "extends = \"" + std::string(ARCHBUILD_SOURCE_DIR) + "/examples/minitorch/recipe.toml\"");
+  auto recipe = dir.write("minidnn.toml", text);
+  plan::PlanOptions o;
+  o.resources = plan::HostResources{8, std::uint64_t(64) << 30};
+  o.library_facts.probed = true;
+  if (found) {
+    plan::LibraryCandidate c;
+    c.library = "minidnn";
+    c.origin = plan::LibraryOrigin::cmake_prefix_path;
+    c.via = "CMAKE_PREFIX_PATH";
+    c.root = "/opt/minidnn";
+    c.include_dir = "/opt/minidnn/include";
+    c.lib_dir = "/opt/minidnn/lib";
+    c.lib_file = "/opt/minidnn/lib/libminidnn.so";
+    c.version = "1.2.3";
+    o.library_facts.found = {c};
+  }
+  return plan_for("9.0", example_url(), "minitorch", std::nullopt, recipe.string(), o);
+}
+
+bool is_configure(const run::Command& c) {
+  return c.argv.size() > 2 && c.argv[1] == "setup.py" && c.argv[2] == "build";
+}
+
+}  // namespace
+
+TEST_CASE("libraries: a library the plan found but the configure's feature summary shows OFF fails the configure stage / quoting the line",
+          "[stages][libraries]") {
+  Env e;
+  auto plan = minidnn_plan(e.dir, true);
+  CHECK(plan->env.at("USE_MINIDNN").value == "1");
+  auto runner = happy_runner();
+  run::ScriptedResponse configure;
+  configure.lines = {"CMake Warning at minidnn.cmake:12 (message):", "  Cannot find minidnn library. Turning the option off",
+                     "-- ******** Summary ********", "--   USE_CUDA              : 1", "--   USE_MINIDNN           : OFF"};
+  runner.on(is_configure, configure);
+  auto r = stages::run_pipeline(plan, e.layout, runner, *e.reporter, e.options);
+  REQUIRE_FALSE(r.ok());
+  INFO(r.error().message);
+  CHECK(r.error().exit == Exit::build_failed);
+  CHECK(r.error().message.find("configure stage: minidnn was found for the plan (1.2.3 in /opt/minidnn/lib) but the "
+                               "build switched it off: \"--   USE_MINIDNN           : OFF\"") != std::string::npos);
+  CHECK(r.error().message.find("--without minidnn") != std::string::npos);
+  CHECK(stages_of(runner) == std::vector<std::string>{"configure"});  // nothing built after it
+}
+
+TEST_CASE("libraries: the summary showing it ON passes - the manifest records where it came from and the check",
+          "[stages][libraries]") {
+  Env e;
+  auto plan = minidnn_plan(e.dir, true);
+  auto runner = happy_runner();
+  run::ScriptedResponse configure;
+  configure.lines = {"-- Found minidnn: /opt/minidnn/lib/libminidnn.so", "-- ******** Summary ********",
+                     "--   USE_MINIDNN           : 1"};
+  runner.on(is_configure, configure);
+  auto r = stages::run_pipeline(plan, e.layout, runner, *e.reporter, e.options);
+  INFO((r ? "" : r.error().message) << e.progress.str());
+  REQUIRE(r.ok());
+  const auto& m = r->manifest["manifest"];
+  CHECK(m["features"]["checked"] == true);
+  CHECK(m["features"]["findings"][0]["on"] == true);
+  CHECK(m["libraries"]["libraries"][0]["from"]["origin"] == "cmake-prefix-path");
+  CHECK(m["libraries"]["libraries"][0]["from"]["version"] == "1.2.3");
+  CHECK(m["environment"]["USE_MINIDNN"] == "1");
+}
+
+TEST_CASE("build stage: a compile killed by signal 9 is retried once with half the jobs / and says so", "[stages][build]") {
+  Env e;
+  auto plan = minidnn_plan(e.dir, true);
+  REQUIRE(plan->jobs.jobs == 8);
+  run::ScriptedRunner runner;
+  run::ScriptedResponse killed;
+  killed.signal = 9;
+  runner.on({"/usr/bin/cmake", "--build"}, killed, 1);
+  run::ScriptedResponse configure;
+  configure.lines = {"--   USE_MINIDNN           : ON"};
+  runner.on(is_configure, configure);
+  runner.on({"/usr/bin/cmake", "--build"}, run::ScriptedResponse{});
+  run::ScriptedResponse package;
+  package.effect = [](const run::Command& c) { test::make_wheel(c.cwd / "dist", "minitorch", "0.1.0+cu130.sm90", "minitorch"); };
+  runner.on([](const run::Command& c) { return c.argv.size() > 2 && c.argv[2] == "bdist_wheel"; }, package);
+  auto r = stages::run_pipeline(plan, e.layout, runner, *e.reporter, e.options);
+  INFO((r ? "" : r.error().message) << e.progress.str());
+  REQUIRE(r.ok());
+  auto builds = runner.calls_matching({"/usr/bin/cmake", "--build"});
+  REQUIRE(builds.size() == 2);
+  CHECK(builds[0].env.at("MAX_JOBS") == "8");
+  CHECK(builds[1].env.at("MAX_JOBS") == "4");
+  CHECK(builds[1].env.at("CMAKE_BUILD_PARALLEL_LEVEL") == "4");
+  CHECK(e.progress.str().find("retrying once with 4 jobs") != std::string::npos);
+  CHECK(r->manifest["manifest"]["oom_retry"]["retried_with_jobs"] == 4);
+}
+
+TEST_CASE("build stage: killed again after the retry (nvcc's cicc died due to signal 9) fails with the advice",
+          "[stages][build]") {
+  Env e;
+  auto plan = minidnn_plan(e.dir, true);
+  run::ScriptedRunner runner;
+  run::ScriptedResponse configure;
+  configure.lines = {"--   USE_MINIDNN           : ON"};
+  runner.on(is_configure, configure);
+  run::ScriptedResponse killed;
+  killed.signal = 9;
+  runner.on({"/usr/bin/cmake", "--build"}, killed, 1);
+  // The second time ninja reports it: exit 1, the compile's death in the log.
+  run::ScriptedResponse ninja;
+  ninja.exit_status = 1;
+  ninja.lines = {"FAILED: CMakeFiles/k.dir/k.cu.o", "nvcc error   : 'cicc' died due to signal 9 (Kill signal)",
+                 "ninja: build stopped: subcommand failed."};
+  runner.on({"/usr/bin/cmake", "--build"}, ninja);
+  auto r = stages::run_pipeline(plan, e.layout, runner, *e.reporter, e.options);
+  REQUIRE_FALSE(r.ok());
+  INFO(r.error().message);
+  CHECK(r.error().exit == Exit::build_failed);
+  CHECK(r.error().message.find("build stage killed again after a retry with half the jobs (exit status 1) with 4 jobs: "
+                               "out of memory; give fewer jobs (--jobs 2 or MAX_JOBS)") != std::string::npos);
+  CHECK(r.error().message.find("--memory-budget-mb") != std::string::npos);
+  CHECK(runner.calls_matching({"/usr/bin/cmake", "--build"}).size() == 2);
 }

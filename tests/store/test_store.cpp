@@ -94,7 +94,7 @@ TEST_CASE("Layout: every path of the cache layout", "[store]") {
   CHECK(names_in(tmp / "cache") == std::vector<std::string>{"build", "ccache", "git", "keys", "logs", "src", "wheels"});
 }
 
-TEST_CASE("AtomicFile: readers see the old file or the new one; no temp left", "[store]") {
+TEST_CASE("AtomicFile: readers see the old file or the new one, no temp left", "[store]") {
   TempDir tmp;
   auto target = tmp / "d/file.json";
   REQUIRE(write_file_atomic(target, "old"));
@@ -196,7 +196,7 @@ TEST_CASE("FileLock: between processes, and it dies with a killed holder", "[sto
   close(ready[1]);
 }
 
-TEST_CASE("Wheels: put is content addressed; a corrupted wheel is discarded and reported", "[store]") {
+TEST_CASE("Wheels: put is content addressed, a corrupted wheel is discarded and reported", "[store]") {
   TempDir tmp;
   Layout layout(tmp / "cache");
   auto built = tmp.write("dist/minitorch-0.1.0-cp311-cp311-linux_x86_64.whl", std::string(100000, 'w') + "end");
@@ -244,7 +244,7 @@ TEST_CASE("copy_to_out: complete file or nothing", "[store]") {
   CHECK_FALSE(copy_to_out(wheel, tmp / "out", "../escape.whl"));
 }
 
-TEST_CASE("KeyRecord: stamps resume at the failed stage; wheel; manifest fields kept", "[store]") {
+TEST_CASE("KeyRecord: stamps resume at the failed stage, wheel, manifest fields kept", "[store]") {
   TempDir tmp;
   Layout layout(tmp / "cache");
   KeyRecord rec(layout, kKey);

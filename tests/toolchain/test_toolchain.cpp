@@ -114,7 +114,7 @@ TEST_CASE("the shipped toolchains say what each CUDA compiles") {
   CHECK(c130.clang.max->str() == "20");
 }
 
-TEST_CASE("CUDA 12.9 alone has 10.1f; 13.1 - 13.3 compile what 13.0 does; 13.4 adds Rubin (10.7)") {
+TEST_CASE("CUDA 12.9 alone has 10.1f, 13.1 - 13.3 compile what 13.0 does, 13.4 adds Rubin (10.7)") {
   auto all = load_shipped();
   REQUIRE(all.ok());
   CHECK(find(*all, "12.9").compiles(A(10, 1, arch::Variant::f)));
