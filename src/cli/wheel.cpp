@@ -126,6 +126,8 @@ void run_wheel(const WheelArgs& args, Context& ctx) {
   if (args.jobs) po.jobs = args.jobs;
   po.env = env_from_args(args.resolve);
   po.source = choose_source(r, args.resolve, layout, args.offline, ctx);
+  // Before the plan: the key holds the commits of what the build would download.
+  po.fetches = resolve_fetches(r, po.source, po.env, layout, args.offline, true, ctx).resolved;
   plan::Plan plan = plan::make_plan(r, po).take();
 
   stages::PipelineOptions opts;

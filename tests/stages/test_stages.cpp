@@ -44,7 +44,8 @@ std::string example_url(const std::string& project = "minitorch") {
 }
 
 plan::Plan plan_for(const std::string& targets, const std::string& url, const std::string& example = "minitorch",
-                    std::optional<Version> cmake = std::nullopt) {
+                    std::optional<Version> cmake = std::nullopt, const plan::PlanOptions& options = {},
+                    const std::string& recipe_file = "") {
   toolchain::Host h;
   toolchain::Toolkit t;
   t.root = "/usr/local/cuda-13.0";
@@ -63,7 +64,9 @@ plan::Plan plan_for(const std::string& targets, const std::string& url, const st
   h.tools = {{"cmake", "/usr/bin/cmake"}, {"ninja", "/usr/bin/ninja"}};
   if (cmake) h.tool_versions["cmake"] = *cmake;
   plan::Inputs in;
-  in.recipes = plan::select_recipes(std::string(ARCHBUILD_SOURCE_DIR) + "/examples/" + example + "/recipe.toml").take();
+  in.recipes = plan::select_recipes(recipe_file.empty()
+                                        ? std::string(ARCHBUILD_SOURCE_DIR) + "/examples/" + example + "/recipe.toml"
+                                        : recipe_file).take();
   in.toolchains = toolchain::load_shipped().take();
   in.host = h;
   plan::Request req;
@@ -72,7 +75,7 @@ plan::Plan plan_for(const std::string& targets, const std::string& url, const st
   auto r = plan::resolve(req, in);
   INFO(r.message);
   REQUIRE(r.ok());
-  return plan::make_plan(r).take();
+  return plan::make_plan(r, options).take();
 }
 
 plan::Plan example_plan(const std::string& targets) { return plan_for(targets, example_url()); }
@@ -553,4 +556,56 @@ TEST_CASE("cmake_minimum_required above the plan's cmake stops before configure,
   CHECK_THAT(r.error().message, Catch::StartsWith("CMakeLists.txt:1: cmake_minimum_required(VERSION 3.30)") &&
                                     Catch::Contains("(3.25.1 at /usr/bin/cmake)"));
   CHECK(runner.calls().empty());
+}
+
+TEST_CASE("the fetch stage places a [[fetch]] at the planned commit from the mirror, offline too", "[stages][fetch]") {
+  Env e;
+  std::string project = example_url("minitorch");
+  fs::path repos = fs::path(project.substr(7)).parent_path();
+  auto rev = test::run(test::which("git"), {"-C", (repos / "minidep").string(), "rev-parse", "v1.0^{commit}"});
+  REQUIRE(rev.status == 0);
+  std::string dep_commit = rev.out.substr(0, 40);
+  // examples/minitorch-fetch's recipe, its fetch served from the local minidep (the repository is
+  // minitorch's, whose submodule is not checked out: submodules = false).
+  auto recipe = e.dir.write("fetch.toml", "extends = \"" + std::string(ARCHBUILD_SOURCE_DIR) +
+                                              "/examples/minitorch-fetch/recipe.toml\"\n\n[[fetch]]\nname = \"minidep\"\n"
+                                              "path = \"third_party/minidep\"\nurl = \"file://" +
+                                              (repos / "minidep").string() +
+                                              "\"\npin_file = \".ci/docker/ci_commit_pins/minidep.txt\"\n");
+  plan::PlanOptions o;
+  o.fetches["minidep"] = plan::ResolvedFetch{".ci/docker/ci_commit_pins/minidep.txt", "v1.0", dep_commit};
+  auto plan = plan_for("9.0", project, "", std::nullopt, o, recipe.string());
+  REQUIRE(plan->fetches.size() == 1);
+  CHECK(plan->key_inputs["fetches"][0]["commit"] == dep_commit);
+  auto runner = happy_runner();
+  auto r = stages::run_pipeline(plan, e.layout, runner, *e.reporter, e.options);
+  INFO((r ? "" : r.error().message) << e.progress.str());
+  REQUIRE(r.ok());
+  fs::path placed = e.layout.source_dir(plan->key) / "third_party/minidep";
+  CHECK(fs::is_directory(placed / ".git"));
+  CHECK_FALSE(fs::is_symlink(placed));
+  CHECK(fs::exists(placed / "include/minidep/minidep.h"));
+  auto placed_head = source::checkout_commit(placed);
+  CHECK((placed_head.ok() && *placed_head == dep_commit));
+  auto f = r->manifest["manifest"]["fetches"];
+  REQUIRE(f.size() == 1);
+  CHECK(f[0]["commit"] == dep_commit);
+  CHECK(f[0]["ref"] == "v1.0");
+  CHECK(f[0]["path"] == "third_party/minidep");
+
+  SECTION("offline: the mirrors suffice") {
+    e.options.offline = true;
+    auto again = plan_for("8.0", project, "", std::nullopt, o, recipe.string());
+    auto r2 = stages::run_pipeline(again, e.layout, runner, *e.reporter, e.options);
+    INFO((r2 ? "" : r2.error().message) << e.progress.str());
+    REQUIRE(r2.ok());
+    CHECK(fs::exists(e.layout.source_dir(again->key) / "third_party/minidep/include/minidep/minidep.h"));
+  }
+  SECTION("a fetch planned without its commit stops the fetch stage, exit 2") {
+    auto unresolved = plan_for("8.6", project, "", std::nullopt, {}, recipe.string());
+    auto r3 = stages::run_pipeline(unresolved, e.layout, runner, *e.reporter, e.options);
+    REQUIRE_FALSE(r3.ok());
+    CHECK(r3.error().exit == Exit::bad_input);
+    CHECK(r3.error().message.find("fetch minidep") != std::string::npos);
+  }
 }
