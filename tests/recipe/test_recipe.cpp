@@ -474,7 +474,7 @@ TEST_CASE("recipes by name, by path, and what a wrong name says") {
 
 namespace {
 
-// kGood plus one [[fetch]] (its header on line 18), with `extra` lines inside it.
+// kGood plus one [[fetch]] (its header on line 17), with `extra` lines inside it.
 std::string with_fetch(const std::string& extra = "") {
   return std::string(kGood) + R"(
 [[fetch]]
@@ -488,7 +488,7 @@ unless_env = { USE_NCCL = ["0", "OFF"], USE_SYSTEM_NCCL = "1" }
 
 }  // namespace
 
-TEST_CASE("[[fetch]]: what the build would download, as data; every mistake named with file:line:column") {
+TEST_CASE("fetch entries: what the build would download as data - every mistake named with file:line:column") {
   test::TempDir tmp;
   const std::string f = (tmp.path() / "r.toml").string();
   auto r = recipe::load_file(tmp.write("r.toml", with_fetch()), recipe::Search{{tmp.path()}});
@@ -519,33 +519,33 @@ TEST_CASE("[[fetch]]: what the build would download, as data; every mistake name
     std::string t = with_fetch();
     replace(t, "path = \"third_party/nccl\"", "path = \"../nccl\"");
     auto m = load_error(tmp, t);
-    CHECK(m.find(f + ":20:8:") == 0);
+    CHECK(m.find(f + ":19:8:") == 0);
     CHECK(m.find("must be a folder inside the tree") != std::string::npos);
   }
   SECTION("an unknown placeholder in the pin file") {
     std::string t = with_fetch();
     replace(t, "{cuda_major}", "{cuda}");
     auto m = load_error(tmp, t);
-    CHECK(m.find(f + ":22:12:") == 0);
+    CHECK(m.find(f + ":21:12:") == 0);
     CHECK(m.find("the only placeholder is {cuda_major}") != std::string::npos);
   }
   SECTION("a number in unless_env") {
     std::string t = with_fetch();
     replace(t, "USE_SYSTEM_NCCL = \"1\"", "USE_SYSTEM_NCCL = 1");
     auto m = load_error(tmp, t);
-    CHECK(m.find(f + ":23:") == 0);
+    CHECK(m.find(f + ":22:") == 0);
     CHECK(m.find("fetch.unless_env.USE_SYSTEM_NCCL must be a string or a non-empty array of strings") != std::string::npos);
   }
   SECTION("a required key missing") {
     std::string t = with_fetch();
     replace(t, "url = \"https://github.com/NVIDIA/nccl\"\n", "");
     auto m = load_error(tmp, t);
-    CHECK(m.find(f + ":18:") == 0);
+    CHECK(m.find(f + ":17:") == 0);
     CHECK(m.find("missing required key 'url'") != std::string::npos);
   }
   SECTION("an unknown key, with a suggestion") {
     auto m = load_error(tmp, with_fetch("unles_env = {}\n"));
-    CHECK(m.find(f + ":24:1:") == 0);
+    CHECK(m.find(f + ":23:1:") == 0);
     CHECK(m.find("unknown key 'unles_env' in [[fetch]]") != std::string::npos);
     CHECK(m.find("did you mean 'unless_env'") != std::string::npos);
   }
@@ -553,7 +553,7 @@ TEST_CASE("[[fetch]]: what the build would download, as data; every mistake name
     std::string t = with_fetch();
     t += "\n[[fetch]]\nname = \"nccl\"\npath = \"x\"\nurl = \"https://x/y\"\npin_file = \"p.txt\"\n";
     auto m = load_error(tmp, t);
-    CHECK(m.find(f + ":26:8:") == 0);
+    CHECK(m.find(f + ":25:8:") == 0);
     CHECK(m.find("declared twice") != std::string::npos);
   }
 }
