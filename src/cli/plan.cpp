@@ -4,6 +4,8 @@
 // contract (backend, requirements, cmake minimum, version, pins) checked against the plan.
 #include <unistd.h>
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "cli/resolve_common.hpp"
@@ -106,6 +108,17 @@ void run_plan(const PlanArgs& args, Context& ctx) {
     auto dir = store::choose_cache_dir(ctx.cache_dir).take();
     opts.source = choose_source(r, args.resolve, store::Layout(dir.dir), args.offline, ctx);
   }
+  std::vector<std::string> fetch_notes;
+  if (!r.recipe.fetches.empty()) {
+    if (auto dir = store::choose_cache_dir(ctx.cache_dir)) {
+      auto fr = resolve_fetches(r, opts.source, planned_env(r, opts), store::Layout(dir->dir), args.offline, false, ctx);
+      opts.fetches = fr.resolved;
+      fetch_notes = fr.notes;
+    } else {
+      fetch_notes.push_back("the fetches' pins are read once the tree is in the cache (no cache directory: " +
+                            dir.error().message + ")");
+    }
+  }
   plan::Plan p = plan::make_plan(r, opts).take();
   Built built = built_state(ctx, p->key);
   if (!built.problem.empty()) warn(ctx, "cannot tell whether the key is built: " + built.problem);
@@ -144,6 +157,7 @@ void run_plan(const PlanArgs& args, Context& ctx) {
     for (const auto& e : blockers) b.push_back(e.message);
     doc["ready"] = blockers.empty();
     doc["blockers"] = b;
+    doc["fetch_notes"] = fetch_notes;
     print_json(doc);
     finish();
     return;
@@ -192,9 +206,25 @@ void run_plan(const PlanArgs& args, Context& ctx) {
   for (const auto& b : blockers) out("would stop " + b.message);
   out("steps (cwd relative to the source tree):");
   for (const auto& s : p->steps) out(fmt::format("  {:<10} [{}] {}", s.stage, s.cwd, text::join(s.argv(), " ")));
+  if (!p->fetches.empty()) {
+    out("fetches (what the build would download; archbuild fetches them through its mirrors before configure):");
+    for (const auto& f : p->fetches) {
+      if (!f.active())
+        out(fmt::format("  {:<10} not fetched: {} (the build would not download it)", f.name, f.disabled_by));
+      else if (f.resolved())
+        out(fmt::format("  {:<10} {} @ {} = commit {} -> {}  (pinned by {})", f.name, f.url, f.ref, f.commit, f.path,
+                        f.pin_file));
+      else
+        out(fmt::format("  {:<10} {} -> {}  (pinned by {}; not resolved yet)", f.name, f.url, f.path,
+                        text::join(f.pin_files, " or ")));
+    }
+    for (const auto& n : fetch_notes) note(ctx, "note: " + n);
+  }
   out(fmt::format("build dir  {}", p->build_dir));
   out(fmt::format("wheel dir  {}", p->wheel_dir.empty() ? "(none: the cmake driver makes no wheel)" : p->wheel_dir));
-  out(fmt::format("build key  {}", p->key));
+  bool unresolved = std::any_of(p->fetches.begin(), p->fetches.end(),
+                                [](const plan::FetchPlan& f) { return f.active() && !f.resolved(); });
+  out(fmt::format("build key  {}{}", p->key, unresolved ? " (provisional: a fetch's commit is not resolved yet)" : ""));
   if (built.wheel)
     out(fmt::format("built      yes: {} (sha256 {}), recorded in {}", built.wheel->filename, built.wheel->sha256,
                     built.manifest->string()));

@@ -143,6 +143,124 @@ plan::SourceChoice choose_source(const plan::Resolution& r, const ResolveArgs& a
 
 namespace {
 
+// The tag or commit a pin file names: its first line that is neither empty nor a comment.
+std::string pin_of(const std::string& text) {
+  for (const auto& line : text::split_any(text, "\n")) {
+    std::string l = text::trim(line);
+    if (!l.empty() && l[0] != '#') return l;
+  }
+  return "";
+}
+
+}  // namespace
+
+std::map<std::string, std::string> planned_env(const plan::Resolution& r, const plan::PlanOptions& po) {
+  std::map<std::string, std::string> env = po.env;
+  if (auto draft = plan::make_plan(r, po))
+    for (const auto& [k, v] : (*draft)->env) env[k] = v.value;
+  return env;
+}
+
+FetchResolution resolve_fetches(const plan::Resolution& r, const plan::SourceChoice& sc,
+                                const std::map<std::string, std::string>& env, const store::Layout& layout,
+                                bool offline, bool required, const Context& ctx) {
+  FetchResolution out;
+  std::vector<plan::FetchPlan> active;
+  for (auto& f : plan::fetch_plans(r, env))
+    if (f.active()) active.push_back(std::move(f));
+  if (active.empty()) return out;
+  auto give_up = [&](const std::string& why) {
+    if (required) throw Failure(Error::build_failed(why));
+    out.notes.push_back(why);
+  };
+
+  source::SourceOptions so;
+  so.offline = offline;
+  so.cancelled = [] { return run::interrupt_requested(); };
+  so.note = [&ctx](const std::string& n) { note(ctx, n); };
+  // The cache is made only when a mirror is touched (`plan` on a fresh host writes nothing).
+  auto slot_for = [&](const std::string& url) {
+    if (auto e = layout.create(); !e) throw Failure(e.error());
+    return source::MirrorSlot{layout.git_mirror(url), layout.git_mirror_lock(url)};
+  };
+
+  // How the tree's files are read: the local folder, or the commit's blobs in the mirror.
+  std::function<std::optional<std::string>(const std::string&)> read;
+  std::string origin;
+  if (sc.kind == plan::SourceChoice::Kind::local) {
+    read = [dir = sc.dir](const std::string& rel) -> std::optional<std::string> {
+      std::ifstream in(dir / rel);
+      if (!in) return std::nullopt;
+      std::stringstream text;
+      text << in.rdbuf();
+      return text.str();
+    };
+    origin = sc.dir.string();
+  } else {
+    std::string url = r.url(), commit;
+    if (sc.kind == plan::SourceChoice::Kind::ref) {
+      commit = sc.commit;
+    } else if (required) {
+      // The fetch stage would fetch the tag anyway; now, so its pin files can be read.
+      auto info = source::resolve_ref(url, r.recipe.source.tag, slot_for(url), so);
+      if (!info) throw Failure(info.error());
+      commit = info->commit;
+    } else {
+      auto files = source::open_commit_files(layout.git_mirror(url), r.recipe.source.tag);
+      if (!files) {
+        for (const auto& f : active)
+          give_up(fmt::format("fetch {}: pinned by {} in the tree, which is not in the cache yet ({} @ {}); "
+                              "`archbuild wheel` resolves it (the key then holds its commit)",
+                              f.name, text::join(f.pin_files, " or "), url, r.recipe.source.tag));
+        return out;
+      }
+      commit = files->commit;
+    }
+    read = [mirror = layout.git_mirror(url), commit](const std::string& rel) -> std::optional<std::string> {
+      auto text = source::read_file_at(mirror, commit, rel);
+      if (!text) throw Failure(text.error());
+      return *text;
+    };
+    origin = fmt::format("{} at {}", url, commit.substr(0, 12));
+  }
+
+  for (auto& f : active) {
+    std::optional<std::string> text;
+    for (const auto& candidate : f.pin_files)
+      if ((text = read(candidate))) {
+        f.pin_file = candidate;
+        break;
+      }
+    if (!text)
+      throw Failure(Error::bad_input(fmt::format(
+          "{}: [[fetch]] {} names the pin file {}, which the tree ({}) does not have; fix the recipe's pin_file "
+          "(or unless_env) for this tree", r.recipe.file.string(), f.name, text::join(f.pin_files, " or "), origin)));
+    std::string ref = pin_of(*text);
+    if (ref.empty())
+      throw Failure(Error::bad_input(fmt::format("{} ({}): empty; expected the tag or commit of {} that [[fetch]] {} "
+                                                 "checks out", f.pin_file, origin, f.url, f.name)));
+    auto info = source::resolve_ref(f.url, ref, slot_for(f.url), so);
+    if (!info) {
+      if (offline && required) {
+        std::vector<std::string> off;
+        for (const auto& rf : r.recipe.fetches)
+          if (rf.name == f.name)
+            for (const auto& [var, values] : rf.unless_env) off.push_back("--env " + var + "=" + values.front());
+        throw Failure(Error::missing_tool(fmt::format(
+            "offline: the tree pins {} at {} ({}), which the mirror of {} does not have; run once without --offline "
+            "to fetch it{}", f.name, ref, f.pin_file, f.url,
+            off.empty() ? "" : ", or build without it (" + text::join(off, " or ") + ")")));
+      }
+      give_up(fmt::format("fetch {} ({} @ {}, pinned by {}): {}", f.name, f.url, ref, f.pin_file, info.error().message));
+      continue;
+    }
+    out.resolved[f.name] = plan::ResolvedFetch{f.pin_file, ref, info->commit};
+  }
+  return out;
+}
+
+namespace {
+
 std::optional<Version> version_option(const std::string& value, const char* option, std::size_t parts,
                                       const char* example) {
   if (value.empty()) return std::nullopt;

@@ -54,6 +54,25 @@ plan::HostFigures host_figures(const std::filesystem::path& cache_dir);
 plan::SourceChoice choose_source(const plan::Resolution& r, const ResolveArgs& args, const store::Layout& layout,
                                  bool offline, const Context& ctx);
 
+// The pins of what the tree's build would fetch (the recipe's active [[fetch]]es), resolved
+// before the plan as --ref is: the pin file read from the tree at its commit (a local tree: from
+// the folder), the tag or commit it names looked up in that repository's mirror, fetched unless
+// offline. `required` (wheel): the tree is fetched for it when not mirrored yet, and what cannot
+// be resolved throws Failure — offline with a pin the mirror lacks: exit 3 naming the repository
+// and the pin. Otherwise (plan) nothing is fetched for the tree, and an unresolved fetch is left
+// out with a note saying why (the plan shows it unresolved).
+struct FetchResolution {
+  std::map<std::string, plan::ResolvedFetch> resolved;
+  std::vector<std::string> notes;
+};
+FetchResolution resolve_fetches(const plan::Resolution& r, const plan::SourceChoice& sc,
+                                const std::map<std::string, std::string>& env, const store::Layout& layout,
+                                bool offline, bool required, const Context& ctx);
+// The environment the build will get (the plan's, with the libraries' switches: a system NCCL
+// sets USE_SYSTEM_NCCL=1, which switches the NCCL fetch off), for deciding which fetches to
+// resolve; the options' own env when no plan can be made yet.
+std::map<std::string, std::string> planned_env(const plan::Resolution& r, const plan::PlanOptions& po);
+
 // Parses the options, loads recipes and toolchains, discovers this host and resolves. Bad
 // options or data throw Failure (exit 2); refusals and missing tools come back in the result.
 plan::Resolution resolve_from_args(const ResolveArgs& args, const Context& ctx);

@@ -129,6 +129,8 @@ void run_wheel(const WheelArgs& args, Context& ctx) {
   po.source = choose_source(r, args.resolve, layout, args.offline, ctx);
   po.without = args.resolve.without;
   po.library_facts = gather_libraries(r, po.env);
+  // Before the plan: the key holds the commits of what the build would download.
+  po.fetches = resolve_fetches(r, po.source, planned_env(r, po), layout, args.offline, true, ctx).resolved;
   plan::Plan plan = plan::make_plan(r, po).take();
   // Before hours are spent: the libraries the recipe expects, disk and memory (a finished key is
   // only a copy, so it is not held to them).

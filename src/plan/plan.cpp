@@ -144,6 +144,42 @@ bool env_allowed(const std::vector<std::string>& allowlist, const std::string& n
   return false;
 }
 
+std::vector<FetchPlan> fetch_plans(const Resolution& res, const std::map<std::string, std::string>& env) {
+  std::map<std::string, std::string> merged = res.recipe.env;
+  for (const auto& [k, v] : env) merged[k] = v;
+  std::vector<FetchPlan> out;
+  for (const auto& f : res.recipe.fetches) {
+    FetchPlan p;
+    p.name = f.name;
+    p.path = f.path;
+    p.url = f.url;
+    p.pin_files = recipe::pin_files_for(f, res.toolchain.cuda);
+    p.submodules = f.submodules;
+    p.disabled_by = recipe::fetch_disabled_by(f, merged);
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+namespace {
+
+json fetches_json(const std::vector<FetchPlan>& fetches, bool for_key) {
+  json a = json::array();
+  for (const auto& f : fetches) {
+    if (for_key && !f.active()) continue;  // the variable that disabled it is keyed already
+    json j = {{"name", f.name}, {"path", f.path}, {"url", f.url}, {"pin_files", f.pin_files},
+              {"pin_file", f.pin_file.empty() ? json(nullptr) : json(f.pin_file)},
+              {"ref", f.ref.empty() ? json(nullptr) : json(f.ref)},
+              {"commit", f.commit.empty() ? json(nullptr) : json(f.commit)}};
+    if (f.submodules || !for_key) j["submodules"] = f.submodules;
+    if (!for_key) j["disabled_by"] = f.disabled_by.empty() ? json(nullptr) : json(f.disabled_by);
+    a.push_back(j);
+  }
+  return a;
+}
+
+}  // namespace
+
 std::string build_key(const json& key_inputs) {
   // nlohmann's objects are sorted maps: dump() is canonical (sorted keys, no whitespace).
   return sha256_hex("archbuild build key v1\n" + key_inputs.dump());
@@ -279,6 +315,11 @@ json to_json(const recipe::Recipe& r) {
                                                                         : "cmake"},
                {"accepts", accepts},
                {"official", r.official}};
+  json fetches = json::array();
+  for (const auto& f : r.fetches)
+    fetches.push_back({{"name", f.name}, {"path", f.path}, {"url", f.url}, {"pin_files", f.pin_files},
+                       {"unless_env", f.unless_env}, {"submodules", f.submodules}});
+  j["fetches"] = fetches;
   return j;
 }
 
@@ -354,6 +395,7 @@ json Plan::to_json() const {
   j["configure_stage"] = p.configure_stage;
   j["stage_notes"] = p.stage_notes;
   j["config_settings"] = config_settings_json(p.config_settings);
+  j["fetches"] = fetches_json(p.fetches, false);
   j["jobs"] = {{"jobs", p.jobs.jobs}, {"cores", p.jobs.cores}, {"mem_available_gib", p.jobs.mem_gib},
                {"gib_per_job", p.jobs.gib_per_job}, {"threads_per_job", p.jobs.threads_per_job}, {"from_option", p.jobs.from_option}, {"rule", p.jobs.rule()}};
   j["libraries"] = plan::to_json(p.libraries);
@@ -443,6 +485,19 @@ Result<Plan> make_plan(const Resolution& res, const PlanOptions& options) {
   }
   if (auto e = plan_recipe_libraries(r, options, p); !e) return e.error();
 
+  // What the build would download, under the environment just fixed: the caller's resolution of
+  // each active one (a resolution for a disabled one is dropped).
+  std::map<std::string, std::string> keyed_env;
+  for (const auto& [k, v] : p.env) keyed_env[k] = v.value;
+  p.fetches = fetch_plans(res, keyed_env);
+  for (auto& f : p.fetches) {
+    auto it = options.fetches.find(f.name);
+    if (!f.active() || it == options.fetches.end()) continue;
+    f.pin_file = it->second.pin_file;
+    f.ref = it->second.ref;
+    f.commit = it->second.commit;
+  }
+
   // Steps per driver era (pytorch-build.md "Entry points, by era").
   const fs::path py = res.python->path;
   auto tool = [&](const std::string& t) -> fs::path {
@@ -513,6 +568,8 @@ Result<Plan> make_plan(const Resolution& res, const PlanOptions& options) {
                   {"triton", r.wheel_triton ? json(r.wheel_triton->str()) : json(nullptr)}};
   // Only where there are any, so the keys of projects without libraries stay what they were.
   if (!p.libraries.empty()) k["libraries"] = key_json(p.libraries);
+  // Only where a fetch is active, so the keys of recipes without any stay what they were.
+  if (auto f = fetches_json(p.fetches, true); !f.empty()) k["fetches"] = f;
   p.key_inputs = k;
   p.key = build_key(k);
   return Plan(std::move(d));

@@ -78,6 +78,32 @@ struct SourceChoice {
   std::optional<std::string> head;  // the HEAD of the git repository the tree is in (informative)
 };
 
+// One [[fetch]] of the recipe as planned: the pin file for this CUDA, whether the build would
+// fetch it under the plan's environment, and — resolved before planning through the mirrors, as
+// --ref is — the tag or commit the pin file names and the commit that is.
+struct FetchPlan {
+  std::string name, path, url;
+  std::vector<std::string> pin_files;  // the candidates, "{cuda_major}" replaced
+  std::string pin_file;        // the one the tree has (set with ref); empty: not read yet
+  bool submodules = false;
+  std::string disabled_by;     // "USE_NCCL=0": the build would not fetch it (nothing is fetched)
+  std::string ref;             // what the pin file holds ("v2.27.7-1"); empty: not read yet
+  std::string commit;          // 40 hex; empty: not resolved yet (the tree is not in the mirror)
+  bool active() const { return disabled_by.empty(); }
+  bool resolved() const { return !commit.empty(); }
+};
+
+// What the caller resolved for a fetch (by name) before planning.
+struct ResolvedFetch {
+  std::string pin_file;
+  std::string ref;
+  std::string commit;
+};
+
+// The recipe's fetches for this resolution under `env` (the recipe's [build.env] overridden by
+// --env): pin files expanded, the disabled ones marked. No I/O.
+std::vector<FetchPlan> fetch_plans(const Resolution& resolution, const std::map<std::string, std::string>& env);
+
 struct PlanData {
   Resolution resolution;   // recipe, toolchain, toolkit, compiler, python, archs, rules
   std::string url;         // --source-url or the recipe's (empty for a local tree)
@@ -105,6 +131,9 @@ struct PlanData {
   std::map<std::string, std::string> stage_notes;
   // PEP 517 config settings (`-C NAME=VALUE`), in argv order; each is also in the key.
   std::vector<std::pair<std::string, std::string>> config_settings;
+  // The recipe's [[fetch]]es: what the build would download, fetched by the fetch stage instead.
+  // The active ones are in the key with their commits.
+  std::vector<FetchPlan> fetches;
   Jobs jobs;
   // The optional libraries: where each comes from, or why it is off (plan/libraries.hpp). Their
   // USE_* switches are in `env` (keyed), where they were found too (not keyed).
@@ -148,6 +177,9 @@ struct PlanOptions {
   std::vector<recipe::LibrarySpec> library_specs;
   LibraryFacts library_facts;
   std::vector<std::string> without;
+  // The fetches' pins, resolved by the caller through source/ (by name). An active fetch left out
+  // is planned unresolved (its commit null in the key): `plan` before the tree is mirrored.
+  std::map<std::string, ResolvedFetch> fetches;
 };
 
 // Needs a resolution without refusal or missing tool (else its error comes back).

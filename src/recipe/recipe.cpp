@@ -40,6 +40,27 @@ const std::vector<std::string>& python_modules(const Recipe& r) {
   return r.python_modules ? *r.python_modules : default_python_modules(r.driver);
 }
 
+std::vector<std::string> pin_files_for(const Fetch& f, const Version& cuda) {
+  std::vector<std::string> out;
+  std::string major = std::to_string(cuda.major());
+  for (std::string p : f.pin_files) {
+    for (auto pos = p.find("{cuda_major}"); pos != std::string::npos; pos = p.find("{cuda_major}", pos + major.size()))
+      p.replace(pos, 12, major);
+    out.push_back(p);
+  }
+  return out;
+}
+
+std::string fetch_disabled_by(const Fetch& f, const std::map<std::string, std::string>& env) {
+  for (const auto& [name, values] : f.unless_env) {
+    auto it = env.find(name);
+    if (it == env.end()) continue;
+    for (const auto& v : values)
+      if (text::lower(text::trim(it->second)) == text::lower(v)) return name + "=" + it->second;
+  }
+  return "";
+}
+
 Search Search::shipped() { return Search{{data_root() / "recipes"}}; }
 
 bool looks_like_path(const std::string& s) {
@@ -190,6 +211,8 @@ class RecipeReader {
       if (auto e = read_libraries(*l, r.libraries)) return e;
     if (const toml::table* h = rd.table("host"))
       if (auto e = read_host(*h, r)) return e;
+    if (const toml::array* f = rd.array("fetch"))
+      if (auto e = read_fetches(*f, r)) return e;
     if (auto e = rd.finish()) return e;
     return std::nullopt;
   }
@@ -452,6 +475,92 @@ class RecipeReader {
       }
     }
     return rd.finish();
+  }
+
+  // A path inside the tree: relative, '/'-separated, without "..", "." or empty parts.
+  static bool inside_tree(std::string_view p) {
+    if (p.empty() || p.front() == '/' || p.back() == '/') return false;
+    for (const auto& part : text::split_any(p, "/"))
+      if (part.empty() || part == "." || part == "..") return false;
+    return p.find("//") == std::string_view::npos;
+  }
+
+  // [[fetch]]: each entry fully checked (a typo here would let the build download after all).
+  std::optional<Error> read_fetches(const toml::array& arr, Recipe& r) {
+    r.fetches.clear();
+    for (const auto& el : arr) {
+      const toml::table* t = el.as_table();
+      if (!t)
+        return at(el, file_, "'fetch' entries must be tables: [[fetch]] with name, path, url, pin_file and unless_env");
+      tomlx::TableReader rd(*t, file_, "[[fetch]]");
+      Fetch f;
+      if (auto v = rd.string("name", true)) {
+        if (!valid_package(*v))
+          return rd.error_at("name", fmt::format("fetch.name \"{}\": expected letters, digits, '.', '_' or '-', e.g. nccl", *v));
+        for (const auto& other : r.fetches)
+          if (other.name == *v) return rd.error_at("name", fmt::format("fetch.name \"{}\" is declared twice", *v));
+        f.name = *v;
+      }
+      if (auto v = rd.string("path", true)) {
+        if (!inside_tree(*v))
+          return rd.error_at("path", fmt::format("fetch.path \"{}\" must be a folder inside the tree, relative and "
+                                                 "without '..', e.g. third_party/nccl", *v));
+        for (const auto& other : r.fetches)
+          if (other.path == *v) return rd.error_at("path", fmt::format("fetch.path \"{}\" is the path of [[fetch]] {} too", *v, other.name));
+        f.path = *v;
+      }
+      if (auto v = rd.string("url", true)) {
+        if (text::trim(*v).empty() || v->find_first_of(" \t\n") != std::string::npos)
+          return rd.error_at("url", "fetch.url must be a git repository URL without spaces, e.g. https://github.com/NVIDIA/nccl");
+        f.url = *v;
+      }
+      if (const toml::node* n = rd.node("pin_file")) {
+        std::vector<std::pair<const toml::node*, std::string>> files;
+        if (auto v = n->value<std::string>(); n->is_string() && v) files.push_back({n, *v});
+        else if (const toml::array* a = n->as_array(); a && !a->empty())
+          for (const auto& x : *a) files.push_back({&x, x.is_string() ? *x.value<std::string>() : std::string("{")});
+        else
+          return at(*n, file_, "fetch.pin_file must be a string or a non-empty array of strings (the first the tree has)");
+        for (const auto& [node, v] : files) {
+          std::string rest = v;
+          for (auto pos = rest.find("{cuda_major}"); pos != std::string::npos; pos = rest.find("{cuda_major}"))
+            rest.replace(pos, 12, "13");
+          if (!inside_tree(rest) || rest.find_first_of("{}") != std::string::npos)
+            return at(*node, file_, fmt::format("fetch.pin_file \"{}\" must be a file inside the tree (relative, "
+                                                "without '..'); the only placeholder is {{cuda_major}}, e.g. "
+                                                ".ci/docker/ci_commit_pins/nccl-cu{{cuda_major}}.txt", v));
+          f.pin_files.push_back(v);
+        }
+      } else {
+        return rd.error_at("name", "[[fetch]]: missing required key 'pin_file' (the file of the tree naming the tag or "
+                                   "commit, e.g. .ci/docker/ci_commit_pins/nccl-cu{cuda_major}.txt)");
+      }
+      if (const toml::table* u = rd.table("unless_env")) {
+        for (const auto& [k, node] : *u) {
+          std::string name(k.str());
+          if (!valid_env_name(name))
+            return at(node, file_, fmt::format("fetch.unless_env: '{}' is not an environment variable name", name));
+          std::vector<std::string> values;
+          if (auto s = node.value<std::string>(); node.is_string() && s) values.push_back(*s);
+          else if (const toml::array* a = node.as_array(); a && !a->empty()) {
+            for (const auto& x : *a) {
+              auto s2 = x.value<std::string>();
+              if (!x.is_string() || !s2)
+                return at(x, file_, fmt::format("fetch.unless_env.{} values must be strings (write \"0\", not 0)", name));
+              values.push_back(*s2);
+            }
+          } else {
+            return at(node, file_, fmt::format("fetch.unless_env.{} must be a string or a non-empty array of strings, "
+                                               "e.g. [\"0\", \"OFF\"]", name));
+          }
+          f.unless_env[name] = values;
+        }
+      }
+      if (auto v = rd.boolean("submodules")) f.submodules = *v;
+      if (auto e = rd.finish()) return e;
+      r.fetches.push_back(std::move(f));
+    }
+    return std::nullopt;
   }
 
   const std::string& file_;

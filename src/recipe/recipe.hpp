@@ -61,6 +61,28 @@ struct Source {
   std::filesystem::path path;
 };
 
+// What the tree's own build would download during the build (PyTorch clones NVIDIA/nccl into
+// third_party/nccl at the tag a file of the tree pins, unless USE_NCCL=0 …). archbuild fetches it
+// through its mirrors before configure instead, so `--offline` works and the key holds its commit.
+struct Fetch {
+  std::string name;      // "nccl"
+  std::string path;      // where the build looks, relative to the tree: "third_party/nccl"
+  std::string url;       // the repository the build would clone
+  // The file of the tree naming the tag or commit; "{cuda_major}" stands for the plan's CUDA major
+  // (".ci/docker/ci_commit_pins/nccl-cu{cuda_major}.txt"). Several: the first the tree has (a
+  // release line whose tags moved from one file to another).
+  std::vector<std::string> pin_files;
+  // The build fetches nothing when a variable has one of its values (compared without case):
+  // {USE_NCCL: [0, OFF, …], USE_SYSTEM_NCCL: [1, ON, …]}.
+  std::map<std::string, std::vector<std::string>> unless_env;
+  bool submodules = false;  // check out its submodules too
+};
+
+// The pin files of `f` for a CUDA release ("{cuda_major}" replaced), in order.
+std::vector<std::string> pin_files_for(const Fetch& f, const Version& cuda);
+// The "NAME=VALUE" of `env` that switches `f` off, or "" when the build would fetch it.
+std::string fetch_disabled_by(const Fetch& f, const std::map<std::string, std::string>& env);
+
 struct Recipe {
   std::string name;                // file stem: "torch-2.7"
   std::filesystem::path file;      // the file it was loaded from
@@ -95,6 +117,7 @@ struct Recipe {
   // the project does not read it.
   std::optional<unsigned> nvcc_threads;
   ArchSyntax arch;
+  std::vector<Fetch> fetches;      // [[fetch]]: what the build would download (none: nothing)
   // The official wheels' TORCH_CUDA_ARCH_LIST by CUDA X.Y (cuda-arch.md §6), for comparisons.
   std::map<std::string, std::string> official;
   bool abstract = false;           // a base others extend; never chosen by resolution

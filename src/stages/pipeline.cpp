@@ -542,10 +542,64 @@ class Pipeline {
     json stamp = {{"local", local.dir.string()}, {"local_content", tree->content_hash}, {"files", tree->entries.size()},
                   {"bytes", tree->bytes}, {"head", tree->head ? json(*tree->head) : json(nullptr)}};
     if (tree->commit_time) stamp["commit_time"] = *tree->commit_time;
+    auto placed = place_fetches();
+    if (!placed) return fail(placed.error());
+    stamp["fetches"] = *placed;
     if (auto r = record_.mark_done("fetch", stamp); !r) return r.error();
     reporter_.stage_finished(info, {run::StageStatus::ok, seconds(),
                                     fmt::format("{} files copied from {}", tree->entries.size(), local.dir.string()), {}});
     return Ok{};
+  }
+
+  source::SourceOptions source_options() const {
+    source::SourceOptions so;
+    so.offline = options_.offline;
+    so.retry = options_.retry;
+    so.note = [this](const std::string& n) { reporter_.message(run::Level::info, n); };
+    so.cancelled = [] { return run::interrupt_requested(); };
+    return so;
+  }
+
+  source::MirrorFor mirror_for() const {
+    return [this](const std::string& url) { return source::MirrorSlot{layout_.git_mirror(url), layout_.git_mirror_lock(url)}; };
+  }
+
+  // What the tree's build would download, placed where it looks before anything runs: a checkout
+  // of the planned commit from archbuild's mirror (its objects borrowed, as the tree's are), so the
+  // build finds it and fetches nothing, and `--offline` needs only the mirrors.
+  Result<json> place_fetches() {
+    json placed = json::array();
+    for (const auto& f : plan_->fetches) {
+      if (!f.active()) continue;
+      if (!f.resolved())
+        return Error::bad_input(fmt::format("fetch {}: the commit {} names was not resolved before planning; run "
+                                            "`archbuild wheel` (it resolves it)", f.name, f.pin_file));
+      fs::path target = src_ / f.path;
+      std::error_code ec;
+      if (fs::exists(target, ec) || fs::is_symlink(target, ec)) {
+        if (!fs::is_directory(fs::symlink_status(target, ec)) || !fs::is_empty(target, ec))
+          return Error::bad_input(fmt::format(
+              "{}: the tree already has {}, where [[fetch]] {} would go; the build would not download it: drop that "
+              "[[fetch]] from {} for this tree", src_.string(), f.path, f.name, plan_->resolution.recipe.file.string()));
+        fs::remove(target, ec);
+      }
+      fs::create_directories(target.parent_path(), ec);
+      source::SourceOptions so = source_options();
+      so.submodules = f.submodules;
+      reporter_.message(run::Level::info, fmt::format("fetch {}: {} @ {} ({}) into {}", f.name, f.url, f.ref,
+                                                      f.commit.substr(0, 12), f.path));
+      auto co = source::fetch_source({f.url, f.commit, f.commit}, target, mirror_for(), so);
+      if (!co) {
+        std::string msg = fmt::format("fetch {} ({} @ {}, pinned by {}): {}", f.name, f.url, f.ref, f.pin_file,
+                                      co.error().message);
+        return options_.offline ? Error::missing_tool(msg) : Error{co.error().exit, msg};
+      }
+      json subs = json::array();
+      for (const auto& s : co->submodules) subs.push_back({{"path", s.path}, {"url", s.url}, {"commit", s.commit}});
+      placed.push_back({{"name", f.name}, {"path", f.path}, {"url", f.url}, {"pin_file", f.pin_file},
+                        {"ref", f.ref}, {"commit", co->commit}, {"submodules", subs}});
+    }
+    return placed;
   }
 
   // A build tree whose CMake configure did not finish: CMakeCache.txt is written even when the
@@ -568,34 +622,33 @@ class Pipeline {
     reporter_.stage_started(info);
     auto t0 = std::chrono::steady_clock::now();
     source::SourceSpec spec{plan_->url, plan_->tag, plan_->commit.value_or("")};
-    source::SourceOptions so;
-    so.offline = options_.offline;
+    source::SourceOptions so = source_options();
     so.submodules = plan_->submodules;
-    so.retry = options_.retry;
-    so.note = [&](const std::string& n) { reporter_.message(run::Level::info, n); };
-    so.cancelled = [] { return run::interrupt_requested(); };
-    auto mirror_for = [&](const std::string& url) {
-      return source::MirrorSlot{layout_.git_mirror(url), layout_.git_mirror_lock(url)};
-    };
-    auto checkout = source::fetch_source(spec, src_, mirror_for, so);
-    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    auto checkout = source::fetch_source(spec, src_, mirror_for(), so);
+    auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
     if (!checkout) {
-      reporter_.stage_finished(info, {run::StageStatus::failed, seconds, checkout.error().message, {}});
+      reporter_.stage_finished(info, {run::StageStatus::failed, seconds(), checkout.error().message, {}});
       return checkout.error();
     }
     json subs = json::array();
     for (const auto& s : checkout->submodules) subs.push_back({{"path", s.path}, {"url", s.url}, {"commit", s.commit}});
     json stamp = {{"commit", checkout->commit}, {"submodules", subs}};
     if (auto t = source::checkout_commit_time(src_)) stamp["commit_time"] = *t;
+    auto placed = place_fetches();
+    if (!placed) {
+      reporter_.stage_finished(info, {run::StageStatus::failed, seconds(), placed.error().message, {}});
+      return placed.error();
+    }
+    stamp["fetches"] = *placed;
     auto contract = tree_contract();
     if (!contract) {
       // Fetch stays unstamped: the rerun reads and checks the tree again.
-      reporter_.stage_finished(info, {run::StageStatus::failed, seconds, contract.error().message, {}});
+      reporter_.stage_finished(info, {run::StageStatus::failed, seconds(), contract.error().message, {}});
       return contract.error();
     }
     stamp["contract"] = *contract;
     if (auto r = record_.mark_done("fetch", stamp); !r) return r.error();
-    reporter_.stage_finished(info, {run::StageStatus::ok, seconds, checkout->commit.substr(0, 12), {}});
+    reporter_.stage_finished(info, {run::StageStatus::ok, seconds(), checkout->commit.substr(0, 12), {}});
     return Ok{};
   }
 
@@ -680,6 +733,8 @@ class Pipeline {
     m["validation"] = doc->value("validation", json());
     m["contract"] = doc->value("/stages/fetch/contract"_json_pointer, json());
     m["portability"] = doc->value("/stages/package/portability"_json_pointer, json());
+    // What the tree's build would have downloaded, and the commits archbuild placed instead.
+    m["fetches"] = doc->value("/stages/fetch/fetches"_json_pointer, json::array());
     m["environment"] = env_.empty() ? json(plan_.environment()) : json(env_);
     m["environment_note"] = "exactly what the build steps got (pass-through and compiler-cache variables included)";
     // The libraries (where each came from, or why it is off: --without is never silent), what the

@@ -477,7 +477,7 @@ TEST_CASE("the plan: environment, steps per driver era, version label, jobs") {
   CHECK(env.at("PYTORCH_BUILD_VERSION") == "2.7.1+cu128.sm120");
   CHECK(env.at("PYTORCH_BUILD_NUMBER") == "1");
   CHECK(env.at("BUILD_TEST") == "0");
-  CHECK(env.at("USE_NCCL") == "0");
+  CHECK(env.count("USE_NCCL") == 0);  // NCCL on: the fetch stage places it
   CHECK(env.at("PATH").find("/usr/local/cuda-12.8/bin:") == 0);
   CHECK(env.count("CMAKE_INSTALL_PREFIX") == 0);
   CHECK_FALSE(p->env.at("CUDA_HOME").keyed);
@@ -952,4 +952,50 @@ TEST_CASE("recipe pairing: torchvision 0.29 is refused with torch 2.13, naming t
     REQUIRE(tv.torch);
     CHECK(lines.insert(tv.torch->prefix(2)).second);
   }
+TEST_CASE("fetches: planned per CUDA major, switched off by the environment, their commits in the key") {
+  auto h = host_130();
+  auto base_opts = fixed_resources();
+  Plan unresolved = plan_for(request("90"), inputs(h, std::string("torch-2.13")), base_opts);
+  REQUIRE(unresolved->fetches.size() == 1);
+  const FetchPlan& f = unresolved->fetches[0];
+  CHECK(f.name == "nccl");
+  CHECK(f.active());
+  CHECK_FALSE(f.resolved());
+  CHECK(f.pin_files.front() == ".ci/docker/ci_commit_pins/nccl-cu13.txt");  // CUDA 13.0 planned
+  REQUIRE(unresolved->key_inputs.contains("fetches"));
+  CHECK(unresolved->key_inputs["fetches"][0]["commit"].is_null());
+
+  // Resolved by the caller (source/, through the mirrors): the commit is keyed.
+  auto with = [&](const std::string& commit) {
+    PlanOptions o = base_opts;
+    o.fetches["nccl"] = ResolvedFetch{".ci/docker/ci_commit_pins/nccl-cu13.txt", "v2.27.7-1", commit};
+    return plan_for(request("90"), inputs(h, std::string("torch-2.13")), o);
+  };
+  Plan a = with(std::string(40, 'a'));
+  CHECK(a->fetches[0].resolved());
+  CHECK(a->key_inputs["fetches"][0]["commit"] == std::string(40, 'a'));
+  CHECK(a->key_inputs["fetches"][0]["ref"] == "v2.27.7-1");
+  CHECK(a->key != unresolved->key);
+  CHECK(with(std::string(40, 'b'))->key != a->key);  // the pin moved: another build
+  CHECK(with(std::string(40, 'a'))->key == a->key);
+  CHECK(a.to_json()["fetches"][0]["commit"] == std::string(40, 'a'));
+
+  // --env USE_NCCL=0 (or USE_SYSTEM_NCCL=1): the build would not fetch it, nor does archbuild; a
+  // resolution given anyway is dropped, and the key holds the variable, not the fetch.
+  PlanOptions off = base_opts;
+  off.env["USE_NCCL"] = "0";
+  off.fetches["nccl"] = ResolvedFetch{"x", "v", std::string(40, 'a')};
+  Plan p = plan_for(request("90"), inputs(h, std::string("torch-2.13")), off);
+  CHECK(p->fetches[0].disabled_by == "USE_NCCL=0");
+  CHECK_FALSE(p->fetches[0].resolved());
+  CHECK_FALSE(p->key_inputs.contains("fetches"));
+  CHECK(fetch_plans(p->resolution, {{"USE_SYSTEM_NCCL", "1"}})[0].disabled_by == "USE_SYSTEM_NCCL=1");
+
+  // CUDA 12: the cu12 pin file.
+  auto h12 = host_130();
+  h12.toolkits = {toolkit("12.8", "12.8.93", "/usr/local/cuda-12.8")};
+  auto req = request("90");
+  req.cuda = V("12.8");
+  Plan p12 = plan_for(req, inputs(h12, std::string("torch-2.11")), base_opts);
+  CHECK(p12->fetches[0].pin_files.front() == ".ci/docker/ci_commit_pins/nccl-cu12.txt");
 }

@@ -87,8 +87,8 @@ TEST_CASE("every shipped recipe loads, with real release data") {
     CHECK(t.arch.variant_a);
     CHECK(t.arch.variant_f == l.f);
     CHECK(t.env.at("BUILD_TEST") == "0");
-    // The build never clones NCCL: bundled submodule (≤ 2.6) or switched off (2.7+).
-    CHECK((t.env.count("USE_NCCL") || t.env.count("USE_SYSTEM_NCCL")));
+    // The build never clones NCCL itself: a bundled submodule (≤ 2.6) or archbuild's fetch (2.7+).
+    CHECK((t.version < V("2.7") || !t.fetches.empty()));
     CHECK(t.chain.size() == 2);
     CHECK(t.chain.back().filename() == "torch-common.toml");
     CHECK_FALSE(t.abstract);
@@ -160,7 +160,7 @@ TEST_CASE("the 2026 releases: torch 2.10 - 2.15, torchvision 0.25 - 0.29, torcha
     CHECK(t.min_gcc->str() == l.min_gcc);
     CHECK(t.arch.grammar == arch::Grammar::build);
     CHECK((t.arch.two_digit_major && t.arch.variant_a && t.arch.variant_f));
-    CHECK(t.env.at("USE_NCCL") == "0");
+    CHECK(t.env.count("USE_NCCL") == 0);  // NCCL on: fetched by archbuild ([[fetch]])
     CHECK(t.env.at("BUILD_TEST") == "0");
     // Every official list names a CUDA the recipe builds with.
     for (const auto& [c, list] : t.official) CHECK(std::count(t.cuda.begin(), t.cuda.end(), V(c.c_str())) == 1);
@@ -470,4 +470,114 @@ TEST_CASE("recipes by name, by path, and what a wrong name says") {
   CHECK(recipe::looks_like_path("a/b"));
   CHECK(recipe::looks_like_path("x.toml"));
   CHECK_FALSE(recipe::looks_like_path("torch-2.7"));
+}
+
+namespace {
+
+// kGood plus one [[fetch]] (its header on line 17), with `extra` lines inside it.
+std::string with_fetch(const std::string& extra = "") {
+  return std::string(kGood) + R"(
+[[fetch]]
+name = "nccl"
+path = "third_party/nccl"
+url = "https://github.com/NVIDIA/nccl"
+pin_file = ".ci/docker/ci_commit_pins/nccl-cu{cuda_major}.txt"
+unless_env = { USE_NCCL = ["0", "OFF"], USE_SYSTEM_NCCL = "1" }
+)" + extra;
+}
+
+}  // namespace
+
+TEST_CASE("fetch entries: what the build would download as data - every mistake named with file:line:column") {
+  test::TempDir tmp;
+  const std::string f = (tmp.path() / "r.toml").string();
+  auto r = recipe::load_file(tmp.write("r.toml", with_fetch()), recipe::Search{{tmp.path()}});
+  REQUIRE(r.ok());
+  REQUIRE(r->fetches.size() == 1);
+  const auto& nccl = r->fetches[0];
+  CHECK(nccl.name == "nccl");
+  CHECK(nccl.path == "third_party/nccl");
+  CHECK(nccl.url == "https://github.com/NVIDIA/nccl");
+  CHECK_FALSE(nccl.submodules);
+  CHECK(recipe::pin_files_for(nccl, V("13.0")) == std::vector<std::string>{".ci/docker/ci_commit_pins/nccl-cu13.txt"});
+  CHECK(recipe::pin_files_for(nccl, V("12.8")) == std::vector<std::string>{".ci/docker/ci_commit_pins/nccl-cu12.txt"});
+  // The environment under which the build would not fetch it; values compared without case.
+  CHECK(recipe::fetch_disabled_by(nccl, {}) == "");
+  CHECK(recipe::fetch_disabled_by(nccl, {{"USE_NCCL", "1"}}) == "");
+  CHECK(recipe::fetch_disabled_by(nccl, {{"USE_NCCL", "off"}}) == "USE_NCCL=off");
+  CHECK(recipe::fetch_disabled_by(nccl, {{"USE_SYSTEM_NCCL", "1"}}) == "USE_SYSTEM_NCCL=1");
+
+  SECTION("several pin files: the first the tree has") {
+    std::string t = with_fetch();
+    replace(t, "pin_file = \".ci/docker/ci_commit_pins/nccl-cu{cuda_major}.txt\"",
+            "pin_file = [\"a/nccl-cu{cuda_major}.txt\", \"a/nccl.txt\"]");
+    auto two = recipe::load_file(tmp.write("two.toml", t), recipe::Search{{tmp.path()}});
+    REQUIRE(two.ok());
+    CHECK(recipe::pin_files_for(two->fetches[0], V("12.6")) == std::vector<std::string>{"a/nccl-cu12.txt", "a/nccl.txt"});
+  }
+  SECTION("a path leaving the tree") {
+    std::string t = with_fetch();
+    replace(t, "path = \"third_party/nccl\"", "path = \"../nccl\"");
+    auto m = load_error(tmp, t);
+    CHECK(m.find(f + ":19:8:") == 0);
+    CHECK(m.find("must be a folder inside the tree") != std::string::npos);
+  }
+  SECTION("an unknown placeholder in the pin file") {
+    std::string t = with_fetch();
+    replace(t, "{cuda_major}", "{cuda}");
+    auto m = load_error(tmp, t);
+    CHECK(m.find(f + ":21:12:") == 0);
+    CHECK(m.find("the only placeholder is {cuda_major}") != std::string::npos);
+  }
+  SECTION("a number in unless_env") {
+    std::string t = with_fetch();
+    replace(t, "USE_SYSTEM_NCCL = \"1\"", "USE_SYSTEM_NCCL = 1");
+    auto m = load_error(tmp, t);
+    CHECK(m.find(f + ":22:") == 0);
+    CHECK(m.find("fetch.unless_env.USE_SYSTEM_NCCL must be a string or a non-empty array of strings") != std::string::npos);
+  }
+  SECTION("a required key missing") {
+    std::string t = with_fetch();
+    replace(t, "url = \"https://github.com/NVIDIA/nccl\"\n", "");
+    auto m = load_error(tmp, t);
+    CHECK(m.find(f + ":17:") == 0);
+    CHECK(m.find("missing required key 'url'") != std::string::npos);
+  }
+  SECTION("an unknown key, with a suggestion") {
+    auto m = load_error(tmp, with_fetch("unles_env = {}\n"));
+    CHECK(m.find(f + ":23:1:") == 0);
+    CHECK(m.find("unknown key 'unles_env' in [[fetch]]") != std::string::npos);
+    CHECK(m.find("did you mean 'unless_env'") != std::string::npos);
+  }
+  SECTION("the same name twice") {
+    std::string t = with_fetch();
+    t += "\n[[fetch]]\nname = \"nccl\"\npath = \"x\"\nurl = \"https://x/y\"\npin_file = \"p.txt\"\n";
+    auto m = load_error(tmp, t);
+    CHECK(m.find(f + ":25:8:") == 0);
+    CHECK(m.find("declared twice") != std::string::npos);
+  }
+}
+
+TEST_CASE("the torch recipes fetch NCCL (on by default) and switch NNPACK's configure-time downloads off") {
+  auto all = recipe::load_shipped();
+  REQUIRE(all.ok());
+  for (const char* name : {"torch-2.7", "torch-2.9", "torch-2.13", "torch-2.15"}) {
+    INFO(name);
+    const Recipe& t = by_name(*all, name);
+    CHECK(t.env.count("USE_NCCL") == 0);
+    CHECK(t.env.at("USE_NNPACK") == "0");
+    REQUIRE_FALSE(t.fetches.empty());
+    const auto& nccl = t.fetches[0];
+    CHECK(nccl.name == "nccl");
+    CHECK(nccl.path == "third_party/nccl");
+    CHECK(nccl.url == "https://github.com/NVIDIA/nccl");
+    CHECK(recipe::fetch_disabled_by(nccl, {{"USE_NCCL", "0"}}) == "USE_NCCL=0");
+    CHECK(recipe::fetch_disabled_by(nccl, {{"USE_SYSTEM_NCCL", "ON"}}) == "USE_SYSTEM_NCCL=ON");
+    CHECK(recipe::fetch_disabled_by(nccl, {{"USE_DISTRIBUTED", "0"}}) == "USE_DISTRIBUTED=0");
+    CHECK(recipe::fetch_disabled_by(nccl, t.env) == "");
+  }
+  CHECK(recipe::pin_files_for(by_name(*all, "torch-2.13").fetches[0], V("13.0")).front() ==
+        ".ci/docker/ci_commit_pins/nccl-cu13.txt");
+  CHECK(by_name(*all, "torch-2.6").fetches.empty());  // NCCL is a submodule there
+  CHECK(by_name(*all, "torch-2.15").fetches.size() == 2);  // and Eigen
 }

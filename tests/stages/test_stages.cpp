@@ -760,4 +760,55 @@ TEST_CASE("build stage: killed again after the retry (nvcc's cicc died due to si
                                "out of memory; give fewer jobs (--jobs 2 or MAX_JOBS)") != std::string::npos);
   CHECK(r.error().message.find("--memory-budget-mb") != std::string::npos);
   CHECK(runner.calls_matching({"/usr/bin/cmake", "--build"}).size() == 2);
+
+TEST_CASE("the fetch stage places a [[fetch]] at the planned commit from the mirror, offline too", "[stages][fetch]") {
+  Env e;
+  std::string project = example_url("minitorch");
+  fs::path repos = fs::path(project.substr(7)).parent_path();
+  auto rev = test::run(test::which("git"), {"-C", (repos / "minidep").string(), "rev-parse", "v1.0^{commit}"});
+  REQUIRE(rev.status == 0);
+  std::string dep_commit = rev.out.substr(0, 40);
+  // examples/minitorch-fetch's recipe, its fetch served from the local minidep (the repository is
+  // minitorch's, whose submodule is not checked out: submodules = false).
+  auto recipe = e.dir.write("fetch.toml", "extends = \"" + std::string(ARCHBUILD_SOURCE_DIR) +
+                                              "/examples/minitorch-fetch/recipe.toml\"\n\n[[fetch]]\nname = \"minidep\"\n"
+                                              "path = \"third_party/minidep\"\nurl = \"file://" +
+                                              (repos / "minidep").string() +
+                                              "\"\npin_file = \".ci/docker/ci_commit_pins/minidep.txt\"\n");
+  plan::PlanOptions o;
+  o.fetches["minidep"] = plan::ResolvedFetch{".ci/docker/ci_commit_pins/minidep.txt", "v1.0", dep_commit};
+  auto plan = plan_for("9.0", project, "", std::nullopt, recipe.string(), o);
+  REQUIRE(plan->fetches.size() == 1);
+  CHECK(plan->key_inputs["fetches"][0]["commit"] == dep_commit);
+  auto runner = happy_runner();
+  auto r = stages::run_pipeline(plan, e.layout, runner, *e.reporter, e.options);
+  INFO((r ? "" : r.error().message) << e.progress.str());
+  REQUIRE(r.ok());
+  fs::path placed = e.layout.source_dir(plan->key) / "third_party/minidep";
+  CHECK(fs::is_directory(placed / ".git"));
+  CHECK_FALSE(fs::is_symlink(placed));
+  CHECK(fs::exists(placed / "include/minidep/minidep.h"));
+  auto placed_head = source::checkout_commit(placed);
+  CHECK((placed_head.ok() && *placed_head == dep_commit));
+  auto f = r->manifest["manifest"]["fetches"];
+  REQUIRE(f.size() == 1);
+  CHECK(f[0]["commit"] == dep_commit);
+  CHECK(f[0]["ref"] == "v1.0");
+  CHECK(f[0]["path"] == "third_party/minidep");
+
+  SECTION("offline: the mirrors suffice") {
+    e.options.offline = true;
+    auto again = plan_for("8.0", project, "", std::nullopt, recipe.string(), o);
+    auto r2 = stages::run_pipeline(again, e.layout, runner, *e.reporter, e.options);
+    INFO((r2 ? "" : r2.error().message) << e.progress.str());
+    REQUIRE(r2.ok());
+    CHECK(fs::exists(e.layout.source_dir(again->key) / "third_party/minidep/include/minidep/minidep.h"));
+  }
+  SECTION("a fetch planned without its commit stops the fetch stage, exit 2") {
+    auto unresolved = plan_for("8.6", project, "", std::nullopt, recipe.string());
+    auto r3 = stages::run_pipeline(unresolved, e.layout, runner, *e.reporter, e.options);
+    REQUIRE_FALSE(r3.ok());
+    CHECK(r3.error().exit == Exit::bad_input);
+    CHECK(r3.error().message.find("fetch minidep") != std::string::npos);
+  }
 }
