@@ -126,6 +126,10 @@ void run_wheel(const WheelArgs& args, Context& ctx) {
   if (args.jobs) po.jobs = args.jobs;
   po.env = env_from_args(args.resolve);
   po.source = choose_source(r, args.resolve, layout, args.offline, ctx);
+  // The tree's build requirements decide the build venv, whose versions are in the key: the
+  // commit is mirrored first, the venv made (or reused) before the plan is fixed.
+  ensure_mirrored(r, po.source, layout, args.offline);
+  po.venv = choose_build_venv(r, po.source, args.resolve, layout, ctx).venv;
   plan::Plan plan = plan::make_plan(r, po).take();
 
   stages::PipelineOptions opts;

@@ -117,7 +117,9 @@ const std::vector<std::string>& build_env_allowlist() {
       "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO",
       "PIP_*", "UV_*",
       "CUDNN_*", "NCCL_*", "CUSPARSELT_*", "MAGMA_HOME", "MKLROOT", "MKL_*", "BLAS", "OpenBLAS_HOME",
-      "CMAKE_PREFIX_PATH", "LD_LIBRARY_PATH", "LIBRARY_PATH", "CPATH"};
+      "CMAKE_PREFIX_PATH", "LD_LIBRARY_PATH", "LIBRARY_PATH", "CPATH",
+      // Where pip.conf is read from (with HOME and PIP_CONFIG_FILE): pip's own configuration.
+      "XDG_CONFIG_HOME"};
   return names;
 }
 
@@ -130,6 +132,13 @@ bool env_allowed(const std::vector<std::string>& allowlist, const std::string& n
     }
   }
   return false;
+}
+
+const std::vector<std::string>& binary_shaping_packages() {
+  // numpy: its C ABI is compiled in; cmake, ninja, setuptools, scikit-build-core drive the build
+  // and its flags; torch: what an extension (torchvision) builds against.
+  static const std::vector<std::string> names = {"numpy", "cmake", "ninja", "setuptools", "scikit-build-core", "torch"};
+  return names;
 }
 
 std::string build_key(const json& key_inputs) {
@@ -192,6 +201,23 @@ std::vector<std::string> pep517_args(const std::string& wheel_dir,
 
 }  // namespace
 
+json venv_json(const BuildVenv& v) {
+  return {{"dir", v.dir.string()},
+          {"python", v.python.string()},
+          {"hash", v.hash},
+          {"interpreter", v.interpreter},
+          {"interpreter_version", v.interpreter_version},
+          {"requirements", v.requirements},
+          {"from_host", v.from_host},
+          {"sources", v.sources},
+          {"system_site_packages", v.system_site_packages},
+          {"packages", v.packages},
+          {"cmake", v.cmake.empty() ? json(nullptr) : json(v.cmake.string())},
+          {"cmake_version", v.cmake_version ? json(*v.cmake_version) : json(nullptr)},
+          {"pip_options", v.pip_options},
+          {"reused", v.reused}};
+}
+
 json to_json(const recipe::Recipe& r) {
   json j;
   j["name"] = r.name;
@@ -221,7 +247,8 @@ json to_json(const recipe::Recipe& r) {
                 {"build_number_env", r.build_number_env},
                 {"build_number", r.build_number},
                 {"wheel_dir", r.wheel_dir},
-                {"min_gcc", r.min_gcc ? json(r.min_gcc->str()) : json(nullptr)}};
+                {"min_gcc", r.min_gcc ? json(r.min_gcc->str()) : json(nullptr)},
+                {"cmake_max", r.cmake_max ? json(r.cmake_max->str()) : json(nullptr)}};
   std::vector<std::string> accepts;
   if (r.arch.two_digit_major) accepts.push_back("two-digit-major");
   if (r.arch.variant_a) accepts.push_back("a");
@@ -310,6 +337,7 @@ json Plan::to_json() const {
   j["config_settings"] = config_settings_json(p.config_settings);
   j["jobs"] = {{"jobs", p.jobs.jobs}, {"cores", p.jobs.cores}, {"mem_available_gib", p.jobs.mem_gib},
                {"gib_per_job", p.jobs.gib_per_job}, {"from_option", p.jobs.from_option}, {"rule", p.jobs.rule()}};
+  j["build_venv"] = p.venv ? venv_json(*p.venv) : json(nullptr);
   j["key"] = p.key;
   j["key_inputs"] = p.key_inputs;
   return j;
@@ -374,12 +402,22 @@ Result<Plan> make_plan(const Resolution& res, const PlanOptions& options) {
     std::string s = d.string();
     if (!s.empty() && std::find(dirs.begin(), dirs.end(), s) == dirs.end()) dirs.push_back(s);
   };
+  // The build venv's bin/ first: its python, and the cmake every step runs (PyTorch's setup.py
+  // takes the newest `cmake`/`cmake3` on PATH: tools/setup_helpers/cmake.py, commit 5bffd765).
+  if (options.venv) {
+    if (!options.venv->cmake.empty()) add_dir(options.venv->cmake.parent_path());
+    add_dir(options.venv->python.parent_path());
+  }
   add_dir(tk.nvcc.parent_path());
   add_dir(res.python->path.parent_path());
   add_dir(cc.path.parent_path());
   for (const auto& [name, path] : res.tools) add_dir(path.parent_path());
   for (const char* sys : {"/usr/local/bin", "/usr/bin", "/bin"}) add_dir(sys);
   unkeyed("PATH", text::join(dirs, ":"), "paths; the key holds the versions of what they lead to");
+  if (options.venv) {
+    p.venv = options.venv;
+    unkeyed("VIRTUAL_ENV", options.venv->dir.string(), "a path; the key holds the venv's interpreter and package versions");
+  }
   p.passthrough = build_env_allowlist();
   for (const auto& [k, v] : options.env) {
     bool valid = !k.empty() && !std::isdigit(static_cast<unsigned char>(k[0])) &&
@@ -393,8 +431,9 @@ Result<Plan> make_plan(const Resolution& res, const PlanOptions& options) {
   }
 
   // Steps per driver era (pytorch-build.md "Entry points, by era").
-  const fs::path py = res.python->path;
+  const fs::path py = options.venv ? options.venv->python : res.python->path;
   auto tool = [&](const std::string& t) -> fs::path {
+    if (t == "cmake" && options.venv && !options.venv->cmake.empty()) return options.venv->cmake;
     auto it = res.tools.find(t);
     return it == res.tools.end() ? fs::path(t) : it->second;
   };
@@ -455,6 +494,17 @@ Result<Plan> make_plan(const Resolution& res, const PlanOptions& options) {
   // keyed by name as well as inside the step's args; only where there are any, so the keys of
   // drivers without them stay what they were.
   if (!p.config_settings.empty()) k["config_settings"] = config_settings_json(p.config_settings);
+  // The build venv: the exact interpreter and the versions of what shapes the binary (not the
+  // path, not where pip found them: --index-url/--find-links only locate the same packages).
+  if (p.venv) {
+    json shaping = json::object();
+    for (const auto& name : binary_shaping_packages())
+      if (auto it = p.venv->packages.find(name); it != p.venv->packages.end()) shaping[name] = it->second;
+    k["build_venv"] = {{"interpreter_version", p.venv->interpreter_version},
+                       {"system_site_packages", p.venv->system_site_packages},
+                       {"packages", shaping},
+                       {"cmake", p.venv->cmake_version ? json(*p.venv->cmake_version) : json(nullptr)}};
+  }
   p.key_inputs = k;
   p.key = build_key(k);
   return Plan(std::move(d));

@@ -265,6 +265,13 @@ class RecipeReader {
       if (!v) return rd.error_at("min_gcc", fmt::format("build.min_gcc \"{}\" is not a version; expected e.g. 9.3", *s));
       r.min_gcc = *v;
     }
+    if (t.contains("cmake_max")) {
+      auto s = rd.string("cmake_max");
+      if (rd.failure()) return rd.failure();
+      auto v = parse_version(*s, 0);
+      if (!v) return rd.error_at("cmake_max", fmt::format("build.cmake_max \"{}\" is not a version; expected e.g. 3.31", *s));
+      r.cmake_max = *v;
+    }
     if (const toml::table* env = rd.table("env")) {
       for (const auto& [k, node] : *env) {
         std::string name(k.str());

@@ -74,6 +74,9 @@ struct Recipe {
   std::int64_t build_number = 1;
   std::string wheel_dir = "dist";  // where the wheel lands, relative to the source tree
   std::optional<Version> min_gcc;  // the project's own floor (PyTorch: 9.3)
+  // The newest cmake a tag builds with ([build] cmake_max = "3.31": 3.31.x allowed, 4.0 not),
+  // for tags that break with CMake 4; a newer host cmake gives way to the build venv's.
+  std::optional<Version> cmake_max;
   ArchSyntax arch;
   // The official wheels' TORCH_CUDA_ARCH_LIST by CUDA X.Y (cuda-arch.md §6), for comparisons.
   std::map<std::string, std::string> official;

@@ -74,6 +74,11 @@ contract::Expectation contract_expectation(const plan::Plan& plan) {
   if (auto v = contract::release_part(plan->version.substr(0, plan->version.find('+')))) e.version = *v;
   if (auto v = res.tool_versions.find("cmake"); v != res.tool_versions.end()) e.cmake = v->second;
   if (auto p = res.tools.find("cmake"); p != res.tools.end()) e.cmake_path = p->second.string();
+  // The build venv's cmake, where the plan chose it over the host's.
+  if (plan->venv && !plan->venv->cmake.empty()) {
+    e.cmake_path = plan->venv->cmake.string();
+    e.cmake = plan->venv->cmake_version ? Version::parse(*plan->venv->cmake_version) : std::nullopt;
+  }
   return e;
 }
 
@@ -552,6 +557,8 @@ class Pipeline {
     if (auto h = sha256_file_hex(res.recipe.file)) m["recipe"]["sha256"] = *h;
     m["validation"] = doc->value("validation", json());
     m["contract"] = doc->value("/stages/fetch/contract"_json_pointer, json());
+    // The build venv: its exact packages (all it sees), where they came from, the one cmake.
+    m["build_venv"] = plan_->venv ? plan::venv_json(*plan_->venv) : json(nullptr);
     m["environment"] = env_.empty() ? json(plan_.environment()) : json(env_);
     m["environment_note"] = "exactly what the build steps got (pass-through and compiler-cache variables included)";
     if (auto r = record_.update([&](json& d) { d["manifest"] = m; }); !r) return r.error();
