@@ -107,8 +107,15 @@ void run_plan(const PlanArgs& args, Context& ctx) {
   // its versions are in the key, so `plan` makes or reuses it as `wheel` would.
   VenvChoice venv;
   if (auto dir = store::choose_cache_dir(ctx.cache_dir)) {
-    venv = choose_build_venv(r, opts.source, args.resolve, store::Layout(dir->dir), ctx);
-    opts.venv = venv.venv;
+    // `plan` shows what a build would meet: a venv that cannot be made is said (and `wheel`
+    // stops on it, exit 3), the plan is still printed.
+    try {
+      venv = choose_build_venv(r, opts.source, args.resolve, store::Layout(dir->dir), ctx);
+      opts.venv = venv.venv;
+    } catch (const Failure& f) {
+      venv.note = "cannot be made (`wheel` stops here, exit 3): " + f.error.message;
+      warn(ctx, "build venv " + venv.note);
+    }
   } else {
     venv.note = "unknown (no cache directory: " + dir.error().message + ")";
   }
