@@ -103,11 +103,27 @@ void run_plan(const PlanArgs& args, Context& ctx) {
   if (args.jobs) opts.jobs = args.jobs;
   opts.env = env_from_args(args.resolve);
   opts.without = args.resolve.without;
-  opts.library_facts = gather_libraries(r, opts.env);
   if (r.local_dir() || !args.resolve.ref.empty()) {
     auto dir = store::choose_cache_dir(ctx.cache_dir).take();
     opts.source = choose_source(r, args.resolve, store::Layout(dir.dir), args.offline, ctx);
   }
+  // The build venv, when the tree's requirements can be read (a local tree, a mirrored commit):
+  // its versions are in the key, so `plan` makes or reuses it as `wheel` would.
+  VenvChoice venv;
+  if (auto dir = store::choose_cache_dir(ctx.cache_dir)) {
+    // `plan` shows what a build would meet: a venv that cannot be made is said (and `wheel`
+    // stops on it, exit 3), the plan is still printed.
+    try {
+      venv = choose_build_venv(r, opts.source, args.resolve, store::Layout(dir->dir), ctx);
+      opts.venv = venv.venv;
+    } catch (const Failure& f) {
+      venv.note = "cannot be made (`wheel` stops here, exit 3): " + f.error.message;
+      warn(ctx, "build venv " + venv.note);
+    }
+  } else {
+    venv.note = "unknown (no cache directory: " + dir.error().message + ")";
+  }
+  opts.library_facts = gather_libraries(r, opts.env, venv_site_packages(opts.venv));
   std::vector<std::string> fetch_notes;
   if (!r.recipe.fetches.empty()) {
     if (auto dir = store::choose_cache_dir(ctx.cache_dir)) {
@@ -158,6 +174,7 @@ void run_plan(const PlanArgs& args, Context& ctx) {
     doc["ready"] = blockers.empty();
     doc["blockers"] = b;
     doc["fetch_notes"] = fetch_notes;
+    if (!p->venv) doc["build_venv_note"] = venv.note;
     print_json(doc);
     finish();
     return;
@@ -177,6 +194,22 @@ void run_plan(const PlanArgs& args, Context& ctx) {
                   r.toolkit->compiler_version().str()));
   out(fmt::format("compiler   {} at {}", r.compiler->name(), r.compiler->path.string()));
   out(fmt::format("python     {} at {}", r.python->version.str(), r.python->path.string()));
+  if (const auto& v = p->venv) {
+    out(fmt::format("build venv {} ({}; from {} {})", v->dir.string(), v->reused ? "reused" : "made now", v->interpreter,
+                    v->interpreter_version));
+    out(fmt::format("  requirements  {}", v->requirements.empty() ? "(none)" : text::join(v->requirements, " ")));
+    for (const auto& h : v->from_host) out(fmt::format("  from the host {}", h));
+    out(fmt::format("  packages from {}", text::join(v->sources, "; ")));
+    out(fmt::format("  cmake         {}", v->cmake.empty() ? fmt::format("the host's ({})", v->cmake_version.value_or("?"))
+                                                           : fmt::format("{} {}", v->cmake.string(), v->cmake_version.value_or("?"))));
+    std::vector<std::string> shaping;
+    for (const auto& n : plan::binary_shaping_packages())
+      if (auto it = v->packages.find(n); it != v->packages.end()) shaping.push_back(n + " " + it->second);
+    out(fmt::format("  in the key    {}", shaping.empty() ? "(none of numpy, cmake, ninja, setuptools, scikit-build-core, torch)"
+                                                          : text::join(shaping, ", ")));
+  } else {
+    out("build venv " + venv.note);
+  }
   out(fmt::format("arch list  {}={}", rc.arch.env, r.arch_list));
   out(fmt::format("jobs       {}", p->jobs.rule()));
   out("environment:");

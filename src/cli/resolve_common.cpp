@@ -20,6 +20,13 @@
 #include "run/interrupt.hpp"
 #include "source/local.hpp"
 #include "source/source.hpp"
+#include "contract/contract.hpp"
+#include "run/reporter.hpp"
+#include "run/runner.hpp"
+#include "stages/venv.hpp"
+
+#include <iostream>
+#include <unistd.h>
 
 namespace archbuild::cli {
 
@@ -51,6 +58,12 @@ void add_plan_options(CLI::App& cmd, ResolveArgs& a) {
                  "Build without these optional libraries (cudnn, nccl, cusparselt, magma, lapack …): their USE_* "
                  "switches off, recorded in the plan, key and manifest")
       ->delimiter(',');
+  cmd.add_option("--index-url", a.index_url,
+                 "Package index for the build venv's pip (PIP_INDEX_URL), e.g. an internal mirror; recorded in the "
+                 "manifest, not the key");
+  cmd.add_option("--find-links", a.find_links,
+                 "A wheelhouse (DIR or URL) for the build venv's pip (PIP_FIND_LINKS), e.g. on an offline host; "
+                 "recorded in the manifest, not the key");
 }
 
 plan::LibraryFacts gather_libraries(const plan::Resolution& r, const std::map<std::string, std::string>& env_args,
@@ -75,6 +88,13 @@ plan::LibraryFacts gather_libraries(const plan::Resolution& r, const std::map<st
   return plan::probe_libraries(recipe::merge_specs(std::move(*specs), r.recipe.libraries.define), search);
 }
 
+std::vector<std::filesystem::path> venv_site_packages(const std::optional<plan::BuildVenv>& venv) {
+  if (!venv) return {};
+  auto parts = text::split_any(venv->interpreter_version, ".");
+  if (parts.size() < 2) return {};
+  return {venv->dir / "lib" / ("python" + parts[0] + "." + parts[1]) / "site-packages"};
+}
+
 plan::HostFigures host_figures(const std::filesystem::path& cache_dir) {
   plan::HostFigures h;
   h.cache_dir = cache_dir;
@@ -87,6 +107,98 @@ plan::HostFigures host_figures(const std::filesystem::path& cache_dir) {
   h.mem_available = plan::HostResources::current().mem_available;
   return h;
 }
+
+namespace {
+
+// Where the plan's tree can be read before planning: the local tree, or the commit's blobs in
+// the mirror.
+std::optional<contract::FileAccess> tree_files(const plan::Resolution& r, const plan::SourceChoice& sc,
+                                               const store::Layout& layout) {
+  if (sc.kind == plan::SourceChoice::Kind::local) return contract::directory_access(sc.dir);
+  std::string ref = sc.kind == plan::SourceChoice::Kind::ref ? sc.commit : r.recipe.source.commit.value_or(r.recipe.source.tag);
+  auto files = source::open_commit_files(layout.git_mirror(r.url()), ref);
+  if (!files) return std::nullopt;
+  return contract::FileAccess{files->read, files->list, fmt::format("{}@{}", r.url(), files->commit.substr(0, 12))};
+}
+
+std::map<std::string, std::string> pip_environment(const plan::Resolution& r, const ResolveArgs& a) {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    std::string entry(*e);
+    auto eq = entry.find('=');
+    if (eq == std::string::npos || eq == 0) continue;
+    if (plan::env_allowed(plan::build_env_allowlist(), entry.substr(0, eq))) env[entry.substr(0, eq)] = entry.substr(eq + 1);
+  }
+  env["PATH"] = r.python->path.parent_path().string() + ":/usr/local/bin:/usr/bin:/bin";
+  // --index-url / --find-links: pip's own variables, set explicitly (they win over the caller's).
+  if (!a.index_url.empty()) env["PIP_INDEX_URL"] = a.index_url;
+  if (!a.find_links.empty()) {
+    std::error_code ec;
+    bool dir = a.find_links.find("://") == std::string::npos && fs::is_directory(a.find_links, ec);
+    env["PIP_FIND_LINKS"] = dir ? fs::absolute(a.find_links).lexically_normal().string() : a.find_links;
+  }
+  return env;
+}
+
+}  // namespace
+
+void ensure_mirrored(const plan::Resolution& r, const plan::SourceChoice& sc, const store::Layout& layout, bool offline) {
+  if (sc.kind != plan::SourceChoice::Kind::recipe_tag || r.url().empty()) return;
+  if (r.recipe.driver == recipe::Driver::cmake) return;
+  std::string ref = r.recipe.source.commit.value_or(r.recipe.source.tag);
+  if (source::open_commit_files(layout.git_mirror(r.url()), ref)) return;
+  source::SourceOptions so;
+  so.offline = offline;
+  so.cancelled = [] { return run::interrupt_requested(); };
+  if (auto e = layout.create(); !e) throw Failure(e.error());
+  auto info = source::resolve_ref(r.url(), ref, {layout.git_mirror(r.url()), layout.git_mirror_lock(r.url())}, so);
+  if (!info) throw Failure(info.error());
+}
+
+VenvChoice choose_build_venv(const plan::Resolution& r, const plan::SourceChoice& sc, const ResolveArgs& a,
+                             const store::Layout& layout, const Context& ctx) {
+  VenvChoice out;
+  const recipe::Recipe& rc = r.recipe;
+  if (rc.driver == recipe::Driver::cmake || !r.python) {
+    out.note = "none: the cmake driver runs no Python";
+    return out;
+  }
+  auto files = tree_files(r, sc, layout);
+  if (!files) {
+    out.note = "decided once the tree is fetched (its build requirements are read from it): the key shown "
+               "does not hold the venv's versions yet";
+    return out;
+  }
+  auto c = contract::read_contract(*files);
+  if (!c) {
+    out.note = "the tree's contract cannot be read: " + c.error().message;
+    return out;
+  }
+  stages::VenvRequest req;
+  req.interpreter = r.python->path;
+  req.interpreter_version = r.python->version;
+  req.requirements = c->requirements;
+  req.driver_modules = recipe::python_modules(rc);
+  req.host_tools = r.tools;
+  req.host_tool_versions = r.tool_versions;
+  if (c->cmake_minimum) {
+    req.cmake_min = c->cmake_minimum->min;
+    req.cmake_min_where = c->cmake_minimum->where.str();
+  }
+  req.cmake_max = rc.cmake_max;
+  req.env = pip_environment(r, a);
+  if (!a.index_url.empty()) req.pip_options["index_url"] = a.index_url;
+  if (!a.find_links.empty()) req.pip_options["find_links"] = req.env["PIP_FIND_LINKS"];
+  auto reporter = run::make_reporter(run::ReporterKind::plain, std::cerr);
+  run::ProcessRunner runner;
+  run::InterruptGuard guard;
+  auto v = stages::prepare_build_venv(req, layout, runner, *reporter);
+  if (!v) throw Failure(v.error());
+  if (ctx.verbosity > 0) note(ctx, fmt::format("build venv {} ({})", v->dir.string(), v->reused ? "reused" : "made now"));
+  out.venv = std::move(*v);
+  return out;
+}
+
 
 std::map<std::string, std::string> env_from_args(const ResolveArgs& a) {
   std::map<std::string, std::string> out;

@@ -30,6 +30,8 @@ struct ResolveArgs {
   std::string ref;              // --ref BRANCH|TAG|COMMIT (plan, wheel)
   std::vector<std::string> env; // --env K=V, repeatable (plan, wheel)
   std::vector<std::string> without;  // --without cudnn,nccl (plan, wheel)
+  std::string index_url;        // --index-url URL: PIP_INDEX_URL of the build venv's pip (plan, wheel)
+  std::string find_links;       // --find-links DIR|URL: PIP_FIND_LINKS of the build venv's pip (plan, wheel)
 };
 
 // Adds --sm (required), --recipe, --torch, --cuda, --python, --ptx and --source-url.
@@ -40,13 +42,29 @@ void add_plan_options(CLI::App& cmd, ResolveArgs& args);
 // --env K=V items as a map (throws Failure, exit 2, on an item without '=').
 std::map<std::string, std::string> env_from_args(const ResolveArgs& args);
 
+// The build venv of the plan, made or reused before it (stages/venv.hpp) from the tree's build
+// requirements: read from a local tree, or from the commit in the cache's mirror. None for the
+// cmake driver (no Python runs), or when the commit is not mirrored yet (`note` says so; `wheel`
+// mirrors it first). A requirement still missing after the fallback throws Failure (exit 3).
+struct VenvChoice {
+  std::optional<plan::BuildVenv> venv;
+  std::string note;
+};
+VenvChoice choose_build_venv(const plan::Resolution& r, const plan::SourceChoice& source, const ResolveArgs& args,
+                             const store::Layout& layout, const Context& ctx);
+// The recipe's tag (or pinned commit) fetched into the cache's mirror unless it is there (the
+// plan reads the tree's requirements from it). Nothing for a local tree or --ref (already done).
+void ensure_mirrored(const plan::Resolution& r, const plan::SourceChoice& source, const store::Layout& layout,
+                     bool offline);
 // The libraries on this host (plan/library_probe.hpp) as the build would see them: the caller's
 // allowlisted variables plus --env, the resolution's toolkit, the system folders. The build
-// environment's site-packages are an input (none yet: the build venv adds its own).
+// environment's site-packages are an input (the build venv's: venv_site_packages).
 plan::LibraryFacts gather_libraries(const plan::Resolution& r, const std::map<std::string, std::string>& env_args,
                                     const std::vector<std::filesystem::path>& site_packages = {});
 // Free space where the cache lives and the memory available now, for plan::check_host.
 plan::HostFigures host_figures(const std::filesystem::path& cache_dir);
+// The site-packages folder of the build venv (none without one): where nvidia-* pip packages are.
+std::vector<std::filesystem::path> venv_site_packages(const std::optional<plan::BuildVenv>& venv);
 
 // The source of the plan, decided before it (plan::SourceChoice): a local tree scanned and hashed
 // (--source DIR / source.path), or --ref resolved to a commit through the cache's mirror (fetching

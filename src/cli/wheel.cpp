@@ -127,8 +127,12 @@ void run_wheel(const WheelArgs& args, Context& ctx) {
   if (args.jobs) po.jobs = args.jobs;
   po.env = env_from_args(args.resolve);
   po.source = choose_source(r, args.resolve, layout, args.offline, ctx);
+  // The tree's build requirements decide the build venv, whose versions are in the key: the
+  // commit is mirrored first, the venv made (or reused) before the plan is fixed.
+  ensure_mirrored(r, po.source, layout, args.offline);
+  po.venv = choose_build_venv(r, po.source, args.resolve, layout, ctx).venv;
   po.without = args.resolve.without;
-  po.library_facts = gather_libraries(r, po.env);
+  po.library_facts = gather_libraries(r, po.env, venv_site_packages(po.venv));
   // Before the plan: the key holds the commits of what the build would download.
   po.fetches = resolve_fetches(r, po.source, planned_env(r, po), layout, args.offline, true, ctx).resolved;
   plan::Plan plan = plan::make_plan(r, po).take();

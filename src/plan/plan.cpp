@@ -129,7 +129,9 @@ const std::vector<std::string>& build_env_allowlist() {
       "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO",
       "PIP_*", "UV_*",
       "CUDNN_*", "NCCL_*", "CUSPARSELT_*", "MAGMA_HOME", "MKLROOT", "MKL_*", "BLAS", "OpenBLAS_HOME",
-      "CMAKE_PREFIX_PATH", "LD_LIBRARY_PATH", "LIBRARY_PATH", "CPATH"};
+      "CMAKE_PREFIX_PATH", "LD_LIBRARY_PATH", "LIBRARY_PATH", "CPATH",
+      // Where pip.conf is read from (with HOME and PIP_CONFIG_FILE): pip's own configuration.
+      "XDG_CONFIG_HOME"};
   return names;
 }
 
@@ -179,6 +181,13 @@ json fetches_json(const std::vector<FetchPlan>& fetches, bool for_key) {
 }
 
 }  // namespace
+
+const std::vector<std::string>& binary_shaping_packages() {
+  // numpy: its C ABI is compiled in; cmake, ninja, setuptools, scikit-build-core drive the build
+  // and its flags; torch: what an extension (torchvision) builds against.
+  static const std::vector<std::string> names = {"numpy", "cmake", "ninja", "setuptools", "scikit-build-core", "torch"};
+  return names;
+}
 
 std::string build_key(const json& key_inputs) {
   // nlohmann's objects are sorted maps: dump() is canonical (sorted keys, no whitespace).
@@ -267,6 +276,23 @@ Result<Ok> plan_recipe_libraries(const recipe::Recipe& r, const PlanOptions& opt
 
 }  // namespace
 
+json venv_json(const BuildVenv& v) {
+  return {{"dir", v.dir.string()},
+          {"python", v.python.string()},
+          {"hash", v.hash},
+          {"interpreter", v.interpreter},
+          {"interpreter_version", v.interpreter_version},
+          {"requirements", v.requirements},
+          {"from_host", v.from_host},
+          {"sources", v.sources},
+          {"system_site_packages", v.system_site_packages},
+          {"packages", v.packages},
+          {"cmake", v.cmake.empty() ? json(nullptr) : json(v.cmake.string())},
+          {"cmake_version", v.cmake_version ? json(*v.cmake_version) : json(nullptr)},
+          {"pip_options", v.pip_options},
+          {"reused", v.reused}};
+}
+
 json to_json(const recipe::Recipe& r) {
   json j;
   j["name"] = r.name;
@@ -298,7 +324,8 @@ json to_json(const recipe::Recipe& r) {
                 {"wheel_dir", r.wheel_dir},
                 {"min_gcc", r.min_gcc ? json(r.min_gcc->str()) : json(nullptr)},
                 {"gib_per_job", r.gib_per_job ? json(*r.gib_per_job) : json(nullptr)},
-                {"nvcc_threads", r.nvcc_threads ? json(*r.nvcc_threads) : json(nullptr)}};
+                {"nvcc_threads", r.nvcc_threads ? json(*r.nvcc_threads) : json(nullptr)},
+                {"cmake_max", r.cmake_max ? json(r.cmake_max->str()) : json(nullptr)}};
   j["libraries"] = {{"expected", r.libraries.expected}, {"optional", r.libraries.optional}};
   j["host"] = {{"disk_gib", r.disk_gib}};
   std::vector<std::string> accepts;
@@ -399,6 +426,7 @@ json Plan::to_json() const {
   j["jobs"] = {{"jobs", p.jobs.jobs}, {"cores", p.jobs.cores}, {"mem_available_gib", p.jobs.mem_gib},
                {"gib_per_job", p.jobs.gib_per_job}, {"threads_per_job", p.jobs.threads_per_job}, {"from_option", p.jobs.from_option}, {"rule", p.jobs.rule()}};
   j["libraries"] = plan::to_json(p.libraries);
+  j["build_venv"] = p.venv ? venv_json(*p.venv) : json(nullptr);
   j["key"] = p.key;
   j["key_inputs"] = p.key_inputs;
   return j;
@@ -466,12 +494,22 @@ Result<Plan> make_plan(const Resolution& res, const PlanOptions& options) {
     std::string s = d.string();
     if (!s.empty() && std::find(dirs.begin(), dirs.end(), s) == dirs.end()) dirs.push_back(s);
   };
+  // The build venv's bin/ first: its python, and the cmake every step runs (PyTorch's setup.py
+  // takes the newest `cmake`/`cmake3` on PATH: tools/setup_helpers/cmake.py, commit 5bffd765).
+  if (options.venv) {
+    if (!options.venv->cmake.empty()) add_dir(options.venv->cmake.parent_path());
+    add_dir(options.venv->python.parent_path());
+  }
   add_dir(tk.nvcc.parent_path());
   add_dir(res.python->path.parent_path());
   add_dir(cc.path.parent_path());
   for (const auto& [name, path] : res.tools) add_dir(path.parent_path());
   for (const char* sys : {"/usr/local/bin", "/usr/bin", "/bin"}) add_dir(sys);
   unkeyed("PATH", text::join(dirs, ":"), "paths; the key holds the versions of what they lead to");
+  if (options.venv) {
+    p.venv = options.venv;
+    unkeyed("VIRTUAL_ENV", options.venv->dir.string(), "a path; the key holds the venv's interpreter and package versions");
+  }
   p.passthrough = build_env_allowlist();
   for (const auto& [k, v] : options.env) {
     bool valid = !k.empty() && !std::isdigit(static_cast<unsigned char>(k[0])) &&
@@ -499,8 +537,9 @@ Result<Plan> make_plan(const Resolution& res, const PlanOptions& options) {
   }
 
   // Steps per driver era (pytorch-build.md "Entry points, by era").
-  const fs::path py = res.python->path;
+  const fs::path py = options.venv ? options.venv->python : res.python->path;
   auto tool = [&](const std::string& t) -> fs::path {
+    if (t == "cmake" && options.venv && !options.venv->cmake.empty()) return options.venv->cmake;
     auto it = res.tools.find(t);
     return it == res.tools.end() ? fs::path(t) : it->second;
   };
@@ -570,6 +609,17 @@ Result<Plan> make_plan(const Resolution& res, const PlanOptions& options) {
   if (!p.libraries.empty()) k["libraries"] = key_json(p.libraries);
   // Only where a fetch is active, so the keys of recipes without any stay what they were.
   if (auto f = fetches_json(p.fetches, true); !f.empty()) k["fetches"] = f;
+  // The build venv: the exact interpreter and the versions of what shapes the binary (not the
+  // path, not where pip found them: --index-url/--find-links only locate the same packages).
+  if (p.venv) {
+    json shaping = json::object();
+    for (const auto& name : binary_shaping_packages())
+      if (auto it = p.venv->packages.find(name); it != p.venv->packages.end()) shaping[name] = it->second;
+    k["build_venv"] = {{"interpreter_version", p.venv->interpreter_version},
+                       {"system_site_packages", p.venv->system_site_packages},
+                       {"packages", shaping},
+                       {"cmake", p.venv->cmake_version ? json(*p.venv->cmake_version) : json(nullptr)}};
+  }
   p.key_inputs = k;
   p.key = build_key(k);
   return Plan(std::move(d));

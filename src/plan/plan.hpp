@@ -104,6 +104,33 @@ struct ResolvedFetch {
 // --env): pin files expanded, the disabled ones marked. No I/O.
 std::vector<FetchPlan> fetch_plans(const Resolution& resolution, const std::map<std::string, std::string>& env);
 
+// The build venv, made (or reused) before planning from the chosen interpreter and the tree's
+// build requirements (stages/venv.hpp): the steps run its python, its bin/ is first on PATH,
+// and the versions of what shapes the binary are in the key. Its path is not keyed.
+struct BuildVenv {
+  std::filesystem::path dir;      // venvs/<hash> in the cache
+  std::filesystem::path python;   // dir/bin/python
+  std::string hash;               // interpreter realpath + exact version + requirement set
+  std::string interpreter;        // the base interpreter's realpath
+  std::string interpreter_version;  // exact ("3.11.2")
+  std::vector<std::string> requirements;  // what pip was asked for (PEP 508, as the tree wrote them)
+  // Requirements a program of the host satisfies instead ("cmake>=3.18: /usr/bin/cmake 3.25.1").
+  std::vector<std::string> from_host;
+  // Where packages came from: "index https://…", "find-links DIR", "system-site-packages of …".
+  std::vector<std::string> sources;
+  bool system_site_packages = false;
+  std::map<std::string, std::string> packages;  // every distribution it sees: name → exact version
+  // The one cmake of every step: the venv's (the pip package) when the host's is outside what
+  // the tree and recipe accept; empty: the host's (the resolution's tool).
+  std::filesystem::path cmake;
+  std::optional<std::string> cmake_version;  // of the cmake every step runs
+  std::map<std::string, std::string> pip_options;  // --index-url / --find-links as given (manifest only)
+  bool reused = false;  // found complete in the cache (not made now)
+};
+
+// The packages of the build venv that shape the binary (numpy's ABI, the build tools): in the key.
+const std::vector<std::string>& binary_shaping_packages();
+
 struct PlanData {
   Resolution resolution;   // recipe, toolchain, toolkit, compiler, python, archs, rules
   std::string url;         // --source-url or the recipe's (empty for a local tree)
@@ -138,6 +165,7 @@ struct PlanData {
   // The optional libraries: where each comes from, or why it is off (plan/libraries.hpp). Their
   // USE_* switches are in `env` (keyed), where they were found too (not keyed).
   LibraryPlan libraries;
+  std::optional<BuildVenv> venv;    // none: the cmake driver, or the tree's requirements are not known yet
   nlohmann::json key_inputs;        // exactly what the key hashes
   std::string key;                  // 64 hex digits
 };
@@ -180,6 +208,7 @@ struct PlanOptions {
   // The fetches' pins, resolved by the caller through source/ (by name). An active fetch left out
   // is planned unresolved (its commit null in the key): `plan` before the tree is mirrored.
   std::map<std::string, ResolvedFetch> fetches;
+  std::optional<BuildVenv> venv;             // made before planning (stages::prepare_build_venv)
 };
 
 // Needs a resolution without refusal or missing tool (else its error comes back).
@@ -197,6 +226,7 @@ std::string source_version(const recipe::Recipe& r, const SourceChoice& s, const
                            const std::vector<arch::Arch>& archs);
 
 nlohmann::json to_json(const Resolution& r);
+nlohmann::json venv_json(const BuildVenv& v);
 nlohmann::json to_json(const recipe::Recipe& r);
 
 }  // namespace archbuild::plan

@@ -361,6 +361,13 @@ class RecipeReader {
         return rd.error_at("nvcc_threads", "build.nvcc_threads must be 1 to 256 (threads per nvcc job)");
       r.nvcc_threads = static_cast<unsigned>(*v);
     }
+    if (t.contains("cmake_max")) {
+      auto s = rd.string("cmake_max");
+      if (rd.failure()) return rd.failure();
+      auto v = parse_version(*s, 0);
+      if (!v) return rd.error_at("cmake_max", fmt::format("build.cmake_max \"{}\" is not a version; expected e.g. 3.31", *s));
+      r.cmake_max = *v;
+    }
     if (const toml::table* env = rd.table("env")) {
       for (const auto& [k, node] : *env) {
         std::string name(k.str());

@@ -116,6 +116,9 @@ struct Recipe {
   // Threads each nvcc job runs (`nvcc --threads`, read from NVCC_THREADS by flash-attn); unset:
   // the project does not read it.
   std::optional<unsigned> nvcc_threads;
+  // The newest cmake a tag builds with ([build] cmake_max = "3.31": 3.31.x allowed, 4.0 not),
+  // for tags that break with CMake 4; a newer host cmake gives way to the build venv's.
+  std::optional<Version> cmake_max;
   ArchSyntax arch;
   std::vector<Fetch> fetches;      // [[fetch]]: what the build would download (none: nothing)
   // The official wheels' TORCH_CUDA_ARCH_LIST by CUDA X.Y (cuda-arch.md §6), for comparisons.

@@ -78,6 +78,11 @@ contract::Expectation contract_expectation(const plan::Plan& plan) {
   if (auto v = contract::release_part(plan->version.substr(0, plan->version.find('+')))) e.version = *v;
   if (auto v = res.tool_versions.find("cmake"); v != res.tool_versions.end()) e.cmake = v->second;
   if (auto p = res.tools.find("cmake"); p != res.tools.end()) e.cmake_path = p->second.string();
+  // The build venv's cmake, where the plan chose it over the host's.
+  if (plan->venv && !plan->venv->cmake.empty()) {
+    e.cmake_path = plan->venv->cmake.string();
+    e.cmake = plan->venv->cmake_version ? Version::parse(*plan->venv->cmake_version) : std::nullopt;
+  }
   return e;
 }
 
@@ -735,6 +740,8 @@ class Pipeline {
     m["portability"] = doc->value("/stages/package/portability"_json_pointer, json());
     // What the tree's build would have downloaded, and the commits archbuild placed instead.
     m["fetches"] = doc->value("/stages/fetch/fetches"_json_pointer, json::array());
+    // The build venv: its exact packages (all it sees), where they came from, the one cmake.
+    m["build_venv"] = plan_->venv ? plan::venv_json(*plan_->venv) : json(nullptr);
     m["environment"] = env_.empty() ? json(plan_.environment()) : json(env_);
     m["environment_note"] = "exactly what the build steps got (pass-through and compiler-cache variables included)";
     // The libraries (where each came from, or why it is off: --without is never silent), what the

@@ -90,9 +90,16 @@ std::filesystem::path Layout::log(std::string_view key, std::string_view stage) 
   return log_dir(key) / (checked(stage, "stage name") + ".log");
 }
 
+std::filesystem::path Layout::venv(std::string_view hash) const { return venvs_dir() / std::string(hash); }
+std::filesystem::path Layout::venv_work_dir(std::string_view hash, long pid) const {
+  return venvs_dir() / fmt::format("{}.d-{}", hash, pid);
+}
+std::filesystem::path Layout::venv_lock(std::string_view hash) const { return venvs_dir() / (std::string(hash) + ".lock"); }
+std::filesystem::path Layout::venv_log(std::string_view hash) const { return venvs_dir() / (std::string(hash) + ".log"); }
+
 Result<Ok> Layout::create() const {
   for (const auto& dir : {root_, git_dir(), sources_dir(), builds_dir(), wheels_dir(), keys_dir(), logs_dir(),
-                          ccache_dir()}) {
+                          ccache_dir(), venvs_dir()}) {
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (ec)

@@ -9,6 +9,8 @@
 //   logs/<key>/<stage>.log
 //   ccache/                   compiler cache (unless the user points elsewhere)
 //   probes/<hash>.json        cached answers of tool probes (resolution on a repeat starts nothing)
+//   venvs/<hash>              build venvs (a link to venvs/<hash>.d-<pid>, made when complete),
+//                             keyed by interpreter + requirement set; venvs/<hash>.lock, .log
 #pragma once
 
 #include <filesystem>
@@ -61,6 +63,15 @@ class Layout {
   // A second, throw-away cache for `wheel --check-reproducible` (the same plan built elsewhere).
   std::filesystem::path reproducibility_check_dir() const { return root_ / "repro-check"; }
   std::filesystem::path probe(std::string_view hash) const { return root_ / "probes" / (std::string(hash) + ".json"); }
+  // venvs/<hash>: a build venv, shared by every build key with the same interpreter and
+  // requirement set. It is a symbolic link to the directory it was made in (venvs/<hash>.d-<pid>),
+  // created only once that directory is complete: pip's console scripts name their interpreter by
+  // absolute path, so the directory cannot be renamed after pip ran, but the link can appear atomically.
+  std::filesystem::path venvs_dir() const { return root_ / "venvs"; }
+  std::filesystem::path venv(std::string_view hash) const;            // venvs/<hash>
+  std::filesystem::path venv_work_dir(std::string_view hash, long pid) const;  // venvs/<hash>.d-<pid>
+  std::filesystem::path venv_lock(std::string_view hash) const;       // venvs/<hash>.lock
+  std::filesystem::path venv_log(std::string_view hash) const;        // venvs/<hash>.log
 
   // Creates the root and its areas (idempotent).
   Result<Ok> create() const;

@@ -124,12 +124,19 @@ TEST_CASE("wheel: kill -9 during the build, then a rerun completes, --out never 
     return;
   }
   Workspace w;
-  std::string key = w.key("90");
-  fs::path build_log = w.dir / "cache" / "logs" / key / "build.log";
+  // The key's build log, once there is one: the key holds the build venv's versions, known only
+  // once the commit is mirrored and the venv made (a `plan` before the first fetch cannot say it).
+  auto find_build_log = [&]() -> fs::path {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(w.dir / "cache" / "logs", ec))
+      if (fs::exists(e.path() / "build.log", ec)) return e.path() / "build.log";
+    return {};
+  };
+  fs::path build_log;
   {
     t::Background bg(ARCHBUILD_EXE, w.wheel_args("90"));
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-    while (!fs::exists(build_log) && bg.running() && std::chrono::steady_clock::now() < deadline)
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(240);
+    while ((build_log = find_build_log()).empty() && bg.running() && std::chrono::steady_clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     REQUIRE(fs::exists(build_log));
     bg.kill(SIGKILL);

@@ -91,7 +91,7 @@ TEST_CASE("Layout: every path of the cache layout", "[store]") {
   TempDir tmp;
   Layout real(tmp / "cache");
   REQUIRE(real.create());
-  CHECK(names_in(tmp / "cache") == std::vector<std::string>{"build", "ccache", "git", "keys", "logs", "src", "wheels"});
+  CHECK(names_in(tmp / "cache") == std::vector<std::string>{"build", "ccache", "git", "keys", "logs", "src", "venvs", "wheels"});
 }
 
 TEST_CASE("AtomicFile: readers see the old file or the new one, no temp left", "[store]") {

@@ -1,5 +1,7 @@
 #include "support/process.hpp"
 
+#include <algorithm>
+
 #include <condition_variable>
 #include <future>
 #include <mutex>
@@ -58,7 +60,13 @@ Ran run(const std::string& program, const std::vector<std::string>& args, const 
 }
 
 Ran archbuild(const std::vector<std::string>& args, const RunOptions& opts) {
-  return run(ARCHBUILD_EXE, args, opts);
+  // Tests never reach a package index: the build venv's pip looks at wheelhouses only (and
+  // fails at once where pip would retry an unreachable index), unless a test says otherwise.
+  RunOptions o = opts;
+  bool said = o.env.count("PIP_NO_INDEX") ||
+              std::find(o.unset_env.begin(), o.unset_env.end(), "PIP_NO_INDEX") != o.unset_env.end();
+  if (!said) o.env["PIP_NO_INDEX"] = "1";
+  return run(ARCHBUILD_EXE, args, o);
 }
 
 std::string which(const std::string& tool) {
@@ -87,6 +95,10 @@ Background::Background(const std::string& program, const std::vector<std::string
   bp::environment env = boost::this_process::environment();
   for (const auto& name : opts.unset_env) env.erase(name);
   for (const auto& [k, v] : opts.env) env[k] = v;
+  // As archbuild(): no package index for the build venv's pip unless the test says so.
+  if (program == ARCHBUILD_EXE && !opts.env.count("PIP_NO_INDEX") &&
+      std::find(opts.unset_env.begin(), opts.unset_env.end(), "PIP_NO_INDEX") == opts.unset_env.end())
+    env["PIP_NO_INDEX"] = "1";
   impl_->child = bp::child(bp::exe = program, bp::args = args, bp::env = env,
                            bp::start_dir = opts.cwd ? opts.cwd->string() : std::filesystem::current_path().string(),
                            bp::std_out > (impl_->dir / "out").string(), bp::std_err > (impl_->dir / "err").string(),

@@ -1,0 +1,465 @@
+#include "stages/venv.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/sha256.hpp"
+#include "core/text.hpp"
+#include "run/interrupt.hpp"
+#include "store/atomic_file.hpp"
+#include "store/lock.hpp"
+
+namespace archbuild::stages {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+const char* const kMarker = "archbuild-venv.json";
+const char* const kProbeTag = "ARCHBUILD-VENV-PROBE ";
+
+// Run inside the venv: every distribution it sees (system-site-packages included) and, for each
+// requirement, whether it applies here (markers) and is satisfied. packaging comes with pip; a
+// venv without pip (made --without-pip, pip run from outside) answers by name only.
+const char* const kProbe = R"PY(
+import json, re, sys, platform
+import importlib.metadata as md
+def canon(n): return re.sub(r"[-_.]+", "-", n).lower()
+Req = None
+for mod in ("packaging.requirements", "pip._vendor.packaging.requirements"):
+    try:
+        Req = __import__(mod, fromlist=["Requirement"]).Requirement
+        break
+    except Exception:
+        pass
+dists = {}
+for d in md.distributions():
+    name = d.metadata["Name"]
+    if name and canon(name) not in dists:
+        dists[canon(name)] = d.version
+out = {"python": platform.python_version(), "packages": dists, "requirements": []}
+for text in json.loads(sys.argv[1]):
+    e = {"requirement": text}
+    if Req is not None:
+        r = Req(text)
+        e["name"] = canon(r.name)
+        e["applies"] = r.marker is None or r.marker.evaluate()
+        got = dists.get(e["name"])
+        e["installed"] = got
+        e["ok"] = (not e["applies"]) or (got is not None and (not r.specifier or r.specifier.contains(got, prereleases=True)))
+    else:
+        e["name"] = canon(re.split(r"[ \[<>=!~;@]", text, 1)[0])
+        e["applies"] = True
+        e["installed"] = dists.get(e["name"])
+        e["ok"] = e["installed"] is not None
+    out["requirements"].append(e)
+print("ARCHBUILD-VENV-PROBE " + json.dumps(out, sort_keys=True))
+)PY";
+
+std::string requirement_text(const contract::Requirement& r) {
+  std::string s = r.name;
+  if (!r.extras.empty()) s += "[" + r.extras + "]";
+  if (!r.specifier.empty()) s += (r.specifier[0] == '@' ? " " : "") + r.specifier;
+  if (!r.marker.empty()) s += "; " + r.marker;
+  return s;
+}
+
+// The cmake the recipe and the tree accept: >= the tree's minimum, <= the recipe's maximum
+// (compared on as many parts as the maximum has: 3.31 allows 3.31.9).
+std::optional<std::string> cmake_refusal(const VenvRequest& req, const Version& v) {
+  if (req.cmake_min && v < *req.cmake_min)
+    return fmt::format("the tree needs cmake >= {} ({}), the host's is {}", req.cmake_min->str(), req.cmake_min_where,
+                       v.str());
+  if (req.cmake_max && v.prefix(req.cmake_max->size()) > *req.cmake_max)
+    return fmt::format("the recipe allows cmake <= {} ([build] cmake_max), the host's is {}", req.cmake_max->str(),
+                       v.str());
+  return std::nullopt;
+}
+
+// "cmake>=3.27,<3.32" for what the recipe and the tree accept.
+std::string cmake_requirement(const VenvRequest& req) {
+  std::vector<std::string> parts;
+  if (req.cmake_min) parts.push_back(">=" + req.cmake_min->str());
+  if (req.cmake_max) {
+    Version next = *req.cmake_max;
+    ++next.parts.back();
+    parts.push_back("<" + next.str());
+  }
+  return "cmake" + text::join(parts, ",");
+}
+
+struct Probe {
+  std::string python;
+  std::map<std::string, std::string> packages;
+  json requirements = json::array();
+};
+
+class Maker {
+ public:
+  Maker(const VenvRequest& req, const store::Layout& layout, run::Runner& runner, run::Reporter& reporter)
+      : req_(req), layout_(layout), runner_(runner), reporter_(reporter) {}
+
+  Result<plan::BuildVenv> run() {
+    PipRequirements reqs = pip_requirements(req_);
+    std::error_code ec;
+    plan::BuildVenv v;
+    v.interpreter = fs::canonical(req_.interpreter, ec).string();
+    if (ec) return Error::missing_tool(fmt::format("{}: {}", req_.interpreter.string(), ec.message()));
+    v.interpreter_version = req_.interpreter_version.str();
+    v.requirements = reqs.pip;
+    v.from_host = reqs.from_host;
+    v.pip_options = req_.pip_options;
+    v.hash = sha256_hex(fmt::format("archbuild build venv v1\n{}\n{}\n{}", v.interpreter, v.interpreter_version,
+                                    text::join(reqs.pip, "\n")))
+                 .substr(0, 24);
+    v.dir = layout_.venv(v.hash);
+    v.python = v.dir / "bin" / "python";
+    log_ = layout_.venv_log(v.hash);
+    if (auto e = layout_.create(); !e) return e.error();
+
+    if (auto r = reuse(v)) return finish(std::move(*r), reqs);
+    auto lock = store::FileLock::acquire(
+        layout_.venv_lock(v.hash),
+        [&](const std::string& holder) {
+          reporter_.message(run::Level::info, fmt::format("waiting for another archbuild ({}) making the build venv {}",
+                                                          holder.empty() ? "pid unknown" : holder, v.dir.string()));
+        },
+        [] { return run::interrupt_requested(); });
+    if (!lock) return lock.error();
+    if (auto r = reuse(v)) return finish(std::move(*r), reqs);
+    auto made = make(v, reqs);
+    if (!made) return made.error();
+    return finish(std::move(*made), reqs);
+  }
+
+ private:
+  // A complete venv (its link and marker exist) is reused as it is; one over the system's
+  // packages is probed again, since those may have changed under it.
+  std::optional<plan::BuildVenv> reuse(const plan::BuildVenv& want) {
+    std::error_code ec;
+    fs::path marker = want.dir / kMarker;
+    if (!fs::is_symlink(want.dir, ec) || !fs::is_regular_file(marker, ec)) return std::nullopt;
+    std::ifstream in(marker);
+    json doc = json::parse(in, nullptr, false);
+    if (!doc.is_object()) return std::nullopt;
+    plan::BuildVenv v = want;
+    v.reused = true;
+    v.system_site_packages = doc.value("system_site_packages", false);
+    v.sources = doc.value("sources", std::vector<std::string>{});
+    v.packages = doc.value("packages", std::map<std::string, std::string>{});
+    if (v.system_site_packages) {
+      append_ = true;  // keep the log of its making
+      auto p = probe(v.python, v.requirements);
+      if (!p) return std::nullopt;
+      v.packages = p->packages;
+    }
+    reporter_.message(run::Level::info, fmt::format("build venv {} reused", v.dir.string()));
+    return v;
+  }
+
+  Result<plan::BuildVenv> finish(plan::BuildVenv v, const PipRequirements& reqs) {
+    // One cmake for every step: the host's when the tree and recipe accept it, else the venv's.
+    if (reqs.cmake_problem) {
+      fs::path venv_cmake = v.dir / "bin" / "cmake";
+      std::error_code ec;
+      auto pkg = v.packages.find("cmake");
+      if (!fs::exists(venv_cmake, ec) || pkg == v.packages.end())
+        return Error::missing_tool(fmt::format("cmake: {}, and the build venv {} has no cmake; {}", *reqs.cmake_problem,
+                                               v.dir.string(), provider_hint("cmake", req_.interpreter)));
+      v.cmake = venv_cmake;
+      v.cmake_version = pkg->second;
+    } else if (auto it = req_.host_tool_versions.find("cmake"); it != req_.host_tool_versions.end()) {
+      v.cmake_version = it->second.str();
+    }
+    return v;
+  }
+
+  Result<plan::BuildVenv> make(plan::BuildVenv v, const PipRequirements& reqs) {
+    std::error_code ec;
+    // Left by a killed creation: never reused (no link points at it), removed under the lock.
+    std::string stale = v.hash + ".d-";
+    for (const auto& e : fs::directory_iterator(layout_.venvs_dir(), ec))
+      if (e.path().filename().string().rfind(stale, 0) == 0) fs::remove_all(e.path(), ec);
+    fs::remove(v.dir, ec);  // a link without its marker
+    fs::path work = layout_.venv_work_dir(v.hash, static_cast<long>(::getpid()));
+    reporter_.message(run::Level::info, fmt::format("making the build venv {} from {} ({} requirements; log {})",
+                                                    v.dir.string(), v.interpreter, reqs.pip.size(), log_.string()));
+    append_ = false;
+    v.sources = package_sources();
+    auto first = create_and_install(work, false, reqs.pip);
+    if (!first) return first.error();
+    if (!*first) {
+      // The index could not serve everything: the interpreter's own packages, and pip again
+      // for what they lack (a wheelhouse may still hold it).
+      reporter_.message(run::Level::warning,
+                        fmt::format("pip could not install the build requirements into an isolated venv (log {}); "
+                                    "trying again over {}'s own packages (--system-site-packages)",
+                                    log_.string(), v.interpreter));
+      fs::remove_all(work, ec);
+      v.system_site_packages = true;
+      v.sources.push_back("system-site-packages of " + v.interpreter);
+      auto second = create_and_install(work, true, reqs.pip);
+      if (!second) return second.error();
+      auto p = probe(work / "bin" / "python", reqs.pip);
+      if (!p) {
+        fs::remove_all(work, ec);
+        return p.error();
+      }
+      std::vector<std::string> missing;
+      for (const auto& r : p->requirements)
+        if (!r.value("ok", false)) {
+          std::string name = r.value("name", std::string());
+          std::string installed = r["installed"].is_string() ? " (has " + r["installed"].get<std::string>() + ")" : "";
+          missing.push_back(fmt::format("{}{}: {}", r.value("requirement", name), installed,
+                                        provider_hint(name, req_.interpreter)));
+        }
+      if (!missing.empty() || !*second) {
+        fs::remove_all(work, ec);
+        if (missing.empty()) missing.push_back("pip failed although every requirement is present");
+        return Error::missing_tool(fmt::format("the build venv lacks what the tree's build needs: {} (pip could not "
+                                               "install it; log {})",
+                                               text::join(missing, "; "), log_.string()));
+      }
+      v.packages = p->packages;
+    } else {
+      auto p = probe(work / "bin" / "python", reqs.pip);
+      if (!p) {
+        fs::remove_all(work, ec);
+        return p.error();
+      }
+      v.packages = p->packages;
+    }
+    json marker = {{"interpreter", v.interpreter},
+                   {"interpreter_version", v.interpreter_version},
+                   {"requirements", v.requirements},
+                   {"system_site_packages", v.system_site_packages},
+                   {"sources", v.sources},
+                   {"packages", v.packages}};
+    if (auto w = store::write_file_atomic(work / kMarker, marker.dump(2)); !w) return w.error();
+    // Published by an atomic rename of a new link over the name.
+    fs::path tmp_link = layout_.venvs_dir() / fmt::format(".{}.link-{}", v.hash, ::getpid());
+    fs::remove(tmp_link, ec);
+    fs::create_directory_symlink(work.filename(), tmp_link, ec);
+    if (!ec) fs::rename(tmp_link, v.dir, ec);
+    if (ec) return Error::bad_input(fmt::format("cannot publish the build venv {}: {}", v.dir.string(), ec.message()));
+    return v;
+  }
+
+  // Where pip looks, as its own configuration says (shown by `plan`, kept in the manifest).
+  std::vector<std::string> package_sources() const {
+    auto get = [&](const char* n) -> std::string {
+      auto it = req_.env.find(n);
+      return it == req_.env.end() ? "" : it->second;
+    };
+    std::vector<std::string> s;
+    std::string no_index = get("PIP_NO_INDEX");
+    if (no_index.empty() || no_index == "0" || no_index == "false" || no_index == "no" || no_index == "off")
+      s.push_back("index " + (get("PIP_INDEX_URL").empty() ? std::string("(pip's configured or default)") : get("PIP_INDEX_URL")));
+    if (!get("PIP_EXTRA_INDEX_URL").empty()) s.push_back("extra index " + get("PIP_EXTRA_INDEX_URL"));
+    if (!get("PIP_FIND_LINKS").empty()) s.push_back("find-links " + get("PIP_FIND_LINKS"));
+    if (!get("PIP_CONFIG_FILE").empty()) s.push_back("pip config " + get("PIP_CONFIG_FILE"));
+    return s;
+  }
+
+  run::CommandResult exec(std::vector<std::string> argv, const run::LineCallback& on_line = {}) {
+    run::Command cmd;
+    cmd.argv = std::move(argv);
+    cmd.env = req_.env;
+    cmd.log = log_;
+    cmd.append_log = append_;
+    append_ = true;
+    return runner_.run(cmd, on_line);
+  }
+
+  // python -m venv, then pip install. false: pip failed (the caller falls back); error: no venv.
+  Result<bool> create_and_install(const fs::path& work, bool system_site, const std::vector<std::string>& reqs) {
+    // pip of the interpreter installs into the venv (--python, pip >= 22.3): no ensurepip copy
+    // per venv. An interpreter without pip gets a venv with its own.
+    if (!has_pip_) has_pip_ = exec({req_.interpreter.string(), "-c", "import pip"}).ok();
+    std::vector<std::string> venv = {req_.interpreter.string(), "-m", "venv"};
+    if (*has_pip_) venv.push_back("--without-pip");
+    if (system_site) venv.push_back("--system-site-packages");
+    venv.push_back(work.string());
+    auto r = exec(venv);
+    if (r.interrupted) return Error::build_failed("interrupted while making the build venv");
+    if (!r.ok()) {
+      auto lines = run::tail(log_, 5);
+      return Error::missing_tool(fmt::format("{} -m venv failed ({}): {}; on Debian/Ubuntu install python3-venv "
+                                             "(log {})", req_.interpreter.string(), r.describe(),
+                                             lines.empty() ? "" : lines.back(), log_.string()));
+    }
+    if (reqs.empty()) return true;
+    std::vector<std::string> pip = *has_pip_
+                                       ? std::vector<std::string>{req_.interpreter.string(), "-m", "pip", "--python",
+                                                                  (work / "bin" / "python").string()}
+                                       : std::vector<std::string>{(work / "bin" / "python").string(), "-m", "pip"};
+    pip.push_back("install");
+    pip.insert(pip.end(), reqs.begin(), reqs.end());
+    auto p = exec(pip);
+    if (p.interrupted) return Error::build_failed("interrupted while installing the build requirements");
+    return p.ok();
+  }
+
+  Result<Probe> probe(const fs::path& python, const std::vector<std::string>& reqs) {
+    std::string line;
+    auto r = exec({python.string(), "-c", kProbe, json(reqs).dump()}, [&](std::string_view l) {
+      if (l.rfind(kProbeTag, 0) == 0) line = std::string(l.substr(std::string_view(kProbeTag).size()));
+    });
+    if (!r.ok() || line.empty())
+      return Error::missing_tool(fmt::format("cannot read the packages of the build venv ({}; log {})", r.describe(),
+                                             log_.string()));
+    json doc = json::parse(line, nullptr, false);
+    if (!doc.is_object()) return Error::missing_tool("the build venv's probe printed no JSON; log " + log_.string());
+    Probe p;
+    p.python = doc.value("python", "");
+    p.packages = doc.value("packages", std::map<std::string, std::string>{});
+    p.requirements = doc.value("requirements", json::array());
+    return p;
+  }
+
+  const VenvRequest& req_;
+  const store::Layout& layout_;
+  run::Runner& runner_;
+  run::Reporter& reporter_;
+  fs::path log_;
+  bool append_ = false;
+  std::optional<bool> has_pip_;
+};
+
+}  // namespace
+
+std::string canonical_name(const std::string& name) {
+  std::string out;
+  for (char c : name) {
+    if (c == '-' || c == '_' || c == '.') {
+      if (out.empty() || out.back() != '-') out += '-';
+    } else {
+      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+  }
+  return out;
+}
+
+bool specifier_allows(const std::string& specifier, const Version& v) {
+  for (auto clause : text::split_any(specifier, ",")) {
+    clause = text::trim(clause);
+    if (clause.empty()) continue;
+    std::size_t op_len = 0;
+    while (op_len < clause.size() && std::string("<>=!~").find(clause[op_len]) != std::string::npos) ++op_len;
+    std::string op = clause.substr(0, op_len);
+    std::string ver = text::trim(clause.substr(op_len));
+    bool wildcard = ver.size() > 2 && ver.ends_with(".*");
+    if (wildcard) ver.resize(ver.size() - 2);
+    auto w = Version::parse(ver);
+    if (!w) return false;
+    if (wildcard) {
+      bool match = v.starts_with(*w);
+      if ((op == "==" && !match) || (op == "!=" && match)) return false;
+      if (op != "==" && op != "!=") return false;
+      continue;
+    }
+    // Compare on the parts given: 3.25.1 == 3.25 is false in PEP 440, but 3.25 pads with zeros.
+    Version padded = *w;
+    while (padded.size() < v.size()) padded.parts.push_back(0);
+    if (op == ">=" && !(v >= padded)) return false;
+    if (op == ">" && !(v > padded)) return false;
+    if (op == "<=" && !(v <= padded)) return false;
+    if (op == "<" && !(v < padded)) return false;
+    if ((op == "==" || op == "===") && !(v == padded)) return false;
+    if (op == "!=" && v == padded) return false;
+    if (op == "~=") {
+      if (w->size() < 2 || !(v >= padded) || !v.starts_with(w->prefix(w->size() - 1))) return false;
+    }
+    if (op.empty() || (op != ">=" && op != ">" && op != "<=" && op != "<" && op != "==" && op != "===" &&
+                       op != "!=" && op != "~="))
+      return false;
+  }
+  return true;
+}
+
+std::string provider_hint(const std::string& name, const fs::path& interpreter) {
+  std::string n = canonical_name(name);
+  std::string pip = "--find-links a wheelhouse that has it, or --index-url a mirror";
+  bool debian = interpreter.string().rfind("/usr/bin/", 0) == 0;
+  if (n == "cmake") return "the pip package cmake (" + pip + "), or a newer cmake on PATH";
+  if (n == "ninja") return "the pip package ninja (" + pip + "), or ninja-build on PATH";
+  if (debian && n != "scikit-build-core") return fmt::format("Debian package python3-{}, or {}", n, pip);
+  return pip;
+}
+
+PipRequirements pip_requirements(const VenvRequest& req) {
+  PipRequirements out;
+  std::set<std::string> pip, names;
+  auto host_satisfies = [&](const std::string& name, const std::string& spec) -> std::optional<std::string> {
+    auto path = req.host_tools.find(name);
+    if (path == req.host_tools.end()) return std::nullopt;
+    auto ver = req.host_tool_versions.find(name);
+    if (ver == req.host_tool_versions.end()) {
+      if (!spec.empty()) return std::nullopt;  // a version asked for and none known
+      return path->second.string();
+    }
+    if (name == "cmake" && cmake_refusal(req, ver->second)) return std::nullopt;
+    if (!spec.empty() && !specifier_allows(spec, ver->second)) return std::nullopt;
+    return fmt::format("{} {}", path->second.string(), ver->second.str());
+  };
+  for (const auto& r : req.requirements) {
+    // requirements.txt is the tree's runtime and test set (PyTorch's includes hypothesis,
+    // lintrunner …): only [build-system].requires and requirements-build.txt build it.
+    if (r.where.file == "requirements.txt") continue;
+    std::string n = canonical_name(r.name);
+    std::string text = requirement_text(r);
+    if ((n == "cmake" || n == "ninja") && r.marker.empty() && r.extras.empty() && r.specifier.rfind("@", 0) != 0) {
+      if (auto host = host_satisfies(n, r.specifier)) {
+        out.from_host.push_back(fmt::format("{}: {}", text, *host));
+        names.insert(n);
+        continue;
+      }
+      // pip's cmake within the recipe's bounds too (the tree's minimum is in its own specifier
+      // or in cmake_minimum_required, both checked).
+      if (n == "cmake") {
+        std::string bounds = cmake_requirement(req).substr(5);
+        if (!bounds.empty()) text += (r.specifier.empty() ? "" : ",") + bounds;
+      }
+    }
+    pip.insert(text);
+    names.insert(n);
+  }
+  for (const auto& m : req.driver_modules) {
+    std::string n = canonical_name(m);
+    if (n == "pip" || n == "venv" || names.count(n)) continue;
+    pip.insert(n);
+    names.insert(n);
+  }
+  // The host's cmake outside what the tree and recipe accept: the pip package instead.
+  if (auto v = req.host_tool_versions.find("cmake"); v != req.host_tool_versions.end()) {
+    if (auto why = cmake_refusal(req, v->second)) {
+      out.cmake_problem = *why;
+      bool asked = std::any_of(pip.begin(), pip.end(), [](const std::string& s) {
+        return canonical_name(s.substr(0, s.find_first_of(" [<>=!~;@"))) == "cmake";
+      });
+      if (!asked) pip.insert(cmake_requirement(req));
+    }
+  } else if (req.cmake_min && req.host_tools.count("cmake") == 0) {
+    out.cmake_problem = "no cmake on PATH";
+    pip.insert(cmake_requirement(req));
+  }
+  out.pip.assign(pip.begin(), pip.end());
+  return out;
+}
+
+Result<plan::BuildVenv> prepare_build_venv(const VenvRequest& req, const store::Layout& layout, run::Runner& runner,
+                                           run::Reporter& reporter) {
+  Maker m(req, layout, runner, reporter);
+  return m.run();
+}
+
+}  // namespace archbuild::stages

@@ -1,0 +1,70 @@
+// The build venv (DESIGN.md "environment"): made from the chosen interpreter with `python -m venv`,
+// the tree's build requirements installed by pip with the caller's own pip configuration
+// (PIP_INDEX_URL, PIP_FIND_LINKS, pip.conf …). Made before planning, because the versions pip
+// installs shape the binary and so belong in the build key; the plan then only reads the result.
+//
+// Where it lives is store/'s (venvs/<hash>, hash = interpreter realpath + exact version + the
+// requirement set), so every build key with the same interpreter and requirements shares it.
+// It is made in venvs/<hash>.d-<pid> under venvs/<hash>.lock and published by an atomic link
+// venvs/<hash> only when complete: a killed creation leaves a directory no one reuses (the next
+// creator removes it). When pip cannot install from the index, a venv with
+// --system-site-packages over the interpreter's own packages is the fallback; what is still
+// missing is named with what provides it (exit 3), before anything is configured.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "contract/contract.hpp"
+#include "core/error.hpp"
+#include "core/version.hpp"
+#include "plan/plan.hpp"
+#include "run/reporter.hpp"
+#include "run/runner.hpp"
+#include "store/layout.hpp"
+
+namespace archbuild::stages {
+
+struct VenvRequest {
+  std::filesystem::path interpreter;  // the resolution's python
+  Version interpreter_version;        // exact (3.11.2)
+  std::vector<contract::Requirement> requirements;  // the tree's (contract); requirements.txt is left out
+  std::vector<std::string> driver_modules;          // the recipe's python_modules (setuptools, wheel, build …)
+  // Programs of the host that a requirement of the same name may be satisfied by (cmake, ninja).
+  std::map<std::string, std::filesystem::path> host_tools;
+  std::map<std::string, Version> host_tool_versions;
+  std::optional<Version> cmake_min;  // the tree's cmake_minimum_required
+  std::string cmake_min_where;       // "CMakeLists.txt:1"
+  std::optional<Version> cmake_max;  // the recipe's [build] cmake_max
+  // The environment of python -m venv and pip: the caller's allowlisted names (PIP_*, proxies,
+  // certificates, HOME for pip.conf) with --index-url / --find-links applied; PATH set.
+  std::map<std::string, std::string> env;
+  std::map<std::string, std::string> pip_options;  // --index-url / --find-links as given (manifest)
+};
+
+// The requirement strings pip is asked for and those a host program satisfies instead (exposed
+// for tests; no process).
+struct PipRequirements {
+  std::vector<std::string> pip;        // sorted, unique
+  std::vector<std::string> from_host;  // "cmake>=3.18: /usr/bin/cmake 3.25.1"
+  std::optional<std::string> cmake_problem;  // why the host's cmake cannot be the build's
+};
+PipRequirements pip_requirements(const VenvRequest& req);
+
+// PEP 440 specifier check for host programs' versions (">=3.18,<4", "==3.31.*"); unknown forms: false.
+bool specifier_allows(const std::string& specifier, const Version& v);
+// "typing_extensions" → "typing-extensions" (PEP 503).
+std::string canonical_name(const std::string& name);
+// What provides a missing requirement on this interpreter ("Debian package python3-numpy, or
+// --find-links a wheelhouse / --index-url a mirror").
+std::string provider_hint(const std::string& name, const std::filesystem::path& interpreter);
+
+// Makes or reuses the venv. Errors: exit 3 (a requirement missing after the fallback, no venv
+// module), exit 4 (python -m venv failed for another reason).
+Result<plan::BuildVenv> prepare_build_venv(const VenvRequest& req, const store::Layout& layout, run::Runner& runner,
+                                           run::Reporter& reporter);
+
+}  // namespace archbuild::stages
