@@ -50,5 +50,6 @@ void add_install_command(CLI::App& app, Context& ctx);
 void add_publish_command(CLI::App& app, Context& ctx);
 void add_matrix_command(CLI::App& app, Context& ctx);
 void add_cuda_launch_command(CLI::App& app, Context& ctx);
+void add_report_command(CLI::App& app, Context& ctx);
 
 }  // namespace archbuild::cli

@@ -46,6 +46,20 @@ void add_plan_options(CLI::App& cmd, ResolveArgs& a) {
                  "Build this branch, tag or commit instead of the recipe's tag (resolved to a commit before the plan)");
   cmd.add_option("--env", a.env,
                  "K=V for the build's environment, in the build key (repeatable; may override the recipe's [build.env])");
+  cmd.add_option("--memory-budget", a.memory_budget,
+                 "Memory all compiles may use together: 48G, 4096M, 75% (of available memory) or off (the static "
+                 "jobs rule); default 90% of available memory. Jobs = cores, each compile admitted by memory");
+}
+
+void memory_budget_from_args(const ResolveArgs& a, plan::PlanOptions& opts) {
+  if (a.memory_budget.empty()) {
+    opts.memory_budget_mb = 0;  // the default budget
+    return;
+  }
+  auto host = opts.resources ? *opts.resources : plan::HostResources::current();
+  auto mb = plan::parse_memory_budget(a.memory_budget, host.mem_available).take();
+  opts.memory_budget_mb = mb;
+  opts.memory_budget_text = a.memory_budget;
 }
 
 std::map<std::string, std::string> env_from_args(const ResolveArgs& a) {

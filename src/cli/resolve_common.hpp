@@ -28,6 +28,7 @@ struct ResolveArgs {
   std::string source_dir;       // --source DIR
   std::string ref;              // --ref BRANCH|TAG|COMMIT (plan, wheel)
   std::vector<std::string> env; // --env K=V, repeatable (plan, wheel)
+  std::string memory_budget;    // --memory-budget SIZE|N%|off (plan, wheel); "" = default
 };
 
 // Adds --sm (required), --recipe, --torch, --cuda, --python, --ptx and --source-url.
@@ -37,6 +38,10 @@ void add_resolve_options(CLI::App& cmd, ResolveArgs& args);
 void add_plan_options(CLI::App& cmd, ResolveArgs& args);
 // --env K=V items as a map (throws Failure, exit 2, on an item without '=').
 std::map<std::string, std::string> env_from_args(const ResolveArgs& args);
+
+// --memory-budget into the plan options (admission on unless "off"; throws Failure, exit 2, on
+// a value that is not a size).
+void memory_budget_from_args(const ResolveArgs& args, plan::PlanOptions& opts);
 
 // The source of the plan, decided before it (plan::SourceChoice): a local tree scanned and hashed
 // (--source DIR / source.path), or --ref resolved to a commit through the cache's mirror (fetching

@@ -49,9 +49,28 @@ struct Jobs {
   double mem_gib = 0;
   double gib_per_job = 4;
   bool from_option = false;  // --jobs N
+  bool admitted = false;     // jobs = cores: compiles admitted by memory (Admission)
+  unsigned static_jobs = 1;  // what the static rule gives (used when no launcher can admit)
   std::string rule() const;  // "2 = min(2 cores, 23.0 GiB available / 4 GiB per nvcc job = 5)"
 };
 Jobs jobs_rule(const HostResources& host, std::optional<unsigned> requested);
+
+// Memory-admitted parallelism (issue 17): the build runs as many jobs as cores and archbuild,
+// the launcher of every C, C++ and CUDA compile, starts each compile only when its expected
+// peak fits what is left of the budget (run/admission.hpp). The expected peak: what earlier
+// builds of the recipe measured for the source, else the recipe's figures.
+struct Admission {
+  bool on = false;
+  std::uint64_t budget_mb = 0;
+  std::string budget_from;  // "--memory-budget 48G" or "90% of 52.1 GiB available"
+  recipe::CompileMemory figures;
+  std::string rule() const;  // one line for `plan`
+};
+
+// A --memory-budget value in MB: "48G", "4096M", "1.5T", "512MiB" (binary units; a bare number
+// is refused as ambiguous), "75%" of `available` bytes; "off" gives nullopt (the static rule).
+// Error (exit 2): one line naming the value and what would be valid.
+Result<std::optional<std::uint64_t>> parse_memory_budget(const std::string& text, std::uint64_t available);
 
 // The source when it is not simply the recipe's tag — decided before planning (the command asks
 // source/, which alone talks git), so the plan and its key are fixed before anything runs.
@@ -99,6 +118,7 @@ struct PlanData {
   // PEP 517 config settings (`-C NAME=VALUE`), in argv order; each is also in the key.
   std::vector<std::pair<std::string, std::string>> config_settings;
   Jobs jobs;
+  Admission admission;
   nlohmann::json key_inputs;        // exactly what the key hashes
   std::string key;                  // 64 hex digits
 };
@@ -133,6 +153,10 @@ struct PlanOptions {
   std::map<std::string, std::string> env;
   SourceChoice source;                       // --ref / --source DIR / source.path
   std::optional<HostResources> resources;    // default: HostResources::current()
+  // Admission by memory: unset → the static rule (jobs from cores and memory). A budget of 0 MB
+  // means the default, 90% of available memory (--memory-budget unset).
+  std::optional<std::uint64_t> memory_budget_mb;
+  std::string memory_budget_text;            // as given, for the rule ("" = default)
 };
 
 // Needs a resolution without refusal or missing tool (else its error comes back).

@@ -4,6 +4,8 @@
 // type, bad version or arch spelling is an error naming FILE:LINE:COLUMN (exit 2).
 #pragma once
 
+#include <cstdint>
+
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -51,6 +53,20 @@ struct Source {
   std::filesystem::path path;
 };
 
+// Expected peak memory of one compile when archbuild has measured none for the source yet
+// (issue 17's admission: a compile starts only when its figure fits what is left of the budget).
+struct CompileMemory {
+  std::uint64_t c_mb = 512;
+  std::uint64_t cxx_mb = 1536;
+  std::uint64_t cuda_mb = 3072;         // one nvcc with --threads 1
+  std::uint64_t cuda_thread_mb = 1024;  // added per further nvcc --threads (NVCC_THREADS)
+  struct Pattern {
+    std::string glob;  // fnmatch over the source path relative to the tree ('*' crosses '/')
+    std::uint64_t mb = 0;
+  };
+  std::vector<Pattern> patterns;  // first match wins over the per-kind figure
+};
+
 struct Recipe {
   std::string name;                // file stem: "torch-2.7"
   std::filesystem::path file;      // the file it was loaded from
@@ -74,6 +90,7 @@ struct Recipe {
   std::int64_t build_number = 1;
   std::string wheel_dir = "dist";  // where the wheel lands, relative to the source tree
   std::optional<Version> min_gcc;  // the project's own floor (PyTorch: 9.3)
+  CompileMemory memory;            // [build.memory]
   ArchSyntax arch;
   // The official wheels' TORCH_CUDA_ARCH_LIST by CUDA X.Y (cuda-arch.md §6), for comparisons.
   std::map<std::string, std::string> official;
