@@ -51,7 +51,7 @@ void run_report(const ReportArgs& args, Context& ctx) {
   report["key"] = key;
   if (!args.trace.empty()) {
     auto trace = stages::chrome_trace(input, fmt::format("archbuild build {}", key.substr(0, 16)));
-    if (auto w = store::write_file_atomic(args.trace, trace.dump()); !w) throw Failure(w.error());
+    if (auto w = store::write_file_atomic(std::filesystem::absolute(args.trace), trace.dump()); !w) throw Failure(w.error());
     report["trace"] = args.trace;
     if (!ctx.json) note(ctx, fmt::format("trace written to {} (open it in https://ui.perfetto.dev or chrome://tracing)", args.trace));
   }
