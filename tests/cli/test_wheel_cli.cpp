@@ -335,7 +335,7 @@ const json* record_of(const std::vector<json>& records, const std::string& sourc
 // Issue 17: with admission (the default) archbuild launches every C++ and CUDA compile of the
 // example, measures its peak and records it; a second build of the recipe (another key)
 // expects those measured peaks; `archbuild report` reads the build back.
-TEST_CASE("wheel: admission launches C++ and CUDA compiles, records peaks, the next build uses them; report and trace",
+TEST_CASE("wheel: admission launches C++ and CUDA compiles, records peaks, the next build uses them, report and trace",
           "[cli][wheel][admission][report][nvcc]") {
   std::string why;
   if (!can_build(why)) {
