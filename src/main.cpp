@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
   cli::add_matrix_command(app, ctx);
   cli::add_cuda_launch_command(app, ctx);
   cli::add_env_command(app, ctx);
+  cli::add_report_command(app, ctx);
 
   try {
     app.parse(argc, argv);

@@ -51,5 +51,6 @@ void add_publish_command(CLI::App& app, Context& ctx);
 void add_matrix_command(CLI::App& app, Context& ctx);
 void add_cuda_launch_command(CLI::App& app, Context& ctx);
 void add_env_command(CLI::App& app, Context& ctx);
+void add_report_command(CLI::App& app, Context& ctx);
 
 }  // namespace archbuild::cli

@@ -89,6 +89,8 @@ TreeContract tree_contract(const Context& ctx, const plan::Plan& p) {
 }
 
 void run_plan(const PlanArgs& args, Context& ctx) {
+  plan::PlanOptions budget;  // bad input first, before anything is resolved
+  memory_budget_from_args(args.resolve, budget);
   plan::Resolution r = resolve_from_args(args.resolve, ctx);
   if (r.status != Exit::ok) {
     if (ctx.json)
@@ -103,6 +105,8 @@ void run_plan(const PlanArgs& args, Context& ctx) {
   if (args.jobs) opts.jobs = args.jobs;
   opts.env = env_from_args(args.resolve);
   opts.without = args.resolve.without;
+  opts.memory_budget_mb = budget.memory_budget_mb;
+  opts.memory_budget_text = budget.memory_budget_text;
   if (r.local_dir() || !args.resolve.ref.empty()) {
     auto dir = store::choose_cache_dir(ctx.cache_dir).take();
     opts.source = choose_source(r, args.resolve, store::Layout(dir.dir), args.offline, ctx);
@@ -212,6 +216,7 @@ void run_plan(const PlanArgs& args, Context& ctx) {
   }
   out(fmt::format("arch list  {}={}", rc.arch.env, r.arch_list));
   out(fmt::format("jobs       {}", p->jobs.rule()));
+  out(fmt::format("admission  {}", p->admission.rule()));
   out("environment:");
   for (const auto& [k, v] : p->env)
     out(fmt::format("  {}={}{}", k, v.value, v.keyed ? "" : fmt::format("    (not in key: {})", v.why)));

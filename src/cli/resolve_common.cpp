@@ -64,6 +64,20 @@ void add_plan_options(CLI::App& cmd, ResolveArgs& a) {
   cmd.add_option("--find-links", a.find_links,
                  "A wheelhouse (DIR or URL) for the build venv's pip (PIP_FIND_LINKS), e.g. on an offline host; "
                  "recorded in the manifest, not the key");
+  cmd.add_option("--memory-budget", a.memory_budget,
+                 "Memory all compiles may use together: 48G, 4096M, 75% (of available memory) or off (the static "
+                 "jobs rule); default 90% of available memory. Jobs = cores, each compile admitted by memory");
+}
+
+void memory_budget_from_args(const ResolveArgs& a, plan::PlanOptions& opts) {
+  if (a.memory_budget.empty()) {
+    opts.memory_budget_mb = 0;  // the default budget
+    return;
+  }
+  auto host = opts.resources ? *opts.resources : plan::HostResources::current();
+  auto mb = plan::parse_memory_budget(a.memory_budget, host.mem_available).take();
+  opts.memory_budget_mb = mb;
+  opts.memory_budget_text = a.memory_budget;
 }
 
 plan::LibraryFacts gather_libraries(const plan::Resolution& r, const std::map<std::string, std::string>& env_args,

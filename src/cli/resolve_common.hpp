@@ -32,6 +32,7 @@ struct ResolveArgs {
   std::vector<std::string> without;  // --without cudnn,nccl (plan, wheel)
   std::string index_url;        // --index-url URL: PIP_INDEX_URL of the build venv's pip (plan, wheel)
   std::string find_links;       // --find-links DIR|URL: PIP_FIND_LINKS of the build venv's pip (plan, wheel)
+  std::string memory_budget;    // --memory-budget SIZE|N%|off (plan, wheel); "" = default
 };
 
 // Adds --sm (required), --recipe, --torch, --cuda, --python, --ptx and --source-url.
@@ -65,6 +66,9 @@ plan::LibraryFacts gather_libraries(const plan::Resolution& r, const std::map<st
 plan::HostFigures host_figures(const std::filesystem::path& cache_dir);
 // The site-packages folder of the build venv (none without one): where nvidia-* pip packages are.
 std::vector<std::filesystem::path> venv_site_packages(const std::optional<plan::BuildVenv>& venv);
+// --memory-budget into the plan options (admission on unless "off"; throws Failure, exit 2, on
+// a value that is not a size).
+void memory_budget_from_args(const ResolveArgs& args, plan::PlanOptions& opts);
 
 // The source of the plan, decided before it (plan::SourceChoice): a local tree scanned and hashed
 // (--source DIR / source.path), or --ref resolved to a commit through the cache's mirror (fetching

@@ -116,6 +116,8 @@ stages::CompilerCache compiler_cache(const std::string& kind, const store::Layou
 }
 
 void run_wheel(const WheelArgs& args, Context& ctx) {
+  plan::PlanOptions budget;  // bad input first, before anything is resolved
+  memory_budget_from_args(args.resolve, budget);
   plan::Resolution r = resolve_from_args(args.resolve, ctx);
   if (r.status != Exit::ok) {
     print_resolution(r, ctx);
@@ -126,6 +128,8 @@ void run_wheel(const WheelArgs& args, Context& ctx) {
   plan::PlanOptions po;
   if (args.jobs) po.jobs = args.jobs;
   po.env = env_from_args(args.resolve);
+  po.memory_budget_mb = budget.memory_budget_mb;
+  po.memory_budget_text = budget.memory_budget_text;
   po.source = choose_source(r, args.resolve, layout, args.offline, ctx);
   // The tree's build requirements decide the build venv, whose versions are in the key: the
   // commit is mirrored first, the venv made (or reused) before the plan is fixed.

@@ -43,6 +43,7 @@ HostResources HostResources::current() {
 
 std::string Jobs::rule() const {
   if (from_option) return fmt::format("{} (--jobs)", jobs);
+  if (admitted) return fmt::format("{} = {} cores; each compile admitted by memory (see admission)", jobs, cores);
   unsigned by_mem = static_cast<unsigned>(std::floor(mem_gib / gib_per_job));
   if (threads_per_job > 1)
     return fmt::format("{} = min({} cores / {} nvcc threads = {}, {:.1f} GiB available / {:g} GiB per nvcc job = {}), "
@@ -72,6 +73,58 @@ Jobs jobs_rule(const HostResources& host, std::optional<unsigned> requested, dou
 
 Jobs jobs_rule(const HostResources& host, std::optional<unsigned> requested, const recipe::Recipe& r) {
   return jobs_rule(host, requested, r.gib_per_job.value_or(Jobs::kDefaultGibPerJob), r.nvcc_threads.value_or(1));
+}
+
+std::string Admission::rule() const {
+  if (!on) return "off: the static jobs rule bounds memory";
+  std::string rule = fmt::format(
+      "budget {:.1f} GiB ({}); a compile starts when its expected peak fits what is left, a larger one runs alone. "
+      "Expected peak: measured in earlier builds of the recipe, else C {} MB, C++ {} MB, CUDA {} MB + {} MB per "
+      "further nvcc thread",
+      budget_mb / 1024.0, budget_from, figures.c_mb, figures.cxx_mb, figures.cuda_mb, figures.cuda_thread_mb);
+  for (const auto& p : figures.patterns) rule += fmt::format(", {} {} MB", p.glob, p.mb);
+  return rule;
+}
+
+Result<std::optional<std::uint64_t>> parse_memory_budget(const std::string& given, std::uint64_t available) {
+  auto bad = [&](const std::string& why) {
+    return Error::bad_input(fmt::format("--memory-budget '{}': {}; expected a size like 48G, 4096M or 1.5T (binary "
+                                        "units), a share of available memory like 75%, or off",
+                                        given, why));
+  };
+  std::string t = text::lower(text::trim(given));
+  if (t == "off") return std::optional<std::uint64_t>{};
+  std::size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(t, &used);
+  } catch (const std::exception&) {
+    return bad("not a number");
+  }
+  // Plain decimals only: stod would also take "1e3", "0x10", "inf".
+  if (t.substr(0, used).find_first_not_of("0123456789.") != std::string::npos) return bad("not a plain number");
+  if (!std::isfinite(value) || value <= 0) return bad("the size must be above 0");
+  std::string unit = t.substr(used);
+  double mb = 0;
+  if (unit == "%") {
+    if (value > 100) return bad("a share above 100%");
+    mb = value / 100.0 * static_cast<double>(available) / (1024.0 * 1024.0);
+  } else if (unit.empty()) {
+    return bad("a unit is needed");
+  } else {
+    static const std::vector<std::pair<std::vector<std::string>, double>> units = {
+        {{"k", "kb", "kib"}, 1.0 / 1024}, {{"m", "mb", "mib"}, 1}, {{"g", "gb", "gib"}, 1024}, {{"t", "tb", "tib"}, 1024.0 * 1024}};
+    bool known = false;
+    for (const auto& [names, factor] : units)
+      if (std::find(names.begin(), names.end(), unit) != names.end()) {
+        mb = value * factor;
+        known = true;
+      }
+    if (!known) return bad(fmt::format("unknown unit '{}'", unit));
+  }
+  if (mb < 1) return bad("less than 1 MB");
+  if (mb > 1e12) return bad("too large");
+  return std::optional<std::uint64_t>{static_cast<std::uint64_t>(mb)};
 }
 
 std::string local_version(const recipe::Recipe& r, const toolchain::Toolchain& tc, const std::vector<arch::Arch>& archs) {
@@ -424,9 +477,20 @@ json Plan::to_json() const {
   j["config_settings"] = config_settings_json(p.config_settings);
   j["fetches"] = fetches_json(p.fetches, false);
   j["jobs"] = {{"jobs", p.jobs.jobs}, {"cores", p.jobs.cores}, {"mem_available_gib", p.jobs.mem_gib},
-               {"gib_per_job", p.jobs.gib_per_job}, {"threads_per_job", p.jobs.threads_per_job}, {"from_option", p.jobs.from_option}, {"rule", p.jobs.rule()}};
+               {"gib_per_job", p.jobs.gib_per_job}, {"threads_per_job", p.jobs.threads_per_job}, {"from_option", p.jobs.from_option}, {"admitted", p.jobs.admitted}, {"rule", p.jobs.rule()}};
   j["libraries"] = plan::to_json(p.libraries);
   j["build_venv"] = p.venv ? venv_json(*p.venv) : json(nullptr);
+  {
+    const Admission& a = p.admission;
+    json patterns = json::array();
+    for (const auto& pt : a.figures.patterns) patterns.push_back({{"glob", pt.glob}, {"mb", pt.mb}});
+    j["admission"] = {{"on", a.on},
+                      {"budget_mb", a.on ? json(a.budget_mb) : json(nullptr)},
+                      {"budget_from", a.on ? json(a.budget_from) : json(nullptr)},
+                      {"expected_mb", {{"c", a.figures.c_mb}, {"cxx", a.figures.cxx_mb}, {"cuda", a.figures.cuda_mb},
+                                       {"cuda_per_thread", a.figures.cuda_thread_mb}, {"patterns", patterns}}},
+                      {"rule", a.rule()}};
+  }
   j["key"] = p.key;
   j["key_inputs"] = p.key_inputs;
   return j;
@@ -465,8 +529,25 @@ Result<Plan> make_plan(const Resolution& res, const PlanOptions& options) {
   if (p.url.empty() && !p.local)
     return Error::bad_input(fmt::format("{} has no source.url or source.path; give --source-url URL or --source DIR", r.name));
   p.version = source_version(r, sc, res.toolchain, res.archs);
-  p.jobs = jobs_rule(options.resources ? *options.resources : HostResources::current(), options.jobs,
-                     r);
+  const HostResources host = options.resources ? *options.resources : HostResources::current();
+  p.jobs = jobs_rule(host, options.jobs, r);
+  if (options.memory_budget_mb) {
+    Admission& a = p.admission;
+    a.on = true;
+    a.figures = r.memory;
+    if (*options.memory_budget_mb > 0) {
+      a.budget_mb = *options.memory_budget_mb;
+      a.budget_from = "--memory-budget " + options.memory_budget_text;
+    } else {
+      a.budget_mb = std::max<std::uint64_t>(1, host.mem_available / (1024 * 1024) * 9 / 10);
+      a.budget_from = fmt::format("90% of {:.1f} GiB available", p.jobs.mem_gib);
+    }
+    if (!p.jobs.from_option) {
+      p.jobs.static_jobs = p.jobs.jobs;
+      p.jobs.jobs = p.jobs.cores;
+      p.jobs.admitted = true;
+    }
+  }
 
   auto keyed = [&](const std::string& k, std::string v) { p.env[k] = EnvVar{std::move(v), true, ""}; };
   auto unkeyed = [&](const std::string& k, std::string v, std::string why) {

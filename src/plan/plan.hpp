@@ -52,6 +52,8 @@ struct Jobs {
   unsigned threads_per_job = 1;  // NVCC_THREADS: each job takes that many cores
   bool from_option = false;  // --jobs N
   static constexpr double kDefaultGibPerJob = 4;
+  bool admitted = false;     // jobs = cores: compiles admitted by memory (Admission)
+  unsigned static_jobs = 1;  // what the static rule gives (used when no launcher can admit)
   std::string rule() const;  // "2 = min(2 cores, 23.0 GiB available / 4 GiB per nvcc job = 5)"
 };
 // jobs = min(cores / threads_per_job, memory / gib_per_job), at least 1; --jobs N wins.
@@ -59,6 +61,23 @@ Jobs jobs_rule(const HostResources& host, std::optional<unsigned> requested,
                double gib_per_job = Jobs::kDefaultGibPerJob, unsigned threads_per_job = 1);
 // The same with the recipe's figures (build.gib_per_job, build.nvcc_threads).
 Jobs jobs_rule(const HostResources& host, std::optional<unsigned> requested, const recipe::Recipe& r);
+
+// Memory-admitted parallelism (issue 17): the build runs as many jobs as cores and archbuild,
+// the launcher of every C, C++ and CUDA compile, starts each compile only when its expected
+// peak fits what is left of the budget (run/admission.hpp). The expected peak: what earlier
+// builds of the recipe measured for the source, else the recipe's figures.
+struct Admission {
+  bool on = false;
+  std::uint64_t budget_mb = 0;
+  std::string budget_from;  // "--memory-budget 48G" or "90% of 52.1 GiB available"
+  recipe::CompileMemory figures;
+  std::string rule() const;  // one line for `plan`
+};
+
+// A --memory-budget value in MB: "48G", "4096M", "1.5T", "512MiB" (binary units; a bare number
+// is refused as ambiguous), "75%" of `available` bytes; "off" gives nullopt (the static rule).
+// Error (exit 2): one line naming the value and what would be valid.
+Result<std::optional<std::uint64_t>> parse_memory_budget(const std::string& text, std::uint64_t available);
 
 // The source when it is not simply the recipe's tag — decided before planning (the command asks
 // source/, which alone talks git), so the plan and its key are fixed before anything runs.
@@ -166,6 +185,7 @@ struct PlanData {
   // USE_* switches are in `env` (keyed), where they were found too (not keyed).
   LibraryPlan libraries;
   std::optional<BuildVenv> venv;    // none: the cmake driver, or the tree's requirements are not known yet
+  Admission admission;
   nlohmann::json key_inputs;        // exactly what the key hashes
   std::string key;                  // 64 hex digits
 };
@@ -209,6 +229,10 @@ struct PlanOptions {
   // is planned unresolved (its commit null in the key): `plan` before the tree is mirrored.
   std::map<std::string, ResolvedFetch> fetches;
   std::optional<BuildVenv> venv;             // made before planning (stages::prepare_build_venv)
+  // Admission by memory: unset → the static rule (jobs from cores and memory). A budget of 0 MB
+  // means the default, 90% of available memory (--memory-budget unset).
+  std::optional<std::uint64_t> memory_budget_mb;
+  std::string memory_budget_text;            // as given, for the rule ("" = default)
 };
 
 // Needs a resolution without refusal or missing tool (else its error comes back).

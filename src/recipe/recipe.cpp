@@ -368,6 +368,8 @@ class RecipeReader {
       if (!v) return rd.error_at("cmake_max", fmt::format("build.cmake_max \"{}\" is not a version; expected e.g. 3.31", *s));
       r.cmake_max = *v;
     }
+    if (const toml::table* m = rd.table("memory"))
+      if (auto e = read_memory(*m, r.memory)) return e;
     if (const toml::table* env = rd.table("env")) {
       for (const auto& [k, node] : *env) {
         std::string name(k.str());
@@ -412,6 +414,39 @@ class RecipeReader {
     if (auto v = rd.integer("disk_gib")) {
       if (*v < 0) return rd.error_at("disk_gib", "host.disk_gib must be 0 or more (GiB of free space the build needs)");
       r.disk_gib = *v;
+    }
+    return rd.finish();
+  }
+
+  // [build.memory]: per-kind figures in MB and [[build.memory.pattern]] {glob, mb}.
+  std::optional<Error> read_memory(const toml::table& t, CompileMemory& m) {
+    tomlx::TableReader rd(t, file_, "[build.memory]");
+    auto mb = [&](std::string_view key, std::uint64_t& out) -> std::optional<Error> {
+      if (auto v = rd.integer(key)) {
+        if (*v <= 0 || *v > (1 << 24))
+          return rd.error_at(key, fmt::format("build.memory.{} must be a size in MB between 1 and 16777216", key));
+        out = static_cast<std::uint64_t>(*v);
+      }
+      return rd.failure();
+    };
+    const std::pair<std::string_view, std::uint64_t*> fields[] = {
+        {"c_mb", &m.c_mb}, {"cxx_mb", &m.cxx_mb}, {"cuda_mb", &m.cuda_mb}, {"cuda_thread_mb", &m.cuda_thread_mb}};
+    for (const auto& [key, out] : fields)
+      if (auto e = mb(key, *out)) return e;
+    if (const toml::array* patterns = rd.array("pattern")) {
+      m.patterns.clear();
+      for (const auto& el : *patterns) {
+        const toml::table* pt = el.as_table();
+        if (!pt) return at(el, file_, "build.memory.pattern entries must be tables {glob = \"…\", mb = N}");
+        tomlx::TableReader pr(*pt, file_, "[[build.memory.pattern]]");
+        auto glob = pr.string("glob", true);
+        auto v = pr.integer("mb", true);
+        if (pr.failure()) return pr.failure();
+        if (glob->empty()) return pr.error_at("glob", "build.memory.pattern.glob must not be empty, e.g. \"*/flash_attn/*.cu\"");
+        if (*v <= 0) return pr.error_at("mb", "build.memory.pattern.mb must be a size in MB above 0");
+        if (auto e = pr.finish()) return e;
+        m.patterns.push_back({*glob, static_cast<std::uint64_t>(*v)});
+      }
     }
     return rd.finish();
   }

@@ -4,6 +4,8 @@
 // type, bad version or arch spelling is an error naming FILE:LINE:COLUMN (exit 2).
 #pragma once
 
+#include <cstdint>
+
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -83,6 +85,20 @@ std::vector<std::string> pin_files_for(const Fetch& f, const Version& cuda);
 // The "NAME=VALUE" of `env` that switches `f` off, or "" when the build would fetch it.
 std::string fetch_disabled_by(const Fetch& f, const std::map<std::string, std::string>& env);
 
+// Expected peak memory of one compile when archbuild has measured none for the source yet
+// (issue 17's admission: a compile starts only when its figure fits what is left of the budget).
+struct CompileMemory {
+  std::uint64_t c_mb = 512;
+  std::uint64_t cxx_mb = 1536;
+  std::uint64_t cuda_mb = 3072;         // one nvcc with --threads 1
+  std::uint64_t cuda_thread_mb = 1024;  // added per further nvcc --threads (NVCC_THREADS)
+  struct Pattern {
+    std::string glob;  // fnmatch over the source path relative to the tree ('*' crosses '/')
+    std::uint64_t mb = 0;
+  };
+  std::vector<Pattern> patterns;  // first match wins over the per-kind figure
+};
+
 struct Recipe {
   std::string name;                // file stem: "torch-2.7"
   std::filesystem::path file;      // the file it was loaded from
@@ -119,6 +135,7 @@ struct Recipe {
   // The newest cmake a tag builds with ([build] cmake_max = "3.31": 3.31.x allowed, 4.0 not),
   // for tags that break with CMake 4; a newer host cmake gives way to the build venv's.
   std::optional<Version> cmake_max;
+  CompileMemory memory;            // [build.memory]
   ArchSyntax arch;
   std::vector<Fetch> fetches;      // [[fetch]]: what the build would download (none: nothing)
   // The official wheels' TORCH_CUDA_ARCH_LIST by CUDA X.Y (cuda-arch.md §6), for comparisons.

@@ -16,7 +16,10 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/error.hpp"
+#include "recipe/recipe.hpp"
 
 namespace archbuild::run {
 
@@ -58,13 +61,19 @@ Result<Admission> admit(const AdmissionRequest& request);
 // The shares admitted now (live slots only), in MB: for reports and tests.
 std::uint64_t admitted_mb(const std::filesystem::path& dir);
 
-// One finished compile as the launcher records it: a line "SOURCE\tPEAK_KB\tWAITED_MS\tEXIT\n"
-// appended to the build's peaks file (O_APPEND writes under PIPE_BUF do not interleave).
+// One finished compile as the launcher records it: a line
+// "SOURCE\tPEAK_KB\tWAITED_MS\tEXIT[\tOUTPUT\tEXPECT_MB\tBASIS\tLANG]\n" appended to the build's
+// records (O_APPEND writes under PIPE_BUF do not interleave). The first four fields alone are
+// the older form, still read.
 struct CompileRecord {
   std::string source;
   std::uint64_t peak_kb = 0;
   std::uint64_t waited_ms = 0;
   int exit_code = 0;
+  std::string output;          // -o as given (relative to the build dir: ninja's name for it)
+  std::uint64_t expect_mb = 0; // what admission expected
+  std::string basis;           // where that came from: "measured", "pattern GLOB", "C++", "CUDA x2 threads"
+  std::string lang;            // "C", "CXX", "CUDA"
 };
 
 // Appends `r`; best effort (a full disk must not fail the compile). Tabs and newlines in the
@@ -76,5 +85,38 @@ std::vector<CompileRecord> read_records(const std::filesystem::path& file);
 
 // The last successful peak measured for `source` in `file`, in MB rounded up; nullopt if none.
 std::optional<std::uint64_t> measured_peak_mb(const std::filesystem::path& file, const std::string& source);
+
+// The build's admission settings, written by the pipeline into DIR/config.json and read by
+// every launcher of the build (the launcher's command line stays the same when they change,
+// so CMake's recorded launchers, and the configure stamp, do not).
+struct AdmissionConfig {
+  std::uint64_t budget_mb = 0;
+  recipe::CompileMemory figures;
+  std::filesystem::path peaks;    // the recipe's measured peaks (read)
+  std::filesystem::path records;  // this build's CompileRecords (appended)
+  nlohmann::json to_json() const;
+};
+std::filesystem::path config_path(const std::filesystem::path& admission_dir);
+Result<Ok> write_config(const std::filesystem::path& admission_dir, const AdmissionConfig& config);
+// Error (exit 2): missing or malformed.
+Result<AdmissionConfig> read_config(const std::filesystem::path& admission_dir);
+
+// nvcc's --threads N (-t N, --threads=N) in argv or $NVCC_APPEND_FLAGS / $NVCC_PREPEND_FLAGS
+// (given as `nvcc_flags_env`); 1 when absent. 0 ("as many as there are CPUs") counts as `cpus`.
+unsigned nvcc_threads(const std::vector<std::string>& argv, const std::string& nvcc_flags_env, unsigned cpus);
+
+struct Expected {
+  std::uint64_t mb = 0;
+  std::string basis;
+};
+// A compile's expected peak: the source's measured peak (`measured`, MB), else the first
+// pattern its source matches, else the figure for its language (CUDA: cuda_mb + cuda_thread_mb
+// per thread beyond the first).
+Expected expected_peak(const recipe::CompileMemory& figures, const std::string& lang, const std::string& source,
+                       unsigned threads, std::optional<std::uint64_t> measured);
+
+// Folds `records` (this build's) into the recipe's peaks file: one line per source, the latest
+// successful measurement winning; written whole to a temporary and renamed. Best effort.
+void merge_peaks(const std::filesystem::path& peaks, const std::vector<CompileRecord>& records);
 
 }  // namespace archbuild::run

@@ -58,8 +58,19 @@ std::optional<std::string> compile_source(const std::vector<std::string>& argv, 
 }
 
 std::optional<std::string> cuda_launcher(const fs::path& archbuild_exe, const fs::path& tree, const std::string& existing) {
-  if (archbuild_exe.empty() || has_any(archbuild_exe.string(), ";") || has_any(tree.string(), ";,")) return std::nullopt;
-  std::string list = fmt::format("{};cuda-launch;--tree;{};--", archbuild_exe.string(), tree.lexically_normal().string());
+  return compile_launcher(archbuild_exe, tree, "CUDA", {}, existing);
+}
+
+std::optional<std::string> compile_launcher(const fs::path& archbuild_exe, const fs::path& tree, std::string_view lang,
+                                            const fs::path& admission, const std::string& existing) {
+  if (archbuild_exe.empty() || has_any(archbuild_exe.string(), ";") || has_any(tree.string(), ";,") ||
+      has_any(admission.string(), ";"))
+    return std::nullopt;
+  std::string list = fmt::format("{};cuda-launch", archbuild_exe.string());
+  if (lang != "CUDA") list += fmt::format(";--lang;{}", lang);
+  list += fmt::format(";--tree;{}", tree.lexically_normal().string());
+  if (!admission.empty()) list += fmt::format(";--admission;{}", admission.lexically_normal().string());
+  list += ";--";
   if (!existing.empty()) list += ";" + existing;
   return list;
 }

@@ -47,4 +47,11 @@ std::optional<std::string> compile_source(const std::vector<std::string>& argv, 
 std::optional<std::string> cuda_launcher(const std::filesystem::path& archbuild_exe, const std::filesystem::path& tree,
                                          const std::string& existing);
 
+// The same for any language (C, CXX, CUDA) with memory admission through `admission` (the
+// build's admission directory; empty: none): `archbuild cuda-launch [--lang L] --tree T
+// [--admission A] -- existing…`. nullopt when a path holds ';' or ','.
+std::optional<std::string> compile_launcher(const std::filesystem::path& archbuild_exe, const std::filesystem::path& tree,
+                                            std::string_view lang, const std::filesystem::path& admission,
+                                            const std::string& existing);
+
 }  // namespace archbuild::stages

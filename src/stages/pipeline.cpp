@@ -15,6 +15,8 @@
 #include "stages/build_path.hpp"
 #include "stages/portable.hpp"
 #include "stages/feature_summary.hpp"
+#include "stages/build_report.hpp"
+#include "run/admission.hpp"
 #include "stages/reproducible.hpp"
 #include "store/atomic_file.hpp"
 #include "store/key_record.hpp"
@@ -188,6 +190,7 @@ class Pipeline {
     }
     env_ = step_environment(plan_, options_);
     add_build_path_env();
+    if (auto r = write_admission_config(); !r) return r.error();
     // CMake reads the compiler launchers only when it first configures: a tree configured with
     // others (archbuild moved, ccache added or gone) would keep running those, so it is
     // configured again.
@@ -290,13 +293,102 @@ class Pipeline {
     };
     append("CFLAGS", map);
     append("CXXFLAGS", map);
-    const char* launcher_var = "CMAKE_CUDA_COMPILER_LAUNCHER";
-    auto existing = env_.count(launcher_var) ? env_[launcher_var] : std::string();
-    if (auto chain = cuda_launcher(options_.archbuild_exe, tree, existing)) env_[launcher_var] = *chain;
-    else if (!options_.archbuild_exe.empty())
+    // With admission archbuild launches every C, C++ and CUDA compile (in front of ccache or
+    // sccache); without, only CUDA's (for the path rewrite).
+    admitting_ = plan_->admission.on && !options_.archbuild_exe.empty();
+    std::map<std::string, std::string> chains;
+    for (const char* lang : {"C", "CXX", "CUDA"}) {
+      if (!admitting_ && std::string_view(lang) != "CUDA") continue;
+      const std::string var = fmt::format("CMAKE_{}_COMPILER_LAUNCHER", lang);
+      auto existing = env_.count(var) ? env_[var] : std::string();
+      auto chain = compile_launcher(options_.archbuild_exe, tree, lang,
+                                    admitting_ ? layout_.admission_dir(key_) : fs::path(), existing);
+      if (!chain) break;
+      chains[var] = *chain;
+    }
+    if (admitting_ && chains.size() != 3) {
+      // No launcher, no admission: the static rule bounds memory again.
+      admitting_ = false;
+      for (const char* var : {"MAX_JOBS", "CMAKE_BUILD_PARALLEL_LEVEL"})
+        if (env_.count(var)) env_[var] = std::to_string(plan_->jobs.static_jobs);
+      chains.clear();
+      if (auto chain = cuda_launcher(options_.archbuild_exe, tree, env_.count("CMAKE_CUDA_COMPILER_LAUNCHER") ? env_["CMAKE_CUDA_COMPILER_LAUNCHER"] : ""))
+        chains["CMAKE_CUDA_COMPILER_LAUNCHER"] = *chain;
+      reporter_.message(run::Level::warning,
+                        fmt::format("the cache path {} holds ';' or ',': compiles cannot be admitted by memory; {} jobs "
+                                    "by the static rule", layout_.root().string(), plan_->jobs.static_jobs));
+    }
+    for (const auto& [var, chain] : chains) env_[var] = chain;
+    if (!chains.count("CMAKE_CUDA_COMPILER_LAUNCHER") && !options_.archbuild_exe.empty())
       reporter_.message(run::Level::warning,
                         fmt::format("the cache path {} holds ';' or ',': CUDA objects will carry it (not reproducible "
                                     "across cache directories)", tree.string()));
+  }
+
+  // The build's admission settings for its launchers (run/admission.hpp), rewritten each run:
+  // a changed --memory-budget needs no new launcher, so no new configure.
+  Result<Ok> write_admission_config() {
+    if (!admitting_) return Ok{};
+    run::AdmissionConfig c;
+    c.budget_mb = plan_->admission.budget_mb;
+    c.figures = plan_->admission.figures;
+    const auto& recipe = plan_->resolution.recipe;
+    c.peaks = layout_.peaks_file(recipe.package, recipe.name);
+    c.records = layout_.compiles_file(key_);
+    return run::write_config(layout_.admission_dir(key_), c);
+  }
+
+  // The .ninja_log the build wrote: in the plan's build dir, else the newest in the tree (a
+  // backend's own build dir), at most three levels down.
+  std::optional<fs::path> find_ninja_log() {
+    std::error_code ec;
+    fs::path direct = src_ / plan_->build_dir / ".ninja_log";
+    if (fs::is_regular_file(direct, ec)) return direct;
+    std::optional<fs::path> best;
+    fs::file_time_type best_time{};
+    for (auto it = fs::recursive_directory_iterator(src_, fs::directory_options::skip_permission_denied, ec);
+         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      if (it.depth() > 3) {
+        it.disable_recursion_pending();
+        continue;
+      }
+      if (it->path().filename() != ".ninja_log") continue;
+      auto t = fs::last_write_time(it->path(), ec);
+      if (!best || t > best_time) best = it->path(), best_time = t;
+    }
+    return best;
+  }
+
+  // Where the hours went: the ninja log and graph kept beside the logs, the launcher's
+  // measurements folded into the recipe's peaks, the summary in the key record (and so the
+  // manifest). Best effort: a build is never failed for its report.
+  void collect_build_report(bool announce) {
+    std::error_code ec;
+    if (admitting_) {
+      const auto& recipe = plan_->resolution.recipe;
+      run::merge_peaks(layout_.peaks_file(recipe.package, recipe.name), run::read_records(layout_.compiles_file(key_)));
+    }
+    if (auto log = find_ninja_log()) {
+      fs::copy_file(*log, layout_.ninja_log_copy(key_), fs::copy_options::overwrite_existing, ec);
+      fs::path ninja = run::find_in_path("ninja", env_.count("PATH") ? env_["PATH"] : std::string());
+      if (!ninja.empty()) {
+        run::Command cmd;
+        cmd.argv = {ninja.string(), "-C", log->parent_path().string(), "-t", "graph"};
+        cmd.env = env_;
+        cmd.cwd = log->parent_path();
+        cmd.log = layout_.ninja_graph(key_);
+        if (!runner_.run(cmd, {}).ok()) fs::remove(layout_.ninja_graph(key_), ec);
+      }
+    }
+    auto report = load_build_report(layout_, key_, jobs_now());
+    if (!report) return;
+    (void)record_.update([&](json& d) { d["build_report"] = *report; });
+    if (announce && admitting_) reporter_.message(run::Level::info, "memory admission: " + waits_line(*report));
+  }
+
+  unsigned jobs_now() const {
+    auto it = env_.find("MAX_JOBS");
+    return it == env_.end() ? plan_->jobs.jobs : static_cast<unsigned>(std::max(1, std::atoi(it->second.c_str())));
   }
 
   // After fetch: the commit's time.
@@ -348,6 +440,11 @@ class Pipeline {
     if (stage == plan_->wheel_stage && !plan_->wheel_dir.empty()) fs::remove_all(src_ / plan_->wheel_dir, ec);
 
     add_source_date_epoch();
+    if (stage == "build") {
+      // This run's compiles only (a resumed build records what it compiles now).
+      for (const auto& f : {layout_.compiles_file(key_), layout_.ninja_log_copy(key_), layout_.ninja_graph(key_)})
+        fs::remove(f, ec);
+    }
     bool has_steps = std::any_of(plan_->steps.begin(), plan_->steps.end(),
                                  [&](const plan::Step& s) { return s.stage == stage; });
     auto note = plan_->stage_notes.find(stage);
@@ -397,6 +494,7 @@ class Pipeline {
           return oom_advice(r, jobs, log);
         }
       }
+      if (!r.ok() && (stage == "build" || stage == "package")) collect_build_report(false);
       if (!r.ok()) {
         reporter_.stage_finished(info, {r.interrupted ? run::StageStatus::interrupted : run::StageStatus::failed,
                                         seconds, r.describe(), log});
@@ -414,6 +512,7 @@ class Pipeline {
       }
       extra["features"] = *features;
     }
+    if (stage == "build" || stage == "package") collect_build_report(stage == "build");
     if (stage == "package") {
       auto built = find_wheel(src_ / plan_->wheel_dir, plan_->wheel_stage);
       if (!built) {
@@ -750,6 +849,11 @@ class Pipeline {
     m["features"] = doc->value(json::json_pointer("/stages/" + plan_->configure_stage + "/features"), json());
     m["host_check"] = options_.host_check;
     m["oom_retry"] = doc->value("/stages/build/oom_retry"_json_pointer, json());
+    m["admission"] = {{"on", admitting_},
+                      {"budget_mb", admitting_ ? json(plan_->admission.budget_mb) : json(nullptr)},
+                      {"rule", admitting_ ? json(plan_->admission.rule()) : json(nullptr)}};
+    // Where the hours went (`archbuild report KEY` has the rest): nightly CI compares it.
+    m["build_report"] = doc->value("build_report", json());
     if (auto r = record_.update([&](json& d) { d["manifest"] = m; }); !r) return r.error();
     auto out = store::copy_to_out(result_.stored.path, options_.out_dir, result_.filename);
     if (!out) return out.error();
@@ -771,6 +875,7 @@ class Pipeline {
   store::KeyRecord record_;
   fs::path src_;
   std::map<std::string, std::string> env_;
+  bool admitting_ = false;  // every compile through archbuild's launcher, admitted by memory
   PipelineResult result_;
   std::optional<Error> failed_;
   std::optional<validate::LibraryFacts> options_libraries_;  // loaded once when the options have none
@@ -778,6 +883,35 @@ class Pipeline {
 };
 
 }  // namespace
+
+Result<ReportInput> load_report_input(const store::Layout& layout, const std::string& key, unsigned jobs) {
+  ReportInput in;
+  in.jobs = std::max(1u, jobs);
+  std::error_code ec;
+  const fs::path log = layout.ninja_log_copy(key);
+  if (fs::exists(log, ec)) {
+    std::ifstream f(log);
+    auto entries = parse_ninja_log(f, log.string());
+    if (!entries) return entries.error();
+    in.entries = std::move(*entries);
+  }
+  const fs::path graph = layout.ninja_graph(key);
+  if (fs::exists(graph, ec)) {
+    std::ifstream f(graph);
+    in.graph = parse_ninja_graph(f);
+  }
+  in.compiles = run::read_records(layout.compiles_file(key));
+  if (in.entries.empty() && in.compiles.empty())
+    return Error::bad_input(fmt::format("no build of key {} left a ninja log or compile records in {}", key,
+                                        layout.log_dir(key).string()));
+  return in;
+}
+
+Result<json> load_build_report(const store::Layout& layout, const std::string& key, unsigned jobs) {
+  auto in = load_report_input(layout, key, jobs);
+  if (!in) return in.error();
+  return build_report(*in);
+}
 
 Result<PipelineResult> run_pipeline(const plan::Plan& plan, const store::Layout& layout, run::Runner& runner,
                                     run::Reporter& reporter, const PipelineOptions& options) {

@@ -19,6 +19,7 @@
 #include "run/reporter.hpp"
 #include "run/runner.hpp"
 #include "source/source.hpp"
+#include "stages/build_report.hpp"
 #include "store/layout.hpp"
 #include "store/wheels.hpp"
 #include "validate/closure.hpp"
@@ -92,6 +93,12 @@ struct PipelineResult {
 // last lines and its path), exit 2/3 for what the stages cannot work with.
 Result<PipelineResult> run_pipeline(const plan::Plan& plan, const store::Layout& layout, run::Runner& runner,
                                     run::Reporter& reporter, const PipelineOptions& options);
+
+// A finished or failed build's report from the files the pipeline kept for `key` (store/
+// layout: ninja_log, ninja.dot, compiles.tsv); `jobs` is the build's full parallelism. Error
+// (exit 2): nothing was kept, or the ninja log is malformed.
+Result<ReportInput> load_report_input(const store::Layout& layout, const std::string& key, unsigned jobs);
+Result<nlohmann::json> load_build_report(const store::Layout& layout, const std::string& key, unsigned jobs);
 
 // The environment every step of the plan gets: the plan's, the pass-through names from the
 // caller, and the compiler launcher (not part of the key: it does not change the output).

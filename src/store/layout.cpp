@@ -96,6 +96,13 @@ std::filesystem::path Layout::venv_work_dir(std::string_view hash, long pid) con
 }
 std::filesystem::path Layout::venv_lock(std::string_view hash) const { return venvs_dir() / (std::string(hash) + ".lock"); }
 std::filesystem::path Layout::venv_log(std::string_view hash) const { return venvs_dir() / (std::string(hash) + ".log"); }
+std::filesystem::path Layout::peaks_file(std::string_view package, std::string_view recipe_name) const {
+  return root_ / "peaks" / (sha256_hex(fmt::format("{}\n{}", package, recipe_name)).substr(0, 24) + ".tsv");
+}
+std::filesystem::path Layout::admission_dir(std::string_view key) const { return build_dir(key) / "admission"; }
+std::filesystem::path Layout::compiles_file(std::string_view key) const { return log_dir(key) / "compiles.tsv"; }
+std::filesystem::path Layout::ninja_log_copy(std::string_view key) const { return log_dir(key) / "ninja_log"; }
+std::filesystem::path Layout::ninja_graph(std::string_view key) const { return log_dir(key) / "ninja.dot"; }
 
 Result<Ok> Layout::create() const {
   for (const auto& dir : {root_, git_dir(), sources_dir(), builds_dir(), wheels_dir(), keys_dir(), logs_dir(),

@@ -11,6 +11,9 @@
 //   probes/<hash>.json        cached answers of tool probes (resolution on a repeat starts nothing)
 //   venvs/<hash>              build venvs (a link to venvs/<hash>.d-<pid>, made when complete),
 //                             keyed by interpreter + requirement set; venvs/<hash>.lock, .log
+//   peaks/<recipe-hash>.tsv   measured peak memory per source of a recipe's earlier builds
+//   build/<key>/admission/    the shared admission state of one build's compiles
+//   logs/<key>/compiles.tsv   what the launcher measured per compile; ninja_log, ninja.dot
 #pragma once
 
 #include <filesystem>
@@ -58,6 +61,14 @@ class Layout {
   std::filesystem::path log_dir(std::string_view key) const;          // logs/<key>/
   std::filesystem::path log(std::string_view key, std::string_view stage) const;
   std::filesystem::path ccache_dir() const { return root_ / "ccache"; }
+  // Memory admission (issue 17). Peaks are kept per recipe (its package and file name: two
+  // projects' recipe.toml must not share), across keys: a new key of the recipe starts from them.
+  std::filesystem::path peaks_file(std::string_view package, std::string_view recipe_name) const;
+  std::filesystem::path admission_dir(std::string_view key) const;   // build/<key>/admission
+  std::filesystem::path compiles_file(std::string_view key) const;   // logs/<key>/compiles.tsv
+  // The build's .ninja_log and `ninja -t graph`, kept beside the logs for `archbuild report`.
+  std::filesystem::path ninja_log_copy(std::string_view key) const;  // logs/<key>/ninja_log
+  std::filesystem::path ninja_graph(std::string_view key) const;     // logs/<key>/ninja.dot
   // probes/<hash>.json: a tool's answer to a probe (nvcc --version …), valid while the files it
   // depends on are unchanged (ccache's idea for compiler checks).
   // A second, throw-away cache for `wheel --check-reproducible` (the same plan built elsewhere).

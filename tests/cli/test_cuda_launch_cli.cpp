@@ -118,11 +118,12 @@ TEST_CASE("cuda-launch --admission: admitted by memory, the status its own, the 
   auto fail = dir.write("fail.sh", "exit 3\n");
   r = with({"/bin/sh", fail.string(), "-c", tree + "/b.cpp"});
   CHECK(r.status == 3);
-  // One line per compile: source relative to the tree, peak KB, waited ms, exit status.
+  // One line per compile: source relative to the tree, peak KB, waited ms, exit status, output,
+  // expected MB, where that came from, language.
   std::string log = t::read_file(peaks);
   CHECK(log.find("a.cpp\t") == 0);
-  CHECK(log.find("\t0\nb.cpp\t") != std::string::npos);
-  CHECK(log.substr(log.size() - 3) == "\t3\n");
+  CHECK(log.find("\t0\t\t10\t--expect-mb\tCUDA\nb.cpp\t") != std::string::npos);
+  CHECK(log.substr(log.size() - 24) == "\t3\t\t10\t--expect-mb\tCUDA\n");
   r = with({"/nonexistent/cc", "-c", tree + "/c.cpp"});
   CHECK(r.status == 3);
 }

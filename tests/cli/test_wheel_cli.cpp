@@ -315,3 +315,150 @@ TEST_CASE("wheel: --check-reproducible names the members that differ", "[cli][wh
   CHECK(std::find(members.begin(), members.end(), "minitorch/libminitorch_kernels.so") == members.end());
   CHECK(r.err.find("minitorch/_built_at.txt") != std::string::npos);
 }
+
+namespace {
+
+std::vector<json> compile_records(const fs::path& file) {
+  std::vector<json> out;
+  std::ifstream in(file);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::vector<std::string> f;
+    std::size_t at = 0;
+    for (;;) {
+      auto tab = line.find('\t', at);
+      f.push_back(line.substr(at, tab == std::string::npos ? std::string::npos : tab - at));
+      if (tab == std::string::npos) break;
+      at = tab + 1;
+    }
+    if (f.size() != 8) continue;
+    out.push_back({{"source", f[0]}, {"peak_kb", std::stoull(f[1])}, {"exit", std::stoi(f[3])},
+                   {"output", f[4]}, {"expect_mb", std::stoull(f[5])}, {"basis", f[6]}, {"lang", f[7]}});
+  }
+  return out;
+}
+
+const json* record_of(const std::vector<json>& records, const std::string& source) {
+  for (const auto& r : records)
+    if (r["source"] == source) return &r;
+  return nullptr;
+}
+
+}  // namespace
+
+// Issue 17: with admission (the default) archbuild launches every C++ and CUDA compile of the
+// example, measures its peak and records it; a second build of the recipe (another key)
+// expects those measured peaks; `archbuild report` reads the build back.
+TEST_CASE("wheel: admission launches C++ and CUDA compiles, records peaks, the next build uses them, report and trace",
+          "[cli][wheel][admission][report][nvcc]") {
+  std::string why;
+  if (!can_build(why)) {
+    WARN("##archbuild-skip## " << why);
+    return;
+  }
+  Workspace w;
+  auto args = w.wheel_args("90");
+  for (const char* a : {"--memory-budget", "2G", "--no-validate"}) args.push_back(a);
+  auto first = t::archbuild(args);
+  INFO(first.err);
+  REQUIRE(first.status == 0);
+  const std::string key = json::parse(first.out)["key"];
+  CHECK(first.err.find("memory admission: ") != std::string::npos);  // the build stage says how many waited
+
+  const fs::path cache = w.dir / "cache";
+  auto records = compile_records(cache / "logs" / key / "compiles.tsv");
+  const json* cxx = record_of(records, "csrc/abi.cpp");
+  const json* cuda = record_of(records, "csrc/kernels.cu");
+  REQUIRE(cxx);
+  REQUIRE(cuda);
+  CHECK((*cxx)["lang"] == "CXX");
+  CHECK((*cuda)["lang"] == "CUDA");
+  CHECK((*cxx)["basis"] == "C++");  // the example recipe's figure: nothing measured yet
+  CHECK((*cxx)["expect_mb"] == 256);
+  CHECK((*cuda)["basis"] == "CUDA");
+  CHECK((*cuda)["expect_mb"] == 512);
+  CHECK((*cxx)["peak_kb"].get<std::uint64_t>() > 0);
+  CHECK((*cuda)["peak_kb"].get<std::uint64_t>() > 0);
+  CHECK((*cuda)["output"].get<std::string>().find("kernels.cu.o") != std::string::npos);
+
+  // The manifest: admission on, jobs = cores, the report's summary.
+  std::ifstream mf(cache / "keys" / (key + ".json"));
+  json doc = json::parse(mf);
+  CHECK(doc["plan"]["admission"]["on"] == true);
+  CHECK(doc["plan"]["admission"]["budget_mb"] == 2048);
+  CHECK(doc["plan"]["jobs"]["admitted"] == true);
+  CHECK(doc["manifest"]["admission"]["on"] == true);
+  const json& summary = doc["manifest"]["build_report"];
+  REQUIRE(summary.is_object());
+  CHECK(summary["compiles"]["count"].get<int>() >= 2);
+  CHECK(summary["targets"].get<int>() >= 2);
+  CHECK(summary["critical_path"].is_object());
+  // The launchers CMake recorded: archbuild in front of ccache for C, C++ and CUDA.
+  for (const char* lang : {"C", "CXX", "CUDA"}) {
+    std::string l = doc["stages"]["configure"]["launchers"][lang];
+    CHECK(l.find(";cuda-launch;") != std::string::npos);
+    CHECK(l.find(";--admission;") != std::string::npos);
+  }
+
+  // Another key of the same recipe: the compiles expect what the first build measured.
+  auto second_args = w.wheel_args("90", "out2");
+  for (const char* a : {"--memory-budget", "2G", "--no-validate", "--env", "MINITORCH_ADMISSION_TEST=1"})
+    second_args.push_back(a);
+  auto second = t::archbuild(second_args);
+  INFO(second.err);
+  REQUIRE(second.status == 0);
+  const std::string key2 = json::parse(second.out)["key"];
+  REQUIRE(key2 != key);
+  auto records2 = compile_records(cache / "logs" / key2 / "compiles.tsv");
+  for (const char* source : {"csrc/abi.cpp", "csrc/kernels.cu"}) {
+    const json* r = record_of(records2, source);
+    REQUIRE(r);
+    CHECK((*r)["basis"] == "measured");
+    const json* before = record_of(records, source);
+    CHECK((*r)["expect_mb"].get<std::uint64_t>() == ((*before)["peak_kb"].get<std::uint64_t>() + 1023) / 1024);
+  }
+
+  // archbuild report KEY (a prefix will do): the summary and a trace Perfetto can open.
+  const fs::path trace = w.dir / "trace.json";
+  auto rep = t::archbuild({"--cache-dir", cache.string(), "report", key.substr(0, 12), "--trace", trace.string(), "--json"});
+  INFO(rep.err);
+  REQUIRE(rep.status == 0);
+  json r = json::parse(rep.out);
+  CHECK(r["key"] == key);
+  CHECK(r["compiles"]["count"].get<int>() >= 2);
+  CHECK(r["critical_path"]["targets"].size() >= 1);
+  std::ifstream tf(trace);
+  json tr = json::parse(tf);
+  int complete = 0;
+  for (const auto& e : tr["traceEvents"])
+    if (e["ph"] == "X") ++complete;
+  CHECK(complete == r["targets"].get<int>());
+  auto human = t::archbuild({"--cache-dir", cache.string(), "report", key});
+  CHECK(human.status == 0);
+  CHECK(human.out.find("critical path") != std::string::npos);
+  CHECK(human.out.find("largest peak memory per compile") != std::string::npos);
+}
+
+TEST_CASE("wheel: --memory-budget that is not a size is exit 2 with one line, before anything runs", "[cli][wheel][admission]") {
+  t::TempDir dir;
+  for (const char* bad : {"12", "lots", "3Q", "200%"}) {
+    for (const char* command : {"wheel", "plan"}) {
+      auto r = t::archbuild({"--cache-dir", (dir / "cache").string(), command, "--sm", "90", "--recipe", kRecipe,
+                             "--memory-budget", bad});
+      INFO(command << " --memory-budget " << bad << ": " << r.err);
+      CHECK(r.status == 2);
+      CHECK(r.err.find(std::string("--memory-budget '") + bad + "'") != std::string::npos);
+      CHECK(r.err.find("expected a size like 48G") != std::string::npos);
+    }
+  }
+  CHECK(!fs::exists(dir / "cache" / "src"));
+}
+
+TEST_CASE("report: an unknown key or a cache without the build is exit 2", "[cli][report]") {
+  t::TempDir dir;
+  auto r = t::archbuild({"--cache-dir", (dir / "cache").string(), "report", "abc123"});
+  CHECK(r.status == 2);
+  CHECK(r.err.find("no build of key abc123") != std::string::npos);
+  r = t::archbuild({"--cache-dir", (dir / "cache").string(), "report", "not-a-key"});
+  CHECK(r.status == 2);
+}

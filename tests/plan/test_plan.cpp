@@ -952,6 +952,8 @@ TEST_CASE("recipe pairing: torchvision 0.29 is refused with torch 2.13, naming t
     REQUIRE(tv.torch);
     CHECK(lines.insert(tv.torch->prefix(2)).second);
   }
+}
+
 TEST_CASE("fetches: planned per CUDA major, switched off by the environment, their commits in the key") {
   auto h = host_130();
   auto base_opts = fixed_resources();
@@ -998,4 +1000,49 @@ TEST_CASE("fetches: planned per CUDA major, switched off by the environment, the
   req.cuda = V("12.8");
   Plan p12 = plan_for(req, inputs(h12, std::string("torch-2.11")), base_opts);
   CHECK(p12->fetches[0].pin_files.front() == ".ci/docker/ci_commit_pins/nccl-cu12.txt");
+}
+
+TEST_CASE("admission: --memory-budget takes sizes, shares of available memory and off; the rest is one clear line") {
+  const std::uint64_t avail = 20ull << 30;
+  CHECK(*parse_memory_budget("48G", avail).take() == 48 * 1024);
+  CHECK(*parse_memory_budget("4096M", avail).take() == 4096);
+  CHECK(*parse_memory_budget("1.5GiB", avail).take() == 1536);
+  CHECK(*parse_memory_budget("1t", avail).take() == 1024 * 1024);
+  CHECK(*parse_memory_budget("50%", avail).take() == 10 * 1024);
+  CHECK(!parse_memory_budget("off", avail).take());
+  for (const char* bad : {"12", "abc", "-4G", "0G", "12Q", "150%", "G", "", "1e3G", "0x10G", "100K"}) {
+    auto r = parse_memory_budget(bad, avail);
+    INFO(bad);
+    REQUIRE(!r);
+    CHECK(r.error().exit == Exit::bad_input);
+    CHECK(r.error().message.find(std::string("--memory-budget '") + bad + "'") == 0);
+    CHECK(r.error().message.find("expected a size like 48G") != std::string::npos);
+    CHECK(r.error().message.find('\n') == std::string::npos);
+  }
+}
+
+TEST_CASE("admission: with a budget the plan runs a job per core and shows the budget and the rule") {
+  auto h = host_130();
+  PlanOptions o = fixed_resources(16, 20);
+  Plan off = plan_for(request("90"), inputs(h), o);
+  CHECK(off->jobs.jobs == 5);
+  CHECK(!off->admission.on);
+  o.memory_budget_mb = 0;  // the default: 90% of available
+  Plan on = plan_for(request("90"), inputs(h), o);
+  CHECK(on->jobs.jobs == 16);
+  CHECK(on->jobs.static_jobs == 5);
+  CHECK(on->env.at("MAX_JOBS").value == "16");
+  CHECK(on->admission.budget_mb == 18432);
+  CHECK(on->key == off->key);  // parallelism never changes the output
+  auto j = on.to_json();
+  CHECK(j["admission"]["on"] == true);
+  CHECK(j["admission"]["budget_mb"] == 18432);
+  CHECK(j["admission"]["rule"].get<std::string>().find("budget 18.0 GiB (90% of 20.0 GiB available)") == 0);
+  CHECK(j["jobs"]["rule"] == "16 = 16 cores; each compile admitted by memory (see admission)");
+  o.memory_budget_mb = 4096;
+  o.memory_budget_text = "4G";
+  o.jobs = 3;
+  Plan given = plan_for(request("90"), inputs(h), o);
+  CHECK(given->jobs.jobs == 3);  // --jobs still wins
+  CHECK(given->admission.budget_from == "--memory-budget 4G");
 }

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <fstream>
 #include <thread>
 
 #include "run/admission.hpp"
@@ -130,4 +131,80 @@ TEST_CASE("a waiting compile's share is reserved ahead of younger requests", "[r
   small.join();
   CHECK(big_in.load());
   CHECK(small_in.load());
+}
+
+TEST_CASE("admission: the expected peak is the measured one, else a pattern, else the kind's figure", "[run][admission]") {
+  recipe::CompileMemory m;
+  m.c_mb = 100;
+  m.cxx_mb = 200;
+  m.cuda_mb = 1000;
+  m.cuda_thread_mb = 300;
+  m.patterns = {{"aten/*/flash_attn/kernels/*.cu", 5000}};
+  CHECK(expected_peak(m, "CXX", "a.cpp", 1, std::nullopt).mb == 200);
+  CHECK(expected_peak(m, "C", "a.c", 1, std::nullopt).basis == "C");
+  CHECK(expected_peak(m, "CUDA", "k.cu", 1, std::nullopt).mb == 1000);
+  auto threaded = expected_peak(m, "CUDA", "k.cu", 4, std::nullopt);  // NVCC_THREADS=4
+  CHECK(threaded.mb == 1900);
+  CHECK(threaded.basis == "CUDA x4 threads");
+  // '*' crosses '/' (fnmatch without FNM_PATHNAME).
+  auto flash = expected_peak(m, "CUDA", "aten/src/ATen/native/transformers/cuda/flash_attn/kernels/f.cu", 1, std::nullopt);
+  CHECK(flash.mb == 5000);
+  CHECK(flash.basis == "pattern aten/*/flash_attn/kernels/*.cu");
+  CHECK(expected_peak(m, "CUDA", "aten/src/ATen/native/transformers/cuda/flash_attn/kernels/f.cu", 1, 700).mb == 700);
+}
+
+TEST_CASE("admission: nvcc threads from --threads, -t and NVCC_APPEND_FLAGS", "[run][admission]") {
+  CHECK(nvcc_threads({"nvcc", "-c", "a.cu"}, "", 8) == 1);
+  CHECK(nvcc_threads({"nvcc", "--threads", "4", "-c", "a.cu"}, "", 8) == 4);
+  CHECK(nvcc_threads({"nvcc", "-t", "2"}, "", 8) == 2);
+  CHECK(nvcc_threads({"nvcc", "--threads=3"}, "", 8) == 3);
+  CHECK(nvcc_threads({"nvcc"}, " --threads 6", 8) == 6);
+  CHECK(nvcc_threads({"nvcc", "--threads", "0"}, "", 8) == 8);  // 0: one per CPU
+}
+
+TEST_CASE("admission: records keep output, expectation and language; the older form still reads; peaks merge per source",
+          "[run][admission]") {
+  test::TempDir tmp;
+  const auto records = tmp.path() / "compiles.tsv";
+  append_record(records, {"csrc/a.cpp", 2048, 10, 0, "CMakeFiles/x.dir/csrc/a.cpp.o", 256, "C++", "CXX"});
+  { std::ofstream(records, std::ios::app) << "csrc/k.cu\t4096\t0\t0\n"; }
+  append_record(records, {"csrc/bad.cu", 9999, 0, 1, "k.o", 512, "CUDA", "CUDA"});
+  auto r = read_records(records);
+  REQUIRE(r.size() == 3);
+  CHECK(r[0].output == "CMakeFiles/x.dir/csrc/a.cpp.o");
+  CHECK(r[0].expect_mb == 256);
+  CHECK(r[0].basis == "C++");
+  CHECK(r[0].lang == "CXX");
+  CHECK(r[1].source == "csrc/k.cu");
+  CHECK(r[1].output.empty());
+
+  const auto peaks = tmp.path() / "peaks" / "recipe.tsv";
+  merge_peaks(peaks, r);
+  merge_peaks(peaks, {{"csrc/a.cpp", 3072, 0, 0, "a.o", 2, "measured", "CXX"}});
+  auto merged = read_records(peaks);
+  CHECK(merged.size() == 2);  // the failed compile is not a measurement
+  CHECK(measured_peak_mb(peaks, "csrc/a.cpp") == 3);  // the latest wins
+  CHECK(measured_peak_mb(peaks, "csrc/k.cu") == 4);
+  CHECK(!measured_peak_mb(peaks, "csrc/bad.cu"));
+}
+
+TEST_CASE("admission: the build's settings round-trip through config.json", "[run][admission]") {
+  test::TempDir tmp;
+  AdmissionConfig c;
+  c.budget_mb = 12345;
+  c.figures.cxx_mb = 777;
+  c.figures.patterns = {{"x/*.cu", 4000}};
+  c.peaks = "/cache/peaks/p.tsv";
+  c.records = "/cache/logs/k/compiles.tsv";
+  REQUIRE(write_config(tmp.path() / "adm", c));
+  auto back = read_config(tmp.path() / "adm");
+  REQUIRE(back);
+  CHECK(back->budget_mb == 12345);
+  CHECK(back->figures.cxx_mb == 777);
+  REQUIRE(back->figures.patterns.size() == 1);
+  CHECK(back->figures.patterns[0].glob == "x/*.cu");
+  CHECK(back->records == c.records);
+  auto missing = read_config(tmp.path() / "none");
+  REQUIRE(!missing);
+  CHECK(missing.error().exit == Exit::bad_input);
 }

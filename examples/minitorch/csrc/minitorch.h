@@ -10,6 +10,8 @@ MINITORCH_API int minitorch_device_capability(int device, int* major, int* minor
 MINITORCH_API const char* minitorch_error_string(int code);
 // 1 when built with CUDA kernels, 0 for the CPU implementation.
 MINITORCH_API int minitorch_has_cuda(void);
+// The version of this C API (1).
+MINITORCH_API int minitorch_abi_version(void);
 
 // c = a + b
 MINITORCH_API int minitorch_vector_add(const float* a, const float* b, float* c, int n);
