@@ -16,6 +16,7 @@ std::string_view to_string(LibraryState s) {
   switch (s) {
     case LibraryState::found: return "found";
     case LibraryState::missing: return "missing";
+    case LibraryState::source: return "source";
     case LibraryState::absent: return "absent";
     case LibraryState::without: return "without";
     case LibraryState::off: return "off";
@@ -164,6 +165,15 @@ Result<LibraryPlan> plan_libraries(const LibraryInputs& in) {
       break;
     }
     if (c.state != LibraryState::found) {
+      if (auto f = in.from_fetch.find(name); f != in.from_fetch.end()) {
+        c.state = LibraryState::source;
+        c.reason = fmt::format("not on this host: the build compiles it from {} (a [[fetch]] of the recipe, placed "
+                               "through archbuild's mirrors at the commit the tree pins)", f->second);
+        for (const auto* s : specs)
+          if (!s->switch_env.empty()) set_keyed(s->switch_env, "1");
+        out.choices.push_back(std::move(c));
+        continue;
+      }
       c.state = expected ? LibraryState::missing : LibraryState::absent;
       c.reason = in.facts.probed ? "not found in the variables the build gets, the build environment's site-packages, "
                                    "the CUDA toolkit or the system folders"
@@ -246,6 +256,7 @@ std::string describe(const LibraryChoice& c) {
     case LibraryState::missing: return fmt::format("{} {} — {}", head, c.title, c.advice);
     case LibraryState::absent: return fmt::format("{} {} not found: built without it ({})", head, c.title, c.advice);
     case LibraryState::without:
+    case LibraryState::source:
     case LibraryState::off: return fmt::format("{} {}: {}", head, c.title, c.reason);
   }
   return head;

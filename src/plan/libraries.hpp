@@ -24,6 +24,7 @@ enum class LibraryState {
   absent,   // optional and not found: off, recorded
   without,  // --without NAME: off, recorded
   off,      // the recipe's [build.env] or --env switches it off: recorded
+  source,   // not on the host, but the tree builds it from a [[fetch]] of the same name (NCCL)
 };
 std::string_view to_string(LibraryState s);
 
@@ -55,6 +56,9 @@ struct LibraryInputs {
   std::vector<std::string> without;                // --without
   std::map<std::string, std::string> fixed_env;    // the recipe's [build.env] and --env (they win)
   std::map<std::string, std::string> fixed_from;   // name -> "the recipe's [build.env]" / "--env"
+  // The recipe's active [[fetch]]es by name → path ("nccl" → "third_party/nccl"): a library of
+  // that name the host lacks is built from that source, not missing.
+  std::map<std::string, std::string> from_fetch;
 };
 
 // Errors (exit 2): a name in [libraries] or --without that no spec defines.

@@ -318,6 +318,10 @@ Result<Ok> plan_recipe_libraries(const recipe::Recipe& r, const PlanOptions& opt
   for (const auto& [k, v] : p.env)
     if (v.keyed) in.fixed_env[k] = v.value;
   for (const auto& [k, v] : options.env) in.fixed_from[k] = "--env";
+  std::map<std::string, std::string> merged = r.env;
+  for (const auto& [k, v] : in.fixed_env) merged[k] = v;
+  for (const auto& f : r.fetches)
+    if (recipe::fetch_disabled_by(f, merged).empty()) in.from_fetch[f.name] = f.path;
   auto lp = plan_libraries(in);
   if (!lp) return lp.error();
   for (const auto& [k, v] : lp->keyed_env) p.env[k] = EnvVar{v, true, ""};

@@ -255,7 +255,13 @@ TEST_CASE("libraries in the plan: env keyed / paths not / the key changes with o
   CHECK(a->env.at("USE_CUDNN").value == "1");
   CHECK(a->env.at("USE_CUDNN").keyed);
   CHECK_FALSE(a->env.at("CUDNN_LIB_DIR").keyed);
-  CHECK(a->env.at("USE_NCCL").value == "0");  // the recipe's, recorded as off
+  // NCCL is not on this fake host: the tree builds it from the recipe's [[fetch]] (third_party/nccl).
+  CHECK(a->env.at("USE_NCCL").value == "1");
+  auto nccl = std::find_if(a->libraries.choices.begin(), a->libraries.choices.end(),
+                           [](const LibraryChoice& c) { return c.name == "nccl"; });
+  REQUIRE(nccl != a->libraries.choices.end());
+  CHECK(nccl->state == LibraryState::source);
+  CHECK(contains(nccl->reason, "third_party/nccl"));
   auto j = a.to_json();
   CHECK(j["libraries"]["libraries"].size() == 5);
   CHECK(j["key_inputs"]["libraries"].size() == 5);

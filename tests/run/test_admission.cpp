@@ -162,7 +162,7 @@ TEST_CASE("admission: nvcc threads from --threads, -t and NVCC_APPEND_FLAGS", "[
   CHECK(nvcc_threads({"nvcc", "--threads", "0"}, "", 8) == 8);  // 0: one per CPU
 }
 
-TEST_CASE("admission: records keep output, expectation and language; the older form still reads; peaks merge per source",
+TEST_CASE("admission: records keep output, expectation and language, the older form still reads, peaks merge per source",
           "[run][admission]") {
   test::TempDir tmp;
   const auto records = tmp.path() / "compiles.tsv";

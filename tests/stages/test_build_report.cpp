@@ -72,7 +72,7 @@ TEST_CASE("report: without a graph there is no critical path, and the reason is 
   CHECK(r["critical_path_note"] == "no ninja graph was kept for this build");
 }
 
-TEST_CASE("report: only the last ninja run of the log counts; an edge's outputs are one entry", "[report]") {
+TEST_CASE("report: only the last ninja run of the log counts, an edge's outputs are one entry", "[report]") {
   std::istringstream log(
       "# ninja log v5\n"
       "0\t100\t1\ta.o\th1\n"

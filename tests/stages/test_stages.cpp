@@ -632,6 +632,7 @@ TEST_CASE("the package stage repairs a wheel linking libcudart: RUNPATH, Require
   CHECK(seen["portability"] == p);
   auto beside = nlohmann::json::parse(test::read_file(r->out_wheel.string() + ".manifest.json"));
   CHECK(beside["portability"] == p);
+}
 
 // ---- issue 13: the feature summary after configure, the out-of-memory retry --------------------
 
@@ -760,6 +761,7 @@ TEST_CASE("build stage: killed again after the retry (nvcc's cicc died due to si
                                "out of memory; give fewer jobs (--jobs 2 or MAX_JOBS)") != std::string::npos);
   CHECK(r.error().message.find("--memory-budget-mb") != std::string::npos);
   CHECK(runner.calls_matching({"/usr/bin/cmake", "--build"}).size() == 2);
+}
 
 TEST_CASE("the fetch stage places a [[fetch]] at the planned commit from the mirror, offline too", "[stages][fetch]") {
   Env e;
