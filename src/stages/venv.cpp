@@ -219,7 +219,9 @@ class Maker {
         if (!r.value("ok", false)) {
           std::string name = r.value("name", std::string());
           std::string installed = r["installed"].is_string() ? " (has " + r["installed"].get<std::string>() + ")" : "";
-          missing.push_back(fmt::format("{}{}: {}", r.value("requirement", name), installed,
+          // cmake: why the host's does not do (the tree's minimum and where it is said, the host's version).
+          std::string why = name == "cmake" && reqs.cmake_problem ? " (" + *reqs.cmake_problem + ")" : "";
+          missing.push_back(fmt::format("{}{}{}: {}", r.value("requirement", name), installed, why,
                                         provider_hint(name, req_.interpreter)));
         }
       if (!missing.empty() || !*second) {

@@ -134,13 +134,16 @@ TEST_CASE("plan shows the tree's contract once the commit is in the mirror", "[c
 
 TEST_CASE("wheel refuses a cmake minimum above the host's cmake before configure, exit 3", "[cli][contract]") {
   FakeHost h;
+  // A real interpreter behind the fake probe: the build venv is made before the plan, and the
+  // cmake it would need (>= 3.30, from pip) cannot be had offline, so the refusal names both.
+  exe(h.tmp, "bin/python3", "echo /usr/bin/python3.11\necho 3.11.2\necho setuptools wheel build pip venv\n");
   test::TempDir repos;
   std::string url = example_url(repos, "CMakeLists.txt", "cmake_minimum_required(VERSION 3.30)\nproject(minitorch)\n");
   auto r = h.run({"wheel", "--sm", "90", "--recipe", recipe, "--source-url", url, "--out", (h.tmp / "out").string(),
                   "--compiler-cache", "none"});
   INFO(r.out << r.err);
   CHECK(r.status == 3);
-  CHECK(contains(r.err, "CMakeLists.txt:1: cmake_minimum_required(VERSION 3.30) is above the cmake this build runs (3.25.1"));
+  CHECK(contains(r.err, "the tree needs cmake >= 3.30 (CMakeLists.txt:1), the host's is 3.25.1"));
   // Nothing after fetch ran: no configure log.
   bool configure_log = false;
   std::error_code ec;

@@ -159,14 +159,15 @@ void end_to_end(const Case& c) {
   Workspace w(c);
   json p = w.plan();
   check_plan(c, p);
-  std::string key = p["key"];
 
   auto first = t::archbuild(w.wheel_args(), long_run());
   INFO(first.err);
   REQUIRE(first.status == 0);
   auto j = json::parse(first.out);
   CHECK(j["ok"] == true);
-  CHECK(j["key"] == key);
+  // Once the commit is mirrored, `plan` gives the key `wheel` built (the build venv's versions in it).
+  std::string key = j["key"];
+  CHECK(w.plan()["key"] == key);
   CHECK(j["reused"] == false);
   CHECK(j["stages_run"] == json(kAllStages));
   CHECK(j["version"] == "0.1.0+cu130.sm90");
@@ -217,11 +218,22 @@ void resume_after_kill(const Case& c) {
     return;
   }
   Workspace w(c);
-  std::string key = w.plan()["key"];
-  fs::path build_dir = w.tree(key) / "build";
-  fs::path build_log = w.dir / "cache" / "logs" / key / "build.log";
+  // The key is known once `wheel` has mirrored the commit and made the build venv (its versions
+  // are in the key; `plan` before the mirror cannot say them): the one tree under src/.
+  std::string key;
+  fs::path build_dir, build_log;
   {
     t::Background bg(ARCHBUILD_EXE, w.wheel_args());
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(900);
+    while (key.empty() && bg.running() && std::chrono::steady_clock::now() < until) {
+      std::error_code ec;
+      for (const auto& e : fs::directory_iterator(w.dir / "cache" / "src", ec))
+        if (e.is_directory() && e.path().filename().string().size() == 64) key = e.path().filename().string();
+      if (key.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    REQUIRE(key.size() == 64);
+    build_dir = w.tree(key) / "build";
+    build_log = w.dir / "cache" / "logs" / key / "build.log";
     // Mid-build: the build stage runs and CMake has generated the tree (compiling now).
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(900);
     while (!(fs::exists(build_log) && fs::exists(build_dir / "build.ninja")) && bg.running() &&
