@@ -195,3 +195,55 @@ TEST_CASE("venv: wheel with --find-links builds, with its versions in the manife
   CHECK(j2["reused"] == true);
   CHECK(marker_time(v) == before);
 }
+
+TEST_CASE("venv: a tree whose cmake minimum is above the host's gets the venv's cmake, first on PATH and in the key",
+          "[cli][venv]") {
+  if (auto why = why_not(); !why.empty()) {
+    WARN("##archbuild-skip## " << why);
+    return;
+  }
+  if (t::which("cmake").empty()) {
+    WARN("##archbuild-skip## no cmake on PATH");
+    return;
+  }
+  auto host = t::run(t::which("cmake"), {"--version"});
+  if (host.out.find("cmake version 3.2") == std::string::npos) {
+    WARN("##archbuild-skip## the host's cmake is not 3.2x (the case needs one below 3.30): " << host.out);
+    return;
+  }
+  Fixture f;
+  // Like PyTorch >= 2.10 on Debian 12: cmake_minimum_required(VERSION 3.30) above the host's 3.25.
+  std::string cml = read(f.project / "CMakeLists.txt");
+  auto at = cml.find("cmake_minimum_required(VERSION 3.18)");
+  REQUIRE(at != std::string::npos);
+  cml.replace(at, std::string("cmake_minimum_required(VERSION 3.18)").size(), "cmake_minimum_required(VERSION 3.30)");
+  std::ofstream(f.project / "CMakeLists.txt") << cml;
+  // The pip package cmake stands in as a wheel built here (no cmake wheel exists offline): its
+  // `cmake` script reports 3.31.0.
+  fs::path src = f.dir / "fake-cmake";
+  fs::create_directories(src);
+  std::ofstream(src / "cmake") << "#!/bin/sh\n[ \"$1\" = --version ] && { echo 'cmake version 3.31.0'; exit 0; }\n"
+                                  "exec /usr/bin/cmake \"$@\"\n";
+  std::ofstream(src / "setup.py") << "from setuptools import setup\nsetup(name='cmake', version='3.31.0', scripts=['cmake'])\n";
+  t::RunOptions o;
+  o.env["PIP_NO_INDEX"] = "1";
+  o.timeout = std::chrono::seconds(300);
+  auto w = t::run(kPython, {"-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", f.wheelhouse.string(),
+                            src.string()},
+                  o);
+  INFO(w.out << w.err);
+  REQUIRE(w.status == 0);
+
+  auto r = t::archbuild(f.args("plan", {"--find-links", f.wheelhouse.string()}), f.opts());
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  auto j = json::parse(r.out);
+  const json& v = j["build_venv"];
+  REQUIRE(v.is_object());
+  CHECK(v["packages"]["cmake"] == "3.31.0");
+  CHECK(v["cmake"] == v["dir"].get<std::string>() + "/bin/cmake");
+  CHECK(v["cmake_version"] == "3.31.0");
+  CHECK(j["key_inputs"]["build_venv"]["cmake"] == "3.31.0");
+  // Every step finds that one cmake first: the venv's bin/ leads PATH.
+  CHECK(j["env"]["PATH"].get<std::string>().rfind(v["dir"].get<std::string>() + "/bin:", 0) == 0);
+}
