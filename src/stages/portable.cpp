@@ -206,6 +206,7 @@ Result<PortableResult> make_portable(const fs::path& wheel, const validate::Libr
     elfs.push_back(std::move(e));
   }
 
+  std::string cuda_major = options.cuda ? std::to_string(options.cuda->major()) : "";
   std::map<std::string, Mapped> mapped;                     // by package name
   std::map<std::string, std::set<std::string>> host_libs;   // soname -> files
   for (auto& e : elfs) {
@@ -224,7 +225,7 @@ Result<PortableResult> make_portable(const fs::path& wheel, const validate::Libr
         push_unique(package_entries, origin_entry(dir, parent_of(it->second)));
         continue;
       }
-      const validate::LibraryPackage* pkg = official ? facts.package_of(soname) : nullptr;
+      const validate::LibraryPackage* pkg = official ? facts.package_of(soname, cuda_major) : nullptr;
       if (!pkg) {
         host_libs[soname].insert(e.path);
         e.host_bound = true;

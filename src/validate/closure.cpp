@@ -42,9 +42,26 @@ std::optional<std::string> origin_dir(const std::string& file, const std::string
 
 std::string join_path(const std::string& dir, const std::string& name) { return dir.empty() ? name : dir + "/" + name; }
 
-bool declared(const std::vector<Requirement>& reqs, const std::string& package) {
-  std::string n = normalize_name(package);
-  return std::any_of(reqs.begin(), reqs.end(), [&](const Requirement& r) { return !r.extra && r.name == n; });
+// Declared by name, or through the metapackage extra that installs it (`cuda-toolkit[cublas]`).
+bool declared(const std::vector<Requirement>& reqs, const LibraryPackage& package) {
+  std::string n = normalize_name(package.name);
+  std::string meta = package.meta_name.empty() ? "" : normalize_name(package.meta_name);
+  return std::any_of(reqs.begin(), reqs.end(), [&](const Requirement& r) {
+    if (r.extra) return false;
+    if (r.name == n) return true;
+    return !meta.empty() && r.name == meta &&
+           std::find(r.extras.begin(), r.extras.end(), package.meta_extra) != r.extras.end();
+  });
+}
+
+// The CUDA major a file was linked against, from a soname only one major's packages ship
+// (libcudart.so.12 -> "12"); empty when none says.
+std::string cuda_major_of(const ElfFile& f, const LibraryFacts& facts) {
+  for (const auto& s : f.dyn.needed) {
+    auto all = facts.packages_of(s);
+    if (all.size() == 1 && !all.front()->cuda.empty()) return all.front()->cuda;
+  }
+  return "";
 }
 
 Resolved resolve_one(const ElfFile& f, const std::string& soname, const std::vector<std::string>& search,
@@ -71,9 +88,14 @@ Resolved resolve_one(const ElfFile& f, const std::string& soname, const std::vec
       r.where = candidate;
       return r;
     }
-    const LibraryPackage* pkg = facts.package_of(soname);
-    if (pkg && pkg->dir == *dir) {
-      if (!declared(in.requirements, pkg->name)) {
+    // cudnn-cu12 and -cu13 share a folder: the declared one, else the file's own CUDA major's.
+    const LibraryPackage* pkg = nullptr;
+    for (const LibraryPackage* p : facts.packages_of(soname)) {
+      if (p->dir != *dir || (pkg && declared(in.requirements, *pkg))) continue;
+      if (!pkg || declared(in.requirements, *p) || p->cuda == cuda_major_of(f, facts)) pkg = p;
+    }
+    if (pkg) {
+      if (!declared(in.requirements, *pkg)) {
         declared_missing = pkg->name;
         continue;
       }
@@ -98,7 +120,8 @@ Resolved resolve_one(const ElfFile& f, const std::string& soname, const std::vec
   if (auto it = tree_by_name.find(soname); it != tree_by_name.end())
     why.push_back(fmt::format("the tree has it at {}, which no RUNPATH entry of {} reaches", it->second.front(),
                               f.path));
-  else if (const LibraryPackage* pkg = facts.package_of(soname); pkg && declared_missing.empty())
+  else if (const LibraryPackage* pkg = facts.package_of(soname, cuda_major_of(f, facts));
+           pkg && declared_missing.empty())
     why.push_back(fmt::format("{} ships it in {}: declare it and add $ORIGIN-relative RUNPATH to that folder",
                               pkg->name, pkg->dir));
   auto host = in.host ? in.host(soname, absolute) : host_library(soname, absolute);
@@ -114,10 +137,19 @@ Resolved resolve_one(const ElfFile& f, const std::string& soname, const std::vec
 
 // ---- facts -------------------------------------------------------------------------------
 
-const LibraryPackage* LibraryFacts::package_of(const std::string& soname) const {
+std::vector<const LibraryPackage*> LibraryFacts::packages_of(const std::string& soname) const {
+  std::vector<const LibraryPackage*> out;
   for (const auto& p : packages)
-    if (std::find(p.sonames.begin(), p.sonames.end(), soname) != p.sonames.end()) return &p;
-  return nullptr;
+    if (std::find(p.sonames.begin(), p.sonames.end(), soname) != p.sonames.end()) out.push_back(&p);
+  return out;
+}
+
+const LibraryPackage* LibraryFacts::package_of(const std::string& soname, const std::string& cuda_major) const {
+  auto all = packages_of(soname);
+  if (all.empty()) return nullptr;
+  for (const LibraryPackage* p : all)
+    if (!cuda_major.empty() && p->cuda == cuda_major) return p;
+  return all.front();
 }
 
 const SymbolPolicy* LibraryFacts::policy_for(const Version& glibc) const {
@@ -151,6 +183,17 @@ Result<LibraryFacts> load_library_facts(const fs::path& file) {
       pkg.name = p.string("name", true).value_or("");
       pkg.dir = p.string("dir", true).value_or("");
       pkg.sonames = p.strings("sonames", true).value_or(std::vector<std::string>{});
+      pkg.cuda = p.string("cuda").value_or("");
+      if (auto meta = p.string("meta")) {
+        static const std::regex meta_re("^([A-Za-z0-9][A-Za-z0-9._-]*)\\[([A-Za-z0-9_-]+)\\]$");
+        std::smatch m;
+        if (!std::regex_match(*meta, m, meta_re))
+          return p.error_at("meta", fmt::format("meta \"{}\" must name a metapackage and one extra, like "
+                                                "\"cuda-toolkit[cublas]\"",
+                                                *meta));
+        pkg.meta_name = m[1].str();
+        pkg.meta_extra = m[2].str();
+      }
       if (const toml::table* vs = p.table("versions"))
         for (const auto& [cuda, v] : *vs) {
           auto text = v.value<std::string>();
@@ -165,8 +208,10 @@ Result<LibraryFacts> load_library_facts(const fs::path& file) {
                                              "\"nvidia/cu13/lib\"",
                                              pkg.dir));
       for (const auto& s : pkg.sonames)
-        if (const LibraryPackage* other = facts.package_of(s))
-          return p.error_at("sonames", fmt::format("{} is already shipped by {}", s, other->name));
+        for (const LibraryPackage* other : facts.packages_of(s))
+          if (other->cuda == pkg.cuda)
+            return p.error_at("sonames", fmt::format("{} is already shipped by {}{}", s, other->name,
+                                                     pkg.cuda.empty() ? "" : " for CUDA " + pkg.cuda));
       facts.packages.push_back(std::move(pkg));
     }
   }
@@ -210,6 +255,13 @@ std::vector<Requirement> parse_requirements(const std::vector<std::string>& requ
     Requirement r;
     r.text = text::trim(t);
     r.name = normalize_name(m[1].str());
+    std::string rest = t.substr(m.position(0) + m.length(0));
+    auto b = rest.find_first_not_of(" \t");
+    if (b != std::string::npos && rest[b] == '[') {
+      auto close = rest.find(']', b);
+      for (const auto& e : text::split_any(rest.substr(b + 1, close == std::string::npos ? std::string::npos : close - b - 1), ","))
+        if (auto x = text::trim(e); !x.empty()) r.extras.push_back(normalize_name(x));
+    }
     auto semi = t.find(';');
     r.extra = semi != std::string::npos && std::regex_search(t.substr(semi), extra_re);
     out.push_back(std::move(r));

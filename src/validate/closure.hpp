@@ -33,6 +33,13 @@ struct LibraryPackage {
   std::vector<std::string> sonames;  // "libcudart.so.13"
   // The package version to require per CUDA X.Y ("13.0" -> "13.0.*"); a CUDA not listed: no pin.
   std::map<std::string, std::string> versions;
+  // The CUDA major whose packages these are ("12": nvidia-*-cu12 in nvidia/<lib>/lib; "13": the
+  // nvidia/cu13/lib layout). cuDNN, NCCL, cuSPARSELt and cuFile keep their sonames across majors, so
+  // a soname alone does not say which package ships it.
+  std::string cuda;
+  // The metapackage extra that also installs it, as official torch wheels declare it since CUDA 13
+  // (`cuda-toolkit[cublas,cudart,…]==13.0.2`): {"cuda-toolkit", "cublas"}; empty when none.
+  std::string meta_name, meta_extra;
 };
 
 // The newest libstdc++/libgcc symbol versions a manylinux glibc version allows.
@@ -46,7 +53,11 @@ struct LibraryFacts {
   std::vector<LibraryPackage> packages;
   std::vector<SymbolPolicy> policies;  // ascending glibc
 
-  const LibraryPackage* package_of(const std::string& soname) const;
+  // The package that ships `soname` for that CUDA major ("12", "13"); with no major, or none for
+  // that major, the first listed.
+  const LibraryPackage* package_of(const std::string& soname, const std::string& cuda_major = "") const;
+  // Every package that ships `soname` (one per CUDA major at most).
+  std::vector<const LibraryPackage*> packages_of(const std::string& soname) const;
   // The policy of the highest glibc <= `glibc`; nullptr when below the first or above the last
   // (nothing known about its libstdc++).
   const SymbolPolicy* policy_for(const Version& glibc) const;
@@ -63,6 +74,7 @@ struct Requirement {
   std::string text;  // the Requires-Dist value as written
   std::string name;  // normalized (PEP 503)
   bool extra = false;  // only with an extra (`; extra == "…"`): not installed by default
+  std::vector<std::string> extras;  // what it asks of that package: `cuda-toolkit[cublas,cudart]`
 };
 // Requires-Dist values of METADATA.
 std::vector<Requirement> parse_requirements(const std::vector<std::string>& requires_dist);

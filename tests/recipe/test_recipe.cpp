@@ -135,14 +135,15 @@ TEST_CASE("the 2026 releases: torch 2.10 - 2.15, torchvision 0.25 - 0.29, torcha
     D driver;
     const char* min_gcc;
     const char* vision;  // "" when there is none
+    const char* triton;  // "" when the pin was not found (said in the recipe)
   };
   const Line lines[] = {
-      {"2.10", "2.10.0", {"13.0", "12.8", "12.6"}, "3.14", D::python_build, "9.3", "0.25.0"},
-      {"2.11", "2.11.0", {"13.0", "12.8", "12.6"}, "3.14", D::python_build, "9.3", "0.26.0"},
-      {"2.12", "2.12.1", {"13.0", "13.2", "12.9", "12.6"}, "3.14", D::python_build, "9.3", "0.27.1"},
-      {"2.13", "2.13.0", {"13.0", "13.2", "12.6"}, "3.15", D::python_build, "11.4", "0.28.0"},
-      {"2.14", "2.14.0", {"13.0", "13.2", "12.6"}, "3.15", D::scikit_build_core, "11.4", "0.29.0"},
-      {"2.15", "2.15.0", {"13.0", "13.2", "13.4"}, "3.15", D::scikit_build_core, "11.4", ""},
+      {"2.10", "2.10.0", {"13.0", "12.8", "12.6"}, "3.14", D::python_build, "9.3", "0.25.0", "3.6.0"},
+      {"2.11", "2.11.0", {"13.0", "12.8", "12.6"}, "3.14", D::python_build, "9.3", "0.26.0", "3.6.0"},
+      {"2.12", "2.12.1", {"13.0", "13.2", "12.9", "12.6"}, "3.14", D::python_build, "9.3", "0.27.1", "3.7.1"},
+      {"2.13", "2.13.0", {"13.0", "13.2", "12.6"}, "3.15", D::python_build, "11.4", "0.28.0", "3.7.1"},
+      {"2.14", "2.14.0", {"13.0", "13.2", "12.6"}, "3.15", D::scikit_build_core, "11.4", "0.29.0", "3.8.0"},
+      {"2.15", "2.15.0", {"13.0", "13.2", "13.4"}, "3.15", D::scikit_build_core, "11.4", "", ""},
   };
   for (const auto& l : lines) {
     INFO("torch " << l.torch);
@@ -162,6 +163,7 @@ TEST_CASE("the 2026 releases: torch 2.10 - 2.15, torchvision 0.25 - 0.29, torcha
     CHECK((t.arch.two_digit_major && t.arch.variant_a && t.arch.variant_f));
     CHECK(t.env.count("USE_NCCL") == 0);  // NCCL on: fetched by archbuild ([[fetch]])
     CHECK(t.env.at("BUILD_TEST") == "0");
+    CHECK((t.wheel_triton ? t.wheel_triton->str() : std::string()) == l.triton);
     // Every official list names a CUDA the recipe builds with.
     for (const auto& [c, list] : t.official) CHECK(std::count(t.cuda.begin(), t.cuda.end(), V(c.c_str())) == 1);
 

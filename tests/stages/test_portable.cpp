@@ -183,6 +183,54 @@ TEST_CASE("portable: a library linking libcudart by the toolkit's path fails val
   CHECK_FALSE(after.find("host-bound"));
 }
 
+TEST_CASE("portable: a CUDA 12 build depends on the nvidia-*-cu12 packages, each in its own folder",
+          "[stages][portable][closure]") {
+  test::TempDir dir;
+  std::string skip;
+  auto so = gcc_library(dir, true, "/usr/local/cuda/lib64", skip);
+  if (skip.empty() && test::which("patchelf").empty()) skip = "no patchelf (scripts/install-deps installs it)";
+  if (!skip.empty()) {
+    WARN("##archbuild-skip## " << skip);
+    return;
+  }
+  // This host has only CUDA 13: make the library what a CUDA 12.8 build links (libcudart.so.12)
+  // plus cuDNN, whose soname both majors share.
+  auto so_path = dir.write("cu12/libk.so", so);
+  // Two calls: patchelf 0.14 given both at once writes libcudnn.so.9 over the replaced entry.
+  for (std::vector<std::string> args : {std::vector<std::string>{"--replace-needed", "libcudart.so.13", "libcudart.so.12"},
+                                        std::vector<std::string>{"--add-needed", "libcudnn.so.9"}}) {
+    args.push_back(so_path.string());
+    auto pe = test::run(test::which("patchelf"), args);
+    INFO(pe.err);
+    REQUIRE(pe.status == 0);
+  }
+  std::ifstream in(so_path, std::ios::binary);
+  std::string lib12((std::istreambuf_iterator<char>(in)), {});
+  auto wheel = write_wheel(dir, "a", lib12);
+
+  auto o = options_in(dir, recipe::WheelLayout::official);
+  o.cuda = Version::parse("12.8");
+  run::ProcessRunner runner;
+  auto r = stages::make_portable(wheel, shipped_facts(), o, runner);
+  INFO((r ? "" : r.error().message));
+  REQUIRE(r.ok());
+  REQUIRE(stages::normalize_wheel(r->wheel, r->wheel, 1735689600).ok());
+  auto out = member(r->wheel, "demo_pkg/libk.so");
+  auto d = binary::read_dynamic(binary::Bytes(reinterpret_cast<const std::uint8_t*>(out.data()), out.size()));
+  REQUIRE(d.ok());
+  auto runpath = d->runpath;  // in DT_NEEDED order
+  std::sort(runpath.begin(), runpath.end());
+  CHECK(runpath == std::vector<std::string>{"$ORIGIN/../nvidia/cuda_runtime/lib", "$ORIGIN/../nvidia/cudnn/lib"});
+  auto meta = member(r->wheel, std::string(kDistInfo) + "METADATA");
+  CHECK_THAT(meta, Catch::Contains("Requires-Dist: nvidia-cuda-runtime-cu12==12.8.*\n"));
+  CHECK_THAT(meta, Catch::Contains("Requires-Dist: nvidia-cudnn-cu12\n"));
+  CHECK_THAT(meta, !Catch::Contains("-cu13") && !Catch::Contains("nvidia-cuda-runtime="));
+  CHECK(r->portability["host_bound"] == false);
+  auto after = validate_it(r->wheel);
+  INFO(check(after, "closure").summary);
+  CHECK(check(after, "closure").status == validate::Status::pass);
+}
+
 TEST_CASE("portable: the repair is deterministic and a second repair changes nothing", "[stages][portable][reproducible]") {
   test::TempDir dir;
   std::string skip;

@@ -903,6 +903,74 @@ TEST_CASE("closure: a library linking CUDA by absolute RUNPATH fails (named) and
   CHECK_THAT(check(r3, "closure").summary, Catch::Contains("nvidia-cuda-runtime is not a Requires-Dist"));
 }
 
+TEST_CASE("closure: the cuda-toolkit metapackage's extras declare the packages, as official cu130 torch wheels do",
+          "[validate][closure]") {
+  test::TempDir dir;
+  std::string skip;
+  auto so = cuda_library(dir, "$ORIGIN/../nvidia/cu13/lib", skip);
+  if (!skip.empty()) {
+    WARN("##archbuild-skip## " << skip);
+    return;
+  }
+  FakeWheel fw;
+  fw.payload = {{"demo_pkg/__init__.py", "\n"}, {"demo_pkg/libk.so", so}};
+  // torch-2.14.0+cu130's own form of the requirement.
+  fw.metadata = "Metadata-Version: 2.1\nName: demo-pkg\nVersion: 1.0+cu130.sm90\nRequires-Dist: "
+                "cuda-toolkit[cublas,cudart,cufft,nvrtc]==13.0.2\n\n";
+  auto r = check_wheel(fw.write(dir, fw.bytes()), "90");
+  INFO(all_details(check(r, "closure")));
+  CHECK(check(r, "closure").status == Status::pass);
+  CHECK(check(r, "closure").evidence["files"][0]["needed"][0]["where"] == "nvidia-cuda-runtime: nvidia/cu13/lib");
+  // The metapackage without the extra that installs libcudart does not declare it.
+  fw.metadata = "Metadata-Version: 2.1\nName: demo-pkg\nVersion: 1.0+cu130.sm90\nRequires-Dist: cuda-toolkit[cublas]==13.0.2\n\n";
+  auto r2 = check_wheel(fw.write(dir, fw.bytes()), "90");
+  CHECK(check(r2, "closure").status == Status::fail);
+  CHECK_THAT(check(r2, "closure").summary, Catch::Contains("nvidia-cuda-runtime is not a Requires-Dist"));
+}
+
+TEST_CASE("closure: CUDA 12 wheels resolve into the nvidia-*-cu12 folders, shared sonames by the declared package",
+          "[validate][closure]") {
+  auto facts = shipped_facts();
+  // A soname both majors ship: the -cu12 package for a CUDA 12 build, the CUDA 13 one otherwise.
+  CHECK(facts.package_of("libcudnn.so.9", "12")->name == "nvidia-cudnn-cu12");
+  CHECK(facts.package_of("libcudnn.so.9", "13")->name == "nvidia-cudnn-cu13");
+  CHECK(facts.package_of("libnccl.so.2", "12")->name == "nvidia-nccl-cu12");
+  CHECK(facts.packages_of("libcusparseLt.so.0").size() == 2);
+  CHECK(facts.package_of("libcudart.so.12")->dir == "nvidia/cuda_runtime/lib");
+  CHECK(facts.package_of("libcublasLt.so.12")->name == "nvidia-cublas-cu12");
+  CHECK(facts.package_of("libcudart.so.12")->versions.at("12.8") == "12.8.*");
+  CHECK(facts.package_of("libcublas.so.12")->meta_extra == "cublas");
+
+  // What PyTorch's cu12 wheels link (build_cuda.sh's CUDA_RPATHS), resolved without a binary.
+  auto elf = [](std::vector<std::string> needed) {
+    validate::ElfFile f;
+    f.path = "torch/lib/libtorch_cuda.so";
+    f.dyn.needed = std::move(needed);
+    f.dyn.runpath = {"$ORIGIN/../../nvidia/cuda_runtime/lib", "$ORIGIN/../../nvidia/cudnn/lib", "$ORIGIN/../../nvidia/nccl/lib"};
+    return f;
+  };
+  validate::ClosureInput in;
+  in.files = {elf({"libcudart.so.12", "libcudnn.so.9", "libnccl.so.2", "libc.so.6"})};
+  in.requirements = validate::parse_requirements(
+      {"nvidia-cuda-runtime-cu12==12.8.57; platform_system == 'Linux'", "nvidia-cudnn-cu12==9.8.0.87", "nvidia-nccl-cu12==2.25.1"});
+  in.host = [](const std::string&, const std::vector<std::string>&) { return std::optional<std::string>{}; };
+  auto c = validate::resolve_closure(in, facts);
+  REQUIRE(c.size() == 1);
+  for (const auto& n : c[0].needed) {
+    INFO(n.soname << ": " << n.where);
+    CHECK(n.from != validate::From::missing);
+  }
+  CHECK(c[0].needed[1].where == "nvidia-cudnn-cu12: nvidia/cudnn/lib");
+  // The CUDA 13 cuDNN declared instead serves the same folder.
+  in.requirements = validate::parse_requirements({"nvidia-cuda-runtime-cu12", "nvidia-cudnn-cu13", "nvidia-nccl-cu12"});
+  CHECK(validate::resolve_closure(in, facts)[0].needed[1].where == "nvidia-cudnn-cu13: nvidia/cudnn/lib");
+  // Undeclared: the advice names the package of the file's own CUDA major (libcudart.so.12 says 12).
+  in.requirements = validate::parse_requirements({"nvidia-cuda-runtime-cu12", "nvidia-nccl-cu12"});
+  auto miss = validate::resolve_closure(in, facts)[0].needed[1];
+  CHECK(miss.from == validate::From::missing);
+  CHECK_THAT(miss.where, Catch::Contains("nvidia-cudnn-cu12 is not a Requires-Dist"));
+}
+
 TEST_CASE("platform tag: a library needing a GLIBC above its manylinux tag fails", "[validate][closure]") {
   test::TempDir dir;
   std::string skip;
@@ -941,12 +1009,26 @@ TEST_CASE("closure: tags and policies and requirements", "[validate][closure]") 
   CHECK(reqs[0].name == "typing-extensions");
   CHECK_FALSE(reqs[1].extra);
   CHECK(reqs[2].extra);
+  auto meta = validate::parse_requirements({"cuda-toolkit[cublas, CUDART]==13.0.2", "cuda_toolkit [nvrtc]"});
+  CHECK(meta[0].name == "cuda-toolkit");
+  CHECK(meta[0].extras == std::vector<std::string>{"cublas", "cudart"});
+  CHECK(meta[1].name == "cuda-toolkit");
+  CHECK(meta[1].extras == std::vector<std::string>{"nvrtc"});
   // A broken data file is a file:line error.
   test::TempDir dir;
   auto bad = dir.write("libraries.toml", "[system]\nlibraries = [\"libc.so.6\"]\n[[package]]\nname = \"x\"\ndir = \"/abs\"\nsonames = []\n");
   auto e = validate::load_library_facts(bad);
   REQUIRE_FALSE(e.ok());
   CHECK_THAT(e.error().message, Catch::Contains("libraries.toml:5") && Catch::Contains("relative to site-packages"));
+  auto dup = dir.write("dup.toml", "[[package]]\nname = \"a\"\ncuda = \"12\"\ndir = \"a\"\nsonames = [\"libx.so.1\"]\n"
+                                   "[[package]]\nname = \"b\"\ncuda = \"12\"\ndir = \"b\"\nsonames = [\"libx.so.1\"]\n");
+  auto d = validate::load_library_facts(dup);
+  REQUIRE_FALSE(d.ok());
+  CHECK_THAT(d.error().message, Catch::Contains("dup.toml:10") && Catch::Contains("libx.so.1 is already shipped by a for CUDA 12"));
+  auto meta_bad = dir.write("meta.toml", "[[package]]\nname = \"a\"\nmeta = \"cuda-toolkit\"\ndir = \"a\"\nsonames = []\n");
+  auto m = validate::load_library_facts(meta_bad);
+  REQUIRE_FALSE(m.ok());
+  CHECK_THAT(m.error().message, Catch::Contains("meta.toml:3") && Catch::Contains("like \"cuda-toolkit[cublas]\""));
 }
 
 TEST_CASE("import test: requirements first with pip configuration and skipped (never passed) when none can be had", "[validate][import]") {
