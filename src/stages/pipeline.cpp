@@ -562,6 +562,7 @@ class Pipeline {
     o.layout = res.recipe.wheel_layout;
     o.triton = res.recipe.wheel_triton;
     if (res.toolkit) o.cuda = res.toolkit->version;
+    if (plan_->venv) o.built_against = plan_->venv->packages;
     o.patchelf = options_.patchelf;
     o.scratch = layout_.log_dir(key_) / "portable";
     o.log = log;

@@ -294,18 +294,27 @@ Result<PortableResult> make_portable(const fs::path& wheel, const validate::Libr
   std::vector<std::string> requirements;
   std::string cuda = options.cuda ? fmt::format("{}.{}", options.cuda->major(), options.cuda->minor()) : "";
   for (const auto& [name, mp] : mapped) {
-    auto v = mp.package->versions.find(cuda);
-    std::string req = v == mp.package->versions.end() ? name : name + "==" + v->second;
+    // The exact version the build linked when the build venv had the package (official wheels pin
+    // exactly), else the data file's pattern for this CUDA, else none.
+    std::string req = name;
+    json version;
+    if (auto b = options.built_against.find(validate::normalize_name(name)); b != options.built_against.end()) {
+      req = name + "==" + b->second;
+      version = {{"pin", b->second}, {"from", "the build venv"}};
+    } else if (auto v = mp.package->versions.find(cuda); v != mp.package->versions.end()) {
+      req = name + "==" + v->second;
+      version = {{"pin", v->second}, {"from", "data/validate/libraries.toml"}};
+    } else {
+      version = fmt::format("unpinned: not in the build venv, and the data file names no version for CUDA {}",
+                            cuda.empty() ? "(none)" : cuda);
+    }
     requirements.push_back(req);
     out["libraries"].push_back({{"package", name},
                                 {"dir", mp.package->dir},
                                 {"sonames", mp.sonames},
                                 {"files", mp.files},
                                 {"requirement", req},
-                                {"version", v == mp.package->versions.end()
-                                                ? json(fmt::format("unpinned: the data file names no version for CUDA {}",
-                                                                   cuda.empty() ? "(none)" : cuda))
-                                                : json(v->second)}});
+                                {"version", version}});
   }
   if (options.triton) {
     // The marker official wheels give it: triton ships Linux wheels only.

@@ -36,6 +36,9 @@ struct PortableOptions {
   recipe::WheelLayout layout = recipe::WheelLayout::official;
   std::optional<Version> cuda;        // the toolkit built against: picks the data file's versions
   std::optional<Version> triton;      // the recipe's [wheel] triton: `triton==X` for torch.compile
+  // The build venv's distributions (normalized name -> exact version): an nvidia-* package the
+  // build linked from there is required at exactly that version.
+  std::map<std::string, std::string> built_against;
   std::filesystem::path patchelf;     // empty: not found (only an error when a RUNPATH must change)
   std::filesystem::path scratch;      // a folder for the ELF files patchelf rewrites
   std::filesystem::path log;          // patchelf's output

@@ -210,6 +210,7 @@ TEST_CASE("portable: a CUDA 12 build depends on the nvidia-*-cu12 packages, each
 
   auto o = options_in(dir, recipe::WheelLayout::official);
   o.cuda = Version::parse("12.8");
+  o.built_against = {{"nvidia-cudnn-cu12", "9.8.0.87"}, {"numpy", "2.3.0"}};  // the build venv had cuDNN
   run::ProcessRunner runner;
   auto r = stages::make_portable(wheel, shipped_facts(), o, runner);
   INFO((r ? "" : r.error().message));
@@ -223,7 +224,10 @@ TEST_CASE("portable: a CUDA 12 build depends on the nvidia-*-cu12 packages, each
   CHECK(runpath == std::vector<std::string>{"$ORIGIN/../nvidia/cuda_runtime/lib", "$ORIGIN/../nvidia/cudnn/lib"});
   auto meta = member(r->wheel, std::string(kDistInfo) + "METADATA");
   CHECK_THAT(meta, Catch::Contains("Requires-Dist: nvidia-cuda-runtime-cu12==12.8.*\n"));
-  CHECK_THAT(meta, Catch::Contains("Requires-Dist: nvidia-cudnn-cu12\n"));
+  // cuDNN came from the build venv: exactly that version; the runtime from the data's pattern.
+  CHECK_THAT(meta, Catch::Contains("Requires-Dist: nvidia-cudnn-cu12==9.8.0.87\n"));
+  for (const auto& l : r->portability["libraries"])
+    CHECK(l["version"]["from"] == (l["package"] == "nvidia-cudnn-cu12" ? "the build venv" : "data/validate/libraries.toml"));
   CHECK_THAT(meta, !Catch::Contains("-cu13") && !Catch::Contains("nvidia-cuda-runtime="));
   CHECK(r->portability["host_bound"] == false);
   auto after = validate_it(r->wheel);
