@@ -9,6 +9,7 @@
 #include "cli/context.hpp"
 #include "cli/host.hpp"
 #include "cli/install_advice.hpp"
+#include "doctor/doctor.hpp"
 #include "extenv/extenv.hpp"
 #include "plan/resolve.hpp"
 #include "run/capture.hpp"
@@ -37,7 +38,7 @@ std::optional<extenv::TorchSeen> probe_torch(const std::string& python) {
   run::CaptureOptions o;
   o.cwd = "/";  // a `torch` folder in the current directory must not shadow the installed one
   o.timeout = std::chrono::seconds(60);
-  auto ran = run::capture({fs::absolute(*exe).string(), "-c", extenv::kTorchVersionScript}, o).take();
+  auto ran = run::capture({fs::absolute(*exe).string(), "-c", doctor::kTorchProbeScript, "--no-import"}, o).take();
   return extenv::parse_torch_probe(ran.out, python).take();
 }
 

@@ -50,7 +50,8 @@ struct TorchFacts {
 
 // The script the command runs with the interpreter (`PY -c SCRIPT`). It reads torch/version.py
 // without importing torch, then imports torch for the arch list, and prints each stage as a line
-// "@@archbuild-doctor@@{json}" (a crash during the import still leaves the first).
+// "@@archbuild-doctor@@{json}" (a crash during the import still leaves the first). Run as
+// `PY -c SCRIPT --no-import` it prints the first line only.
 extern const char* const kTorchProbeScript;
 // Merges the probe's lines into facts; an error (exit 3) when no line came or there is no torch.
 // `status` is the interpreter's exit status (a crash while importing becomes import_error).

@@ -10,7 +10,8 @@ namespace archbuild::doctor {
 // Stage 1 reads torch/version.py as a file (no `import torch`: that may need a driver, take
 // seconds or crash); stage 2 imports torch for what only the module knows. Each stage prints
 // its own line so a crash in the import still leaves stage 1. get_arch_list() is empty where
-// CUDA cannot initialise; the compiled-in flags are then read from torch._C directly.
+// CUDA cannot initialise; the compiled-in flags are then read from torch._C directly. With
+// the argument --no-import it stops after stage 1 (`archbuild env` must not import torch).
 const char* const kTorchProbeScript = R"PY(
 import json, os, sys
 M = "@@archbuild-doctor@@"
@@ -44,6 +45,8 @@ try:
 except Exception as e:
     r["version_error"] = why(e)
 emit(r)
+if "--no-import" in sys.argv[1:]:
+    sys.exit(0)
 r = {"imported": True}
 try:
     import torch

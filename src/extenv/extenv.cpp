@@ -7,38 +7,12 @@
 #include <fmt/format.h>
 
 #include "core/text.hpp"
+#include "doctor/doctor.hpp"
 
 namespace archbuild::extenv {
 
-const char* const kTorchVersionScript = R"PY(
-import json, os, sys
-r = {"python": sys.executable}
-try:
-    import importlib.util as u
-    s = u.find_spec("torch")
-except Exception as e:
-    s = None
-    r["find_error"] = "%s: %s" % (type(e).__name__, e)
-if s is None or not s.submodule_search_locations:
-    r["found"] = False
-else:
-    d = list(s.submodule_search_locations)[0]
-    r["found"] = True
-    r["dir"] = os.path.abspath(d)
-    try:
-        vs = u.spec_from_file_location("_archbuild_torch_version", os.path.join(d, "version.py"))
-        vm = u.module_from_spec(vs)
-        vs.loader.exec_module(vm)
-        r["version"] = str(vm.__version__)
-        r["cuda"] = getattr(vm, "cuda", None)
-    except Exception as e:
-        r["version_error"] = "%s: %s" % (type(e).__name__, e)
-sys.stdout.write("@@archbuild-env@@" + json.dumps(r) + "\n")
-)PY";
 
 namespace {
-
-constexpr std::string_view kMarker = "@@archbuild-env@@";
 
 bool is_torch(const recipe::Recipe& r) { return r.package == "torch"; }
 
@@ -186,22 +160,17 @@ std::optional<Version> TorchSeen::release() const {
 }
 
 Result<std::optional<TorchSeen>> parse_torch_probe(const std::string& out, const std::string& python) {
-  for (const auto& raw : text::split_any(out, "\n")) {
-    std::string line = text::trim(raw);
-    if (!line.starts_with(kMarker)) continue;
-    auto j = nlohmann::json::parse(line.substr(kMarker.size()), nullptr, false);
-    if (!j.is_object()) break;
-    if (!j.value("found", false)) return std::optional<TorchSeen>();
-    if (!j.contains("version") || !j["version"].is_string())
-      return Error::missing_tool(fmt::format("{}: torch is installed ({}) but its version file could not be read: {}",
-                                             python, j.value("dir", "?"), j.value("version_error", "no version")));
-    TorchSeen t;
-    t.python = j.value("python", python);
-    t.version = j["version"].get<std::string>();
-    if (j.contains("cuda") && j["cuda"].is_string()) t.cuda = j["cuda"].get<std::string>();
-    return std::optional<TorchSeen>(t);
-  }
-  return Error::missing_tool(fmt::format("{}: the torch probe printed nothing; is it a Python 3 interpreter?", python));
+  if (doctor::probe_found_no_torch(out)) return std::optional<TorchSeen>();
+  auto f = doctor::parse_torch_probe(out, 0, python);
+  if (!f) return f.error();
+  if (!f->version_read)
+    return Error::missing_tool(fmt::format("{}: torch is installed ({}) but its version file could not be read", python,
+                                           f->dir.string()));
+  TorchSeen t;
+  t.python = f->python;
+  t.version = f->version;
+  t.cuda = f->cuda;
+  return std::optional<TorchSeen>(t);
 }
 
 const Var* Environment::find(const std::string& name) const {

@@ -28,8 +28,8 @@ struct TorchSeen {
   std::optional<Version> release() const;  // 2.11.0 from "2.11.0+cu130"
 };
 
-// The script run as `PY -c SCRIPT`: one line "@@archbuild-env@@{json}".
-extern const char* const kTorchVersionScript;
+// The answer of doctor's torch probe run as `PY -c doctor::kTorchProbeScript --no-import` (the
+// version file only: env must not import torch).
 // nullopt: the interpreter has no torch package. Error (exit 3): no probe line, or a torch whose
 // version file could not be read.
 Result<std::optional<TorchSeen>> parse_torch_probe(const std::string& stdout_text, const std::string& python);

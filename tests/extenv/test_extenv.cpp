@@ -185,14 +185,17 @@ TEST_CASE("env printers: shell quoting, dotenv, github multi-line, one json docu
 }
 
 TEST_CASE("env: the torch probe's answer") {
-  auto found = parse_torch_probe("noise\n@@archbuild-env@@{\"python\": \"/p\", \"found\": true, \"version\": "
-                                 "\"2.11.0+cu130\", \"cuda\": \"13.0\"}\n", "python3");
+  auto found = parse_torch_probe("noise\n@@archbuild-doctor@@{\"python\": \"/p\", \"found\": true, \"version\": "
+                                 "\"2.11.0+cu130\", \"cuda\": \"13.0\", \"version_read\": true}\n", "python3");
   REQUIRE(found.ok());
   REQUIRE(found->has_value());
   CHECK((*found)->version == "2.11.0+cu130");
   CHECK((*found)->release() == V("2.11.0"));
-  auto none = parse_torch_probe("@@archbuild-env@@{\"found\": false}\n", "python3");
+  auto none = parse_torch_probe("@@archbuild-doctor@@{\"found\": false}\n", "python3");
   REQUIRE(none.ok());
   CHECK_FALSE(none->has_value());
   CHECK(parse_torch_probe("", "python3").error().exit == Exit::missing_tool);
+  auto unread = parse_torch_probe("@@archbuild-doctor@@{\"found\": true, \"dir\": \"/s/torch\", \"version_error\": \"x\"}\n", "py");
+  REQUIRE_FALSE(unread.ok());
+  CHECK_THAT(unread.error().message, Catch::Contains("/s/torch") && Catch::Contains("version file could not be read"));
 }
