@@ -49,10 +49,6 @@ std::vector<ImageCount> count_images(const FileReport& r, bool relocatable) {
 // Printable member names: unsafe_member_name already refused control characters.
 std::string member_path(const std::string& archive, const std::string& member) { return archive + "!" + member; }
 
-PrepareRange populate_of(const MappedFile& f) {
-  return [&f](std::uint64_t offset, std::uint64_t length) { f.populate(offset, length); };
-}
-
 struct ArchiveFree {
   void operator()(archive* a) const { archive_read_free(a); }
 };
@@ -112,13 +108,16 @@ bool unsafe_member_name(std::string_view name) {
 }
 
 Result<FileReport> inspect_elf(Bytes data, const std::string& path, const InspectOptions& options,
-                               const PrepareRange& prepare) {
+                               ByteReader* file) {
   auto elf = read_elf(data);
   if (!elf) return Error::bad_input(fmt::format("{}: {}", path, elf.error().message));
   if (!is_host_machine(elf->header.machine))
     return Error::bad_input(
         fmt::format("{}: ELF for {} (expected an x86-64 or aarch64 file)", path, machine_name(elf->header.machine)));
-  auto containers = read_containers(data, *elf, prepare);
+  ByteReader memory(data);
+  if (file && file->size() != data.size())
+    return Error::bad_input(fmt::format("{}: the file changed size while it was read", path));
+  auto containers = read_containers(file ? *file : memory, *elf, options.scan);
   if (!containers) return Error::bad_input(fmt::format("{}: {}", path, containers.error().message));
   FileReport r;
   r.path = path;
@@ -251,7 +250,9 @@ Result<Inspection> inspect_path(const fs::path& path, const InspectOptions& opti
         out.skipped.push_back(f.string());
         continue;
       }
-      auto report = inspect_elf(b, f.string(), options, populate_of(*mapped));
+      auto reader = ByteReader::open(f);
+      if (!reader) return reader.error();
+      auto report = inspect_elf(b, f.string(), options, &*reader);
       if (!report) return report.error();
       out.files.push_back(std::move(*report));
     }
@@ -266,7 +267,9 @@ Result<Inspection> inspect_path(const fs::path& path, const InspectOptions& opti
   if (b.empty())
     return Error::bad_input(fmt::format("{}: empty file (expected an ELF file, a wheel or a zip)", path.string()));
   if (looks_like_elf(b)) {
-    auto report = inspect_elf(b, path.string(), options, populate_of(*mapped));
+    auto reader = ByteReader::open(path);
+    if (!reader) return reader.error();
+    auto report = inspect_elf(b, path.string(), options, &*reader);
     if (!report) return report.error();
     out.files.push_back(std::move(*report));
     return out;
