@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <map>
 
 namespace archbuild::binary {
 
@@ -32,21 +33,22 @@ constexpr std::string_view kRuntimeSection = ".nv_fatbin";
 constexpr std::string_view kRelocatableSection = "__nv_relfatbin";
 constexpr std::string_view kSegmentSection = ".nvFatBinSegment";
 
-Entry parse_entry(Bytes data, std::uint64_t e, std::uint64_t end) {
+Entry parse_entry(ByteReader& in, std::uint64_t e, std::uint64_t end) {
   if (!fits(e, kEntryHeaderMin, end))
     throw Malformed(fmt::format("fatbin entry at {}: its {}-byte header runs past the end of its container", hex(e),
                                 kEntryHeaderMin));
+  Bytes h = in.view(e, kEntryHeaderMin);
   Entry en;
   en.offset = e;
-  std::uint16_t kind = load<std::uint16_t>(data, e);
-  en.header_size = load<std::uint32_t>(data, e + 0x04);
-  en.stored_size = load<std::uint64_t>(data, e + 0x08);
-  en.compressed_size = load<std::uint32_t>(data, e + 0x10);
-  en.version_minor = load<std::uint16_t>(data, e + 0x18);
-  en.version_major = load<std::uint16_t>(data, e + 0x1a);
-  std::uint32_t sm = load<std::uint32_t>(data, e + 0x1c);
-  en.flags = load<std::uint64_t>(data, e + 0x28);
-  en.uncompressed_size = load<std::uint64_t>(data, e + 0x38);
+  std::uint16_t kind = load<std::uint16_t>(h, 0);
+  en.header_size = load<std::uint32_t>(h, 0x04);
+  en.stored_size = load<std::uint64_t>(h, 0x08);
+  en.compressed_size = load<std::uint32_t>(h, 0x10);
+  en.version_minor = load<std::uint16_t>(h, 0x18);
+  en.version_major = load<std::uint16_t>(h, 0x1a);
+  std::uint32_t sm = load<std::uint32_t>(h, 0x1c);
+  en.flags = load<std::uint64_t>(h, 0x28);
+  en.uncompressed_size = load<std::uint64_t>(h, 0x38);
 
   switch (kind) {
     case 1:
@@ -96,16 +98,17 @@ Entry parse_entry(Bytes data, std::uint64_t e, std::uint64_t end) {
 
 // The container at `pos`, which must end by `limit`. Throws Malformed naming what is wrong.
 // `steps` counts the entry headers looked at (the scan's work budget).
-Container parse_container(Bytes data, std::uint64_t pos, std::uint64_t limit, const std::string& section,
+Container parse_container(ByteReader& in, std::uint64_t pos, std::uint64_t limit, const std::string& section,
                           Placement placement, std::uint64_t* steps = nullptr) {
   if (!fits(pos, kContainerHeader, limit))
     throw Malformed(fmt::format("fatbin container at {}: header runs past the end of {}", hex(pos), section));
-  if (load<std::uint32_t>(data, pos) != kFatbinMagic)
+  Bytes h = in.view(pos, kContainerHeader);
+  if (load<std::uint32_t>(h, 0) != kFatbinMagic)
     throw Malformed(fmt::format("fatbin container at {}: wrong magic {} (expected {})", hex(pos),
-                                hex(load<std::uint32_t>(data, pos)), hex(kFatbinMagic)));
-  std::uint16_t version = load<std::uint16_t>(data, pos + 4);
-  std::uint16_t header = load<std::uint16_t>(data, pos + 6);
-  std::uint64_t size = load<std::uint64_t>(data, pos + 8);
+                                hex(load<std::uint32_t>(h, 0)), hex(kFatbinMagic)));
+  std::uint16_t version = load<std::uint16_t>(h, 4);
+  std::uint16_t header = load<std::uint16_t>(h, 6);
+  std::uint64_t size = load<std::uint64_t>(h, 8);
   if (version != 1)
     throw Malformed(fmt::format("fatbin container at {}: unknown version {} (expected 1)", hex(pos), version));
   if (header < kContainerHeader || !fits(pos, header, limit))
@@ -121,27 +124,38 @@ Container parse_container(Bytes data, std::uint64_t pos, std::uint64_t limit, co
   const std::uint64_t end = pos + header + size;
   for (std::uint64_t e = pos + header; e < end;) {
     if (steps) ++*steps;
-    Entry en = parse_entry(data, e, end);
+    Entry en = parse_entry(in, e, end);
     e += en.header_size + en.stored_size;  // both checked to lie within the container
     c.entries.push_back(en);
   }
   return c;
 }
 
-// .nv_fatbin / __nv_relfatbin: containers back to back, zero padding allowed between them.
-std::vector<Container> walk_section(Bytes data, const Section& s, Placement placement) {
+// Registered containers by file offset (from .nvFatBinSegment), each parsed where it lies.
+using Known = std::map<std::uint64_t, Container>;
+
+// .nv_fatbin / __nv_relfatbin: containers back to back, zero padding allowed between them. A
+// container `known` holds at a position is taken as parsed; everything else is read here.
+std::vector<Container> walk_section(ByteReader& in, const Section& s, Placement placement, const Known& known) {
   std::vector<Container> out;
   const std::uint64_t end = s.offset + s.size;
   std::uint64_t p = s.offset;
   while (p < end) {
-    if (data[p] == 0) {
-      ++p;
+    if (auto it = known.find(p); it != known.end()) {
+      out.push_back(it->second);
+      p += it->second.size;
       continue;
     }
-    if (!fits(p, 4, end) || load<std::uint32_t>(data, p) != kFatbinMagic)
+    Bytes w = in.view(p, static_cast<std::size_t>(std::min<std::uint64_t>(end - p, ByteReader::kViewMax)));
+    auto nonzero = std::find_if(w.begin(), w.end(), [](std::uint8_t b) { return b != 0; });
+    if (nonzero != w.begin()) {
+      p += static_cast<std::uint64_t>(nonzero - w.begin());
+      continue;
+    }
+    if (!fits(p, 4, end) || load<std::uint32_t>(w, 0) != kFatbinMagic)
       throw Malformed(fmt::format("{}: unexpected bytes at {} (expected a fatbin container, magic {})", s.name, hex(p),
                                   hex(kFatbinMagic)));
-    out.push_back(parse_container(data, p, end, s.name, placement));
+    out.push_back(parse_container(in, p, end, s.name, placement));
     p += out.back().size;
   }
   return out;
@@ -245,25 +259,68 @@ std::string Entry::name() const { return image_name(kind, sm, variant); }
 
 namespace {
 
-std::vector<Container> scan_section(Bytes data, std::uint64_t begin, std::uint64_t end, const std::string& section,
-                                    Placement placement) {
+// Positions where the magic lies in [p, stop) of the input: straight over memory, else over
+// the reader's window, filled by pread: 4 KiB first (after a container the next one is often
+// within a few bytes; a 128 KiB read there would copy a large container's payload for
+// nothing), then 128 KiB at a time (small enough to stay in L2, large enough that the
+// system call is negligible). Bytes skipped (containers already parsed) are never copied, and
+// headers inside the window cost no read.
+class MagicFinder {
+ public:
+  explicit MagicFinder(ByteReader& in) : in_(in) {}
+
+  // The first q in [p, stop) holding the magic, or `stop`. stop + 3 must not pass the end.
+  std::uint64_t next(std::uint64_t p, std::uint64_t stop) {
+    std::size_t read = kFirstRead;
+    while (p < stop) {
+      Bytes w = in_.window_at(p, 4, static_cast<std::size_t>(std::min<std::uint64_t>(read, stop + 3 - p)));
+      read = ByteReader::kWindowMax;
+      const std::uint64_t limit = std::min<std::uint64_t>(stop, p + w.size() - 3);
+      const std::uint64_t q = p + find_magic_candidate(w.data(), 0, limit - p);
+      if (q >= limit) {
+        p = limit;
+        continue;
+      }
+      if (load<std::uint32_t>(w, q - p) == kFatbinMagic) return q;
+      p = q + 1;
+    }
+    return stop;
+  }
+
+ private:
+  static constexpr std::size_t kFirstRead = 4 << 10;
+  ByteReader& in_;
+};
+
+// Containers in [begin, end) found by their magic; only valid headers count. A container of
+// `known` (registered) is taken as parsed where the scan reaches it, and its bytes skipped.
+std::vector<Container> scan_section(ByteReader& in, std::uint64_t begin, std::uint64_t end, const std::string& section,
+                                    Placement placement, const Known& known = {}) {
   std::vector<Container> out;
-  if (end > data.size() || begin >= end) return out;
+  if (end > in.size() || begin >= end) return out;
   // Each false candidate may walk many entry headers before failing, and candidates can nest:
   // crafted data could make the scan quadratic. Real libraries look at fewer headers than
   // one per 64 bytes; past this budget the section is refused instead of hanging.
   const std::uint64_t budget = (end - begin) / 16 + 4096;
   std::uint64_t steps = 0;
+  MagicFinder finder(in);
+  auto next_known = known.lower_bound(begin);
   std::uint64_t p = begin;
   while (end - p >= kContainerHeader + kEntryHeaderMin) {
-    std::uint64_t q = find_magic_candidate(data.data(), p, end - 3);
-    if (q >= end - 3) break;
-    if (load<std::uint32_t>(data, q) != kFatbinMagic) {
-      p = q + 1;
+    while (next_known != known.end() && next_known->first < p) ++next_known;
+    // A registered container is where a scan would find its magic: look for others only
+    // before it.
+    bool known_ahead = next_known != known.end() && next_known->first < end - 3;
+    std::uint64_t stop = known_ahead ? next_known->first : end - 3;
+    std::uint64_t q = finder.next(p, stop);
+    if (q >= stop) {
+      if (!known_ahead) break;
+      out.push_back(next_known->second);
+      p = next_known->first + next_known->second.size;
       continue;
     }
     try {
-      Container c = parse_container(data, q, end, section, placement, &steps);
+      Container c = parse_container(in, q, end, section, placement, &steps);
       if (!c.entries.empty()) {
         p = q + c.size;
         out.push_back(std::move(c));
@@ -279,43 +336,163 @@ std::vector<Container> scan_section(Bytes data, std::uint64_t begin, std::uint64
   return out;
 }
 
-}  // namespace
-
-Result<std::vector<Container>> scan_containers(Bytes data, std::uint64_t begin, std::uint64_t end,
-                                               const std::string& section, Placement placement) {
-  try {
-    return scan_section(data, begin, end, section, placement);
-  } catch (const Malformed& e) {
-    return Error::bad_input(e.what());
-  }
+Placement placement_of(const Section& s) {
+  return s.name == kRuntimeSection       ? Placement::runtime
+         : s.name == kRelocatableSection ? Placement::relocatable
+                                         : Placement::embedded;
 }
 
-Result<std::vector<Container>> read_containers(Bytes data, const Elf& elf, const PrepareRange& prepare) {
-  if (elf.sections.empty()) {
-    if (prepare) prepare(0, data.size());
-    return scan_containers(data, 0, data.size(), "(whole file)", Placement::embedded);
+bool is_walked(const Section& s) { return s.name == kRuntimeSection || s.name == kRelocatableSection; }
+
+bool is_visited(const Section& s) {
+  return s.type != kShtNobits && s.type != 0 && s.size > 0 && (is_walked(s) || is_scanned(s));
+}
+
+// The section holding file offset `off` among those read_containers visits, or null.
+const Section* visited_section_at(const Elf& elf, std::uint64_t off) {
+  for (const auto& s : elf.sections)
+    if (is_visited(s) && off >= s.offset && off - s.offset < s.size) return &s;
+  return nullptr;
+}
+
+// The file offset of virtual address `addr`, through the allocated sections that have bytes.
+std::optional<std::uint64_t> file_offset_of(const Elf& elf, std::uint64_t addr) {
+  for (const auto& s : elf.sections)
+    if ((s.flags & kShfAlloc) && s.type != kShtNobits && s.type != 0 && addr >= s.addr && addr - s.addr < s.size)
+      return s.offset + (addr - s.addr);
+  return std::nullopt;
+}
+
+// The registered containers that parse, keyed by offset. A registration that points nowhere
+// or at no valid container is ignored: the walk and the scan read those bytes as they would
+// without it, so the result never depends on the segment being right.
+Known known_containers(ByteReader& in, const Elf& elf, const std::vector<FatbinRegistration>& regs) {
+  Known known;
+  for (const auto& r : regs) {
+    auto off = file_offset_of(elf, r.address());
+    if (!off) continue;
+    const Section* s = visited_section_at(elf, *off);
+    if (!s) continue;
+    try {
+      Container c = parse_container(in, *off, s->offset + s->size, s->name, placement_of(*s));
+      if (!c.entries.empty()) known.emplace(*off, std::move(c));
+    } catch (const Malformed&) {
+    }
   }
-  // One thread: two (section by section) were no faster on libcublasLt; the time goes into
-  // page faults on the one mapping.
-  try {
-    std::vector<Container> out;
-    for (const auto& s : elf.sections) {
-      if (s.type == kShtNobits || s.type == 0 || s.size == 0) continue;
-      std::vector<Container> found;
-      if (s.name == kRuntimeSection)
-        found = walk_section(data, s, Placement::runtime);
-      else if (s.name == kRelocatableSection)
-        found = walk_section(data, s, Placement::relocatable);
-      else if (is_scanned(s)) {
-        if (prepare) prepare(s.offset, s.size);
-        found = scan_section(data, s.offset, s.offset + s.size, s.name, Placement::embedded);
+  // Overlapping registrations would make the skips ambiguous: keep the first of each overlap.
+  for (auto it = known.begin(); it != known.end();) {
+    auto next = std::next(it);
+    while (next != known.end() && next->first < it->first + it->second.size) next = known.erase(next);
+    it = next;
+  }
+  return known;
+}
+
+std::vector<Container> read_all(ByteReader& in, const Elf& elf, ScanMode mode) {
+  if (elf.sections.empty()) return scan_section(in, 0, in.size(), "(whole file)", Placement::embedded);
+  Known known;
+  if (mode == ScanMode::registered) {
+    auto regs = read_registrations(in, elf, RelocationUse::when_needed);
+    if (regs) known = known_containers(in, elf, *regs);
+  }
+  std::vector<Container> out;
+  for (const auto& s : elf.sections) {
+    if (!is_visited(s)) continue;
+    std::vector<Container> found = is_walked(s) ? walk_section(in, s, placement_of(s), known)
+                                                : scan_section(in, s.offset, s.offset + s.size, s.name,
+                                                               Placement::embedded, known);
+    for (auto& c : found) out.push_back(std::move(c));
+  }
+  return out;
+}
+
+constexpr std::uint32_t kSegmentMagic = 0x466243B1;
+constexpr std::uint64_t kWrapperSize = 24;
+constexpr std::uint32_t kRelX86_64Relative = 8;
+constexpr std::uint32_t kRelAarch64Relative = 1027;
+constexpr std::uint64_t kRelaSize = 24;
+
+// Addends of the RELATIVE relocations whose target lies in [first, first + length), by target.
+std::map<std::uint64_t, std::uint64_t> relative_addends(ByteReader& in, const Elf& elf, std::uint64_t first,
+                                                        std::uint64_t length) {
+  std::map<std::uint64_t, std::uint64_t> out;
+  const std::uint32_t relative = elf.header.machine == kEmAarch64 ? kRelAarch64Relative : kRelX86_64Relative;
+  std::vector<std::uint8_t> buf;
+  for (const auto& s : elf.sections) {
+    if (s.type != kShtRela || s.size < kRelaSize) continue;
+    // Read in large blocks: .rela.dyn of libcublasLt is 9 MB.
+    constexpr std::uint64_t kBlock = (64 << 10) / kRelaSize * kRelaSize;
+    const std::uint64_t count = s.size / kRelaSize;
+    for (std::uint64_t i = 0; i < count; i += kBlock / kRelaSize) {
+      std::uint64_t n = std::min(count - i, kBlock / kRelaSize);
+      buf.resize(static_cast<std::size_t>(n * kRelaSize));
+      in.read(s.offset + i * kRelaSize, buf.size(), buf.data());
+      for (std::uint64_t k = 0; k < n; ++k) {
+        // Elf64_Rela: r_offset u64, r_info u64 (type in the low 32 bits), r_addend i64
+        std::uint64_t target = load<std::uint64_t>(Bytes(buf), k * kRelaSize);
+        std::uint64_t info = load<std::uint64_t>(Bytes(buf), k * kRelaSize + 8);
+        if (static_cast<std::uint32_t>(info) != relative || target < first || target - first >= length) continue;
+        out[target] = load<std::uint64_t>(Bytes(buf), k * kRelaSize + 16);
       }
-      for (auto& c : found) out.push_back(std::move(c));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<std::vector<FatbinRegistration>> read_registrations(ByteReader& in, const Elf& elf, RelocationUse relocations) {
+  try {
+    std::vector<FatbinRegistration> out;
+    const Section* seg = elf.find(kSegmentSection);
+    if (!seg || seg->type == kShtNobits || seg->size < kWrapperSize) return out;
+    std::vector<std::uint8_t> raw(static_cast<std::size_t>(seg->size / kWrapperSize * kWrapperSize));
+    in.read(seg->offset, raw.size(), raw.data());
+    bool unresolved = false;
+    for (std::uint64_t at = 0; at < raw.size(); at += kWrapperSize) {
+      // __fatBinC_Wrapper_t: magic u32, version u32, data pointer u64, filename pointer u64
+      if (load<std::uint32_t>(Bytes(raw), at) != kSegmentMagic) continue;
+      FatbinRegistration r;
+      r.wrapper = seg->offset + at;
+      r.version = load<std::uint32_t>(Bytes(raw), at + 4);
+      r.stored_address = load<std::uint64_t>(Bytes(raw), at + 8);
+      r.field_address = seg->addr + at + 8;
+      if (!file_offset_of(elf, r.stored_address)) unresolved = true;
+      out.push_back(r);
+    }
+    if (out.empty()) return out;
+    if (relocations == RelocationUse::always || (relocations == RelocationUse::when_needed && unresolved)) {
+      auto addends = relative_addends(in, elf, seg->addr, seg->size);
+      for (auto& r : out)
+        if (auto it = addends.find(r.field_address); it != addends.end()) r.relocated_address = it->second;
     }
     return out;
   } catch (const Malformed& e) {
     return Error::bad_input(e.what());
   }
+}
+
+Result<std::vector<Container>> scan_containers(Bytes data, std::uint64_t begin, std::uint64_t end,
+                                               const std::string& section, Placement placement) {
+  try {
+    ByteReader in(data);
+    return scan_section(in, begin, end, section, placement);
+  } catch (const Malformed& e) {
+    return Error::bad_input(e.what());
+  }
+}
+
+Result<std::vector<Container>> read_containers(ByteReader& in, const Elf& elf, ScanMode mode) {
+  try {
+    return read_all(in, elf, mode);
+  } catch (const Malformed& e) {
+    return Error::bad_input(e.what());
+  }
+}
+
+Result<std::vector<Container>> read_containers(Bytes data, const Elf& elf, ScanMode mode) {
+  ByteReader in(data);
+  return read_containers(in, elf, mode);
 }
 
 // --- verification -------------------------------------------------------------------------

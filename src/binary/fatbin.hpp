@@ -3,13 +3,13 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "arch/arch.hpp"
+#include "binary/byte_reader.hpp"
 #include "binary/bytes.hpp"
 #include "binary/elf.hpp"
 #include "core/error.hpp"
@@ -63,14 +63,51 @@ struct Container {
 // Image name for a kind, SM and variant ("sm_90a", "compute_120f", "lto_75").
 std::string image_name(EntryKind kind, int sm, arch::Variant variant);
 
-// Every container in `data`: those in .nv_fatbin and __nv_relfatbin (strictly: anything there
-// but containers and zero padding is an error) and those found by scanning the other allocated
-// data sections for the magic (only valid headers are accepted). Without a section table the
-// whole file is scanned. Errors are one line without the file name.
-// `prepare`, when set, is called with each file range just before it is scanned end to end
-// (a mapped file populates it in one system call instead of faulting page by page).
-using PrepareRange = std::function<void(std::uint64_t offset, std::uint64_t length)>;
-Result<std::vector<Container>> read_containers(Bytes data, const Elf& elf, const PrepareRange& prepare = {});
+// How read_containers finds the containers of .nv_fatbin and __nv_relfatbin.
+enum class ScanMode : std::uint8_t {
+  // Those .nvFatBinSegment registers are parsed where its pointers say and skipped by the
+  // walk and the scan; the rest is read as in `full`. Same result, fewer bytes read.
+  registered,
+  // Every container by walking .nv_fatbin and __nv_relfatbin and scanning every other data
+  // section: the reference the registered mode is tested against.
+  full,
+};
+
+// Every container in the input: those in .nv_fatbin and __nv_relfatbin (strictly: anything
+// there but containers and zero padding is an error) and those found by scanning the other
+// allocated data sections for the magic (only valid headers are accepted; bytes of containers
+// already found are skipped, not read). Without a section table the whole file is scanned.
+// Errors are one line without the file name. A ByteReader over a file reads only the bytes
+// the walk and the scan need (the scan with large pread buffers).
+Result<std::vector<Container>> read_containers(ByteReader& in, const Elf& elf, ScanMode mode = ScanMode::registered);
+Result<std::vector<Container>> read_containers(Bytes data, const Elf& elf, ScanMode mode = ScanMode::registered);
+
+// One 24-byte wrapper of .nvFatBinSegment (magic 0x466243B1, version, data pointer, …): a
+// container the CUDA runtime registers at load. The pointer is a virtual address; in a
+// shared object the loader writes base + the addend of an R_X86_64_RELATIVE
+// (R_AARCH64_RELATIVE) relocation of the field, which GNU ld also stores in the field and lld
+// leaves 0.
+struct FatbinRegistration {
+  std::uint64_t wrapper = 0;         // file offset of the wrapper
+  std::uint32_t version = 0;         // 1; 2 for -rdc code (NCCL's __nv_relfatbin)
+  std::uint64_t field_address = 0;   // virtual address of the pointer field
+  std::uint64_t stored_address = 0;  // the pointer as stored in the file
+  std::optional<std::uint64_t> relocated_address;  // the addend of its RELATIVE relocation, when read
+  // What the loader will use: the relocation's addend where there is one.
+  std::uint64_t address() const { return relocated_address.value_or(stored_address); }
+};
+
+// When read_registrations reads the relocation tables (a large library has megabytes of them).
+enum class RelocationUse : std::uint8_t {
+  when_needed,  // only when a stored pointer maps to no section (lld's zeros)
+  always,       // every wrapper gets its relocation's addend where one exists
+  never,
+};
+
+// The wrappers of .nvFatBinSegment (none without one). Wrappers with another magic are left
+// out. Errors are one line without the file name.
+Result<std::vector<FatbinRegistration>> read_registrations(ByteReader& in, const Elf& elf,
+                                                           RelocationUse relocations = RelocationUse::when_needed);
 
 // Scans [begin, end) of `data` for containers with valid headers (used for data sections).
 // Fails only when crafted data would make the scan quadratic.

@@ -5,6 +5,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
+#include <optional>
+#include <thread>
 #include <memory>
 #include <tuple>
 
@@ -49,13 +52,41 @@ std::vector<ImageCount> count_images(const FileReport& r, bool relocatable) {
 // Printable member names: unsafe_member_name already refused control characters.
 std::string member_path(const std::string& archive, const std::string& member) { return archive + "!" + member; }
 
-PrepareRange populate_of(const MappedFile& f) {
-  return [&f](std::uint64_t offset, std::uint64_t length) { f.populate(offset, length); };
-}
+// One file of a directory: not ELF, a foreign ELF (skipped), a report, or an error.
+struct FileOutcome {
+  bool elf = false;
+  std::optional<FileReport> report;
+  std::optional<Error> error;
+};
+
+constexpr std::size_t kMaxThreads = 4;
 
 struct ArchiveFree {
   void operator()(archive* a) const { archive_read_free(a); }
 };
+
+FileOutcome inspect_file(const fs::path& f, const InspectOptions& options) {
+  FileOutcome o;
+  auto mapped = MappedFile::open(f);
+  if (!mapped) {
+    o.error = mapped.error();
+    return o;
+  }
+  Bytes b = mapped->bytes();
+  o.elf = looks_like_elf(b);
+  if (!o.elf || foreign_elf(b)) return o;
+  auto reader = ByteReader::open(f);
+  if (!reader) {
+    o.error = reader.error();
+    return o;
+  }
+  auto report = inspect_elf(b, f.string(), options, &*reader);
+  if (report)
+    o.report = std::move(*report);
+  else
+    o.error = report.error();
+  return o;
+}
 
 }  // namespace
 
@@ -112,13 +143,16 @@ bool unsafe_member_name(std::string_view name) {
 }
 
 Result<FileReport> inspect_elf(Bytes data, const std::string& path, const InspectOptions& options,
-                               const PrepareRange& prepare) {
+                               ByteReader* file) {
   auto elf = read_elf(data);
   if (!elf) return Error::bad_input(fmt::format("{}: {}", path, elf.error().message));
   if (!is_host_machine(elf->header.machine))
     return Error::bad_input(
         fmt::format("{}: ELF for {} (expected an x86-64 or aarch64 file)", path, machine_name(elf->header.machine)));
-  auto containers = read_containers(data, *elf, prepare);
+  ByteReader memory(data);
+  if (file && file->size() != data.size())
+    return Error::bad_input(fmt::format("{}: the file changed size while it was read", path));
+  auto containers = read_containers(file ? *file : memory, *elf, options.scan);
   if (!containers) return Error::bad_input(fmt::format("{}: {}", path, containers.error().message));
   FileReport r;
   r.path = path;
@@ -240,20 +274,29 @@ Result<Inspection> inspect_path(const fs::path& path, const InspectOptions& opti
       files.push_back(it->path());
     }
     std::sort(files.begin(), files.end());
+    // Files are independent: read on a few threads (pread has no shared lock), reported in path
+    // order, and the first error in path order is the one returned, as one by one.
+    std::vector<FileOutcome> outcomes(files.size());
+    std::atomic<std::size_t> next{0};
+    auto work = [&] {
+      for (std::size_t i; (i = next++) < files.size();) outcomes[i] = inspect_file(files[i], options);
+    };
+    std::size_t threads = std::min<std::size_t>({files.size(), kMaxThreads,
+                                                 std::max(1u, std::thread::hardware_concurrency())});
+    std::vector<std::thread> pool;
+    for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+    work();
+    for (auto& t : pool) t.join();
     std::size_t elf_files = 0;
-    for (const auto& f : files) {
-      auto mapped = MappedFile::open(f);
-      if (!mapped) return mapped.error();
-      Bytes b = mapped->bytes();
-      if (!looks_like_elf(b)) continue;
+    for (std::size_t i = 0; i < files.size(); ++i) {
+      auto& o = outcomes[i];
+      if (o.error) return *o.error;
+      if (!o.elf) continue;
       ++elf_files;
-      if (foreign_elf(b)) {
-        out.skipped.push_back(f.string());
-        continue;
-      }
-      auto report = inspect_elf(b, f.string(), options, populate_of(*mapped));
-      if (!report) return report.error();
-      out.files.push_back(std::move(*report));
+      if (o.report)
+        out.files.push_back(std::move(*o.report));
+      else
+        out.skipped.push_back(files[i].string());
     }
     if (elf_files == 0)
       return Error::bad_input(
@@ -266,7 +309,9 @@ Result<Inspection> inspect_path(const fs::path& path, const InspectOptions& opti
   if (b.empty())
     return Error::bad_input(fmt::format("{}: empty file (expected an ELF file, a wheel or a zip)", path.string()));
   if (looks_like_elf(b)) {
-    auto report = inspect_elf(b, path.string(), options, populate_of(*mapped));
+    auto reader = ByteReader::open(path);
+    if (!reader) return reader.error();
+    auto report = inspect_elf(b, path.string(), options, &*reader);
     if (!report) return report.error();
     out.files.push_back(std::move(*report));
     return out;

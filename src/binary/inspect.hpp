@@ -17,6 +17,7 @@ namespace archbuild::binary {
 
 struct InspectOptions {
   bool verify = false;  // decompress every entry and cross-check it (--verify)
+  ScanMode scan = ScanMode::registered;  // full: the reference scan (tests)
   VerifyOptions verify_options;
   // Largest zip member read into memory (libtorch_cuda.so is ~1.5 GB in CUDA 13 wheels).
   std::uint64_t max_member_size = std::uint64_t{8} << 30;
@@ -64,9 +65,11 @@ struct Inspection {
   std::vector<std::string> skipped;  // ELF files of another class or machine (cubins, 32-bit)
 };
 
-// One ELF file held in memory (or mapped). Errors: "PATH: what".
+// One ELF file held in memory (or mapped). `file`, when given, reads the same file with pread:
+// the containers are read through it (the mapping serves the ELF header, the section table
+// and --verify). Errors: "PATH: what".
 Result<FileReport> inspect_elf(Bytes data, const std::string& path, const InspectOptions& options = {},
-                               const PrepareRange& prepare = {});
+                               ByteReader* file = nullptr);
 
 // Every ELF member of a zip (a wheel) held in memory. Non-ELF members are skipped; a member
 // whose name is absolute, has a `..` component, a backslash or a control character fails the

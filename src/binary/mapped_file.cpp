@@ -37,20 +37,6 @@ Result<MappedFile> MappedFile::open(const std::filesystem::path& path) {
   return m;
 }
 
-void MappedFile::populate(std::uint64_t offset, std::uint64_t length) const {
-  if (!data_ || offset >= size_) return;
-  length = std::min<std::uint64_t>(length, size_ - offset);
-  static const std::uint64_t page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
-  std::uint64_t begin = offset / page * page;
-  auto* at = static_cast<std::uint8_t*>(data_) + begin;
-  std::size_t len = static_cast<std::size_t>(offset + length - begin);
-#ifdef MADV_POPULATE_READ
-  if (::madvise(at, len, MADV_POPULATE_READ) == 0) return;
-#endif
-  // Older kernels: read-ahead at least, and larger fault-around.
-  ::madvise(at, len, MADV_WILLNEED);
-}
-
 MappedFile::MappedFile(MappedFile&& other) noexcept : data_(other.data_), size_(other.size_) {
   other.data_ = nullptr;
   other.size_ = 0;

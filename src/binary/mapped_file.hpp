@@ -1,5 +1,5 @@
-// A read-only memory mapping of a whole file. Mapping (not reading) is what lets inspect touch
-// only the pages holding headers: a 500 MB library costs the few pages the readers look at.
+// A read-only memory mapping of a whole file: the ELF header and section table cost the few
+// pages they lie on. Bulk reads (the fatbin scan) go through ByteReader instead (why there).
 #pragma once
 
 #include <filesystem>
@@ -23,11 +23,6 @@ class MappedFile {
 
   Bytes bytes() const { return {static_cast<const std::uint8_t*>(data_), size_}; }
   std::size_t size() const { return size_; }
-
-  // Brings the pages of [offset, offset + length) in before a scan reads them all: one
-  // system call (MADV_POPULATE_READ, Linux 5.14) instead of a page fault per few pages, which
-  // was most of a scan's time. Best effort: the mapping works without it.
-  void populate(std::uint64_t offset, std::uint64_t length) const;
 
  private:
   void* data_ = nullptr;

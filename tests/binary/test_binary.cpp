@@ -8,11 +8,18 @@
 #include <filesystem>
 #include <set>
 
+#include <fmt/format.h>
+
+#include <cstring>
+#include <optional>
+
 #include "binary/builders.hpp"
+#include "binary/byte_reader.hpp"
 #include "binary/elf.hpp"
 #include "binary/fatbin.hpp"
 #include "binary/inspect.hpp"
 #include "binary/mapped_file.hpp"
+#include "support/process.hpp"
 #include "support/tempdir.hpp"
 
 using namespace archbuild;
@@ -539,38 +546,166 @@ TEST_CASE("files that are neither ELF nor zip", "[binary][malformed]") {
   CHECK_THAT(missing.error().message, Catch::Contains("no such file"));
 }
 
-// inspect at memory speed (issue 17): populating a section before scanning it, and walking
-// .nv_fatbin header to header, must find exactly what a plain scan of every allocated data
-// section finds (the scan that inspect did before, the reference here).
+// inspect at memory speed (issue 17): the fast path (registered containers from
+// .nvFatBinSegment, the rest walked or scanned through pread buffers, skipping what is known)
+// must find exactly what the full scan finds (every data section scanned in memory).
+
+namespace {
+
+// Everything a report shows of a container, as one comparable string.
+std::string describe(const std::vector<Container>& cs) {
+  std::string out;
+  for (const auto& c : cs) {
+    out += fmt::format("{} {} {:#x}+{:#x}:", c.section, to_string(c.placement), c.offset, c.size);
+    for (const auto& e : c.entries)
+      out += fmt::format(" {}@{:#x}/{}/{}/{:#x}", e.name(), e.offset, e.stored_size, to_string(e.compression), e.flags);
+    out += '\n';
+  }
+  return out;
+}
+
+// The section (with bytes) holding virtual address `addr`, and the file offset there.
+std::optional<std::uint64_t> offset_of(const Elf& elf, std::uint64_t addr) {
+  for (const auto& s : elf.sections)
+    if ((s.flags & kShfAlloc) && s.type != kShtNobits && s.type != 0 && addr >= s.addr && addr - s.addr < s.size)
+      return s.offset + (addr - s.addr);
+  return std::nullopt;
+}
+
+// The fast path against the full scan on one file; returns the registrations.
+std::vector<FatbinRegistration> check_fast_equals_full(const fs::path& p) {
+  INFO(p.string());
+  auto mapped = MappedFile::open(p);
+  REQUIRE(mapped);
+  auto elf = read_elf(mapped->bytes());
+  REQUIRE(elf);
+  auto reader = ByteReader::open(p);
+  REQUIRE(reader);
+  auto fast = read_containers(*reader, *elf, ScanMode::registered);
+  REQUIRE(fast);
+  auto full = read_containers(mapped->bytes(), *elf, ScanMode::full);
+  REQUIRE(full);
+  CHECK(fast->size() == full->size());
+  CHECK(describe(*fast) == describe(*full));
+  // Both ways of reading the pointers agree, and each points at a container found.
+  auto regs = read_registrations(*reader, *elf, RelocationUse::always);
+  REQUIRE(regs);
+  std::set<std::uint64_t> starts;
+  for (const auto& c : *full) starts.insert(c.offset);
+  for (const auto& r : *regs) {
+    if (elf->header.type == 3) {
+      REQUIRE(r.relocated_address.has_value());
+      if (r.stored_address != 0) CHECK(r.stored_address == *r.relocated_address);
+    }
+    auto off = offset_of(*elf, r.address());
+    REQUIRE(off.has_value());
+    CHECK(starts.count(*off) == 1);
+  }
+  return std::move(*regs);
+}
+
+}  // namespace
+
 TEST_CASE("inspect finds the same containers as a full scan on every CUDA library", "[binary][cuda]") {
   const fs::path lib64 = "/usr/local/cuda/lib64";
   if (!fs::is_directory(lib64)) {
     WARN("##archbuild-skip## /usr/local/cuda/lib64 is not installed");
     return;
   }
-  std::size_t libraries = 0;
+  std::size_t libraries = 0, registered = 0;
   for (const auto& de : fs::directory_iterator(lib64)) {
     if (de.is_symlink() || !de.is_regular_file()) continue;
     auto mapped = MappedFile::open(de.path());
     REQUIRE(mapped);
     Bytes b = mapped->bytes();
     if (!looks_like_elf(b)) continue;
-    auto elf = read_elf(b);
-    REQUIRE(elf);
-    if (elf->sections.empty()) continue;
     ++libraries;
-    auto fast = read_containers(b, *elf, [&](std::uint64_t o, std::uint64_t n) { mapped->populate(o, n); });
-    REQUIRE(fast);
-    std::set<std::pair<std::uint64_t, std::size_t>> got, want;
-    for (const auto& c : *fast) got.insert({c.offset, c.entries.size()});
-    for (const auto& s : elf->sections) {
-      if (s.type != kShtProgbits || !(s.flags & kShfAlloc) || (s.flags & kShfExecinstr) || s.size == 0) continue;
-      auto full = scan_containers(b, s.offset, s.offset + s.size, s.name, Placement::embedded);
-      REQUIRE(full);
-      for (const auto& c : *full) want.insert({c.offset, c.entries.size()});
-    }
-    INFO(de.path().string() << ": " << got.size() << " containers found, " << want.size() << " by the full scan");
-    CHECK(got == want);
+    registered += check_fast_equals_full(de.path()).size();
   }
   CHECK(libraries > 0);
+  CHECK(registered > 0);
+}
+
+TEST_CASE("a shared object's registered container is found through its RELATIVE relocation", "[binary][nvcc]") {
+  const fs::path nvcc = "/usr/local/cuda/bin/nvcc";
+  if (!fs::exists(nvcc)) {
+    WARN("##archbuild-skip## no nvcc at /usr/local/cuda/bin/nvcc");
+    return;
+  }
+  test::TempDir dir;
+  auto cu = dir.write("k.cu", "__global__ void k(int* p) { *p = 1; }\nvoid launch(int* p) { k<<<1, 1>>>(p); }\n");
+  auto so = dir / "libk.so";
+  auto built = test::run(nvcc.string(), {"-shared", "-cudart", "shared", "-Xcompiler", "-fPIC", "-gencode",
+                                         "arch=compute_90,code=sm_90", "-o", so.string(), cu.string()});
+  INFO(built.err);
+  REQUIRE(built.status == 0);
+
+  // nvcc 13.0 -shared writes two wrappers here (versions 1 and 2), each pointing at its own
+  // container in .nv_fatbin.
+  auto regs = check_fast_equals_full(so);
+  REQUIRE_FALSE(regs.empty());
+  for (const auto& r : regs) CHECK(r.relocated_address.has_value());
+
+  // The same library as lld leaves it: 0 in the fields, the addresses only in the relocations.
+  Buf bytes = read_bytes(so);
+  for (const auto& r : regs) test::put64(bytes, static_cast<std::size_t>(r.wrapper + 8), 0);
+  auto zeroed = dir.write("libzero.so", bytes);
+  ByteReader in(bytes_of(bytes));
+  auto elf = read_elf(bytes_of(bytes));
+  REQUIRE(elf);
+  auto again = read_registrations(in, *elf);  // reads the relocations because the fields are 0
+  REQUIRE(again);
+  REQUIRE(again->size() == regs.size());
+  for (std::size_t i = 0; i < regs.size(); ++i) {
+    CHECK(again->at(i).stored_address == 0);
+    CHECK(again->at(i).relocated_address == regs[i].relocated_address);
+  }
+  auto none = read_registrations(in, *elf, RelocationUse::never);
+  REQUIRE(none);
+  CHECK(none->front().address() == 0);
+  check_fast_equals_full(zeroed);
+  auto report = inspect_one(zeroed, false);
+  CHECK(names(report.runtime_images(), EntryKind::sass) == std::set<std::string>{"sm_90"});
+}
+
+TEST_CASE("registrations that point nowhere change nothing", "[binary]") {
+  // A fatbin in .nv_fatbin and one in .rodata; the segment registers the first, a wrapper
+  // with another magic, and an address outside the file.
+  Buf one = test::container({test::entry({2, 90})});
+  Buf two = test::container({test::entry({1, 120})});
+  Buf rodata = Buf(100, 'x') + two + Buf(50, 'y');
+  Buf seg(72, '\0');
+  test::put32(seg, 0, 0x466243B1);
+  test::put32(seg, 4, 1);
+  test::put32(seg, 24, 0x12345678);
+  test::put32(seg, 48, 0x466243B1);
+  test::put32(seg, 52, 1);
+  test::put64(seg, 56, 0xdead0000);
+  Buf file = test::elf({{".text", Buf(32, '\xc3'), 1, 0x6},
+                        {".nv_fatbin", one},
+                        {".rodata", rodata},
+                        {".nvFatBinSegment", seg, 1, 0x3}});
+  // The builder leaves every sh_addr 0: give each section its file offset as address.
+  auto elf0 = read_elf(bytes_of(file));
+  REQUIRE(elf0);
+  std::uint64_t shoff = 0;
+  std::memcpy(&shoff, file.data() + 0x28, 8);
+  for (std::size_t i = 1; i < elf0->sections.size(); ++i)
+    test::put64(file, static_cast<std::size_t>(shoff + 64 * i + 0x10), elf0->sections[i].offset);
+  auto elf = read_elf(bytes_of(file));
+  REQUIRE(elf);
+  const Section* fat = elf->find(".nv_fatbin");
+  REQUIRE(fat);
+  test::put64(file, static_cast<std::size_t>(elf->find(".nvFatBinSegment")->offset + 8), fat->addr);
+  ByteReader in(bytes_of(file));
+  auto regs = read_registrations(in, *elf);
+  REQUIRE(regs);
+  CHECK(regs->size() == 2);  // the wrapper with another magic is left out
+  auto fast = read_containers(in, *elf, ScanMode::registered);
+  auto full = read_containers(bytes_of(file), *elf, ScanMode::full);
+  REQUIRE(fast);
+  REQUIRE(full);
+  REQUIRE(full->size() == 2);
+  CHECK(describe(*fast) == describe(*full));
+  CHECK(full->at(1).section == ".rodata");
 }
