@@ -301,7 +301,7 @@ TEST_CASE("host check: an impossible disk requirement and too many jobs name the
   CHECK(e->exit == Exit::missing_tool);
   INFO(e->message);
   CHECK(contains(e->message, "50.0 GiB free in /cache, but a torch build needs 1e+08 GiB there"));
-  CHECK(contains(e->message, "8 jobs x 4 GiB per compile job (recipe [build] gib_per_job) = 32 GiB, but 6.0 GiB"));
+  CHECK(contains(e->message, "8 jobs x 4 GiB per compile job (recipe [build.memory] nvcc job) = 32 GiB, but 6.0 GiB"));
   CHECK(contains(e->message, "use --jobs 1 or fewer"));
   CHECK(c.to_json()["disk"]["need_gib"] == 100000000.0);
 
