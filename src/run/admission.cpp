@@ -2,7 +2,9 @@
 
 #include <fcntl.h>
 #include <fnmatch.h>
+#include <poll.h>
 #include <sys/file.h>
+#include <sys/inotify.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -108,6 +110,32 @@ std::vector<std::string> choose(std::vector<Share> waiters, std::uint64_t taken,
   return chosen;
 }
 
+// Sleeps until a share may have come free in `dir` (a slot or wait file removed, or closed by a
+// holder that died: the kernel closes its files, IN_CLOSE_WRITE) or `poll` passed. `ino` is an
+// inotify descriptor watching `dir` (-1: plain sleep). The lock file's closes are noise, skipped.
+void wait_for_change(int ino, std::chrono::milliseconds poll) {
+  if (ino < 0) {
+    std::this_thread::sleep_for(poll);
+    return;
+  }
+  const auto until = std::chrono::steady_clock::now() + poll;
+  alignas(inotify_event) char buf[4096];
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return;
+    pollfd p{ino, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) return;
+    ssize_t n = ::read(ino, buf, sizeof buf);
+    if (n <= 0) return;
+    for (ssize_t at = 0; at < n;) {
+      const auto* e = reinterpret_cast<const inotify_event*>(buf + at);
+      at += static_cast<ssize_t>(sizeof(inotify_event) + e->len);
+      std::string_view name = e->len ? std::string_view(e->name) : std::string_view();
+      if (name.starts_with(kSlotPrefix) || name.starts_with(kWaitPrefix)) return;
+    }
+  }
+}
+
 }  // namespace
 
 Admission::Admission(Admission&& other) noexcept
@@ -153,6 +181,14 @@ Result<Admission> admit(const AdmissionRequest& request) {
   const std::string wait_name = std::string(kWaitPrefix) + suffix;
   Admission a;  // holds the wait file, then (renamed) the slot: removed however this returns
   a.share_mb_ = request.need_mb;
+  // Woken when a share is released rather than by polling alone: on a busy host, waiters
+  // polling every few ms cost CPU and each admission up to a poll late. The poll stays as the
+  // fallback (no inotify, an event missed).
+  Fd ino{::inotify_init1(IN_NONBLOCK | IN_CLOEXEC)};
+  if (ino.fd >= 0 && ::inotify_add_watch(ino.fd, request.dir.c_str(), IN_DELETE | IN_CLOSE_WRITE) < 0) {
+    ::close(ino.fd);
+    ino.fd = -1;
+  }
   for (;;) {
     Fd lock{::open(lock_path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644)};
     if (lock.fd < 0 || ::flock(lock.fd, LOCK_EX) != 0)
@@ -179,7 +215,7 @@ Result<Admission> admit(const AdmissionRequest& request) {
     }
     ::close(lock.fd);
     lock.fd = -1;
-    std::this_thread::sleep_for(request.poll);
+    wait_for_change(ino.fd, request.poll);
   }
 }
 

@@ -29,7 +29,7 @@ struct AdmissionRequest {
   std::filesystem::path dir;      // shared state of one build (created when missing)
   std::uint64_t budget_mb = 0;    // memory all admitted compiles may expect to use together
   std::uint64_t need_mb = 0;      // this compile's expected peak; above the budget it runs alone
-  std::chrono::milliseconds poll{20};
+  std::chrono::milliseconds poll{100};  // the fallback: releases wake waiters through inotify
   std::uint64_t expect_ms = 0;    // its expected duration (measured before); 0: unknown
 };
 
