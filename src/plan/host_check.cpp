@@ -18,7 +18,9 @@ HostCheck check_host(const Plan& plan, const HostFigures& host) {
   HostCheck c;
   c.need_disk_gib = static_cast<double>(r.disk_gib);
   if (host.free_bytes) c.free_disk_gib = static_cast<double>(*host.free_bytes) / kGiB;
-  c.jobs = plan->jobs.jobs;
+  // Admitted builds run a job per core but admission keeps them within the budget: what must fit
+  // is the static rule's count of the same per-job figure (at least one job).
+  c.jobs = plan->jobs.admitted ? plan->jobs.static_jobs : plan->jobs.jobs;
   c.job_memory_gib = plan->jobs.gib_per_job;  // the jobs rule's figure ([build.memory]'s nvcc job)
   c.mem_available_gib = static_cast<double>(host.mem_available) / kGiB;
   if (c.need_disk_gib > 0 && c.free_disk_gib && *c.free_disk_gib < c.need_disk_gib)

@@ -313,4 +313,16 @@ TEST_CASE("host check: an impossible disk requirement and too many jobs name the
   CHECK(good.ok);
   CHECK(good.need_disk_gib == 40);
   CHECK(good.jobs == 16);
+
+  // Admitted by memory (jobs = cores), a small host still passes: admission keeps the compiles
+  // within the budget, and the static rule's count of the same per-job figure is what must fit.
+  auto small = resources(16, 20);
+  small.memory_budget_mb = 0;
+  auto admitted = torch_plan(small);
+  REQUIRE(admitted->jobs.admitted);
+  h.mem_available = std::uint64_t(20) * 1024 * 1024 * 1024;
+  auto fits = check_host(admitted, h);
+  INFO(fits.problems.size());
+  CHECK(fits.ok);
+  CHECK(fits.jobs == 5);  // 20 GiB / 4 GiB, not the 16 cores admission runs
 }
