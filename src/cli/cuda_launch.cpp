@@ -4,6 +4,7 @@
 // (stages/build_path.hpp); with --admission it waits until the compile's expected peak memory
 // fits the build's budget (run/admission.hpp), runs it and records its measured peak; without,
 // it execs the rest.
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -53,8 +54,8 @@ int launch_admitted(const CudaLaunchArgs& args, const std::vector<std::string>& 
   if (args.budget_mb) config.budget_mb = args.budget_mb;
   if (!args.peaks.empty()) config.peaks = config.records = args.peaks;
   std::string source = stages::compile_source(argv, cwd, args.tree).value_or("");
-  std::optional<std::uint64_t> measured;
-  if (!config.peaks.empty() && !source.empty()) measured = run::measured_peak_mb(config.peaks, source);
+  std::optional<run::Measurement> measured;
+  if (!config.peaks.empty() && !source.empty()) measured = run::measured(config.peaks, source);
   unsigned threads = 1;
   if (args.lang == "CUDA")
     threads = run::nvcc_threads(argv, env_or_empty("NVCC_PREPEND_FLAGS") + " " + env_or_empty("NVCC_APPEND_FLAGS"),
@@ -62,11 +63,15 @@ int launch_admitted(const CudaLaunchArgs& args, const std::vector<std::string>& 
   run::Expected expected = run::expected_peak(config.figures, args.lang, source, threads, measured);
   if (!measured && args.expect_mb) expected = {args.expect_mb, "--expect-mb"};
   run::AdmissionRequest req{args.admission, config.budget_mb, expected.mb};
+  req.expect_ms = measured ? measured->wall_ms : 0;  // admission packs the longest work first
   auto admitted = run::admit(req).take();
+  const auto start = std::chrono::steady_clock::now();
   auto ran = run::run_measured(argv).take();
+  const auto wall = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
   if (!config.records.empty())
     run::append_record(config.records, {source, ran.max_rss_kb, static_cast<std::uint64_t>(admitted.waited().count()),
-                                        ran.exit_code, compile_output(argv), expected.mb, expected.basis, args.lang});
+                                        ran.exit_code, compile_output(argv), expected.mb, expected.basis, args.lang,
+                                        static_cast<std::uint64_t>(wall.count()), threads});
   return ran.exit_code;
 }
 

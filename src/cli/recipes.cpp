@@ -82,9 +82,12 @@ void run_show(const std::string& name, Context& ctx) {
   if (!r.version_env.empty())
     out(fmt::format("version env  {}{}", r.version_env,
                     r.build_number_env.empty() ? "" : fmt::format(", {}={}", r.build_number_env, r.build_number)));
-  if (r.gib_per_job || r.nvcc_threads)
-    out(fmt::format("per job      {} GiB, {} nvcc thread(s)", r.gib_per_job ? fmt::format("{:g}", *r.gib_per_job) : "4 (default)",
-                    r.nvcc_threads.value_or(1)));
+  {
+    const unsigned threads = r.nvcc_threads.value_or(1);
+    out(fmt::format("per job      {} MB = {} ({} nvcc thread(s)); C {} MB, C++ {} MB", recipe::nvcc_job_mb(r.memory, threads),
+                    plan::per_job_from(r.memory, threads), threads, r.memory.c_mb, r.memory.cxx_mb));
+    for (const auto& p : r.memory.patterns) out(fmt::format("             {} {} MB", p.glob, p.mb));
+  }
   if (r.arch.format == recipe::ArchFormat::sm) {
     std::vector<std::string> vals;
     for (int v : r.arch.values) vals.push_back(std::to_string(v));

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "cli/context.hpp"
+#include "cli/report_trace.hpp"
 #include "stages/pipeline.hpp"
 #include "store/atomic_file.hpp"
 #include "store/key_record.hpp"
@@ -39,6 +40,18 @@ std::string full_key(const store::Layout& layout, const std::string& given) {
   throw Failure(Error::bad_input(fmt::format("key prefix {} names {} builds; give more digits", given, found.size())));
 }
 
+}  // namespace
+
+Result<Ok> write_build_trace(const store::Layout& layout, const std::string& key, unsigned jobs,
+                             const std::filesystem::path& file) {
+  auto input = stages::load_report_input(layout, key, jobs);
+  if (!input) return input.error();
+  auto trace = stages::chrome_trace(*input, fmt::format("archbuild build {}", key.substr(0, 16)));
+  return store::write_file_atomic(std::filesystem::absolute(file), trace.dump());
+}
+
+namespace {
+
 void run_report(const ReportArgs& args, Context& ctx) {
   auto dir = store::choose_cache_dir(ctx.cache_dir).take();
   store::Layout layout(dir.dir);
@@ -50,8 +63,7 @@ void run_report(const ReportArgs& args, Context& ctx) {
   auto report = stages::build_report(input, args.top);
   report["key"] = key;
   if (!args.trace.empty()) {
-    auto trace = stages::chrome_trace(input, fmt::format("archbuild build {}", key.substr(0, 16)));
-    if (auto w = store::write_file_atomic(std::filesystem::absolute(args.trace), trace.dump()); !w) throw Failure(w.error());
+    if (auto w = write_build_trace(layout, key, jobs, args.trace); !w) throw Failure(w.error());
     report["trace"] = args.trace;
     if (!ctx.json) note(ctx, fmt::format("trace written to {} (open it in https://ui.perfetto.dev or chrome://tracing)", args.trace));
   }

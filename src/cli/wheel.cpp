@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/report_trace.hpp"
 #include "cli/resolve_common.hpp"
 #include "core/text.hpp"
 #include "run/capture.hpp"
@@ -36,6 +37,7 @@ struct WheelArgs {
   std::string progress = "auto";
   bool no_validate = false;
   bool check_reproducible = false;
+  std::string trace;  // --trace FILE: the build's Chrome trace, written after it (cli/report_trace.hpp)
 };
 
 std::optional<std::string> env_of(const std::string& name) {
@@ -199,6 +201,8 @@ void run_wheel(const WheelArgs& args, Context& ctx) {
     return;
   }
   const auto& res = *result;
+  if (!args.trace.empty())  // the wheel is built: a trace that cannot be written is a warning
+    if (auto t = write_build_trace(layout, plan->key, plan->jobs.jobs, args.trace); !t) warn(ctx, "--trace: " + t.error().message);
   // --check-reproducible: the same plan again in a second cache directory, without compiler
   // cache or validation; any difference is named member by member, never hidden.
   nlohmann::json repro = nullptr;
@@ -291,6 +295,7 @@ void add_wheel_command(CLI::App& app, Context& ctx) {
   cmd->add_flag("--check-reproducible", args->check_reproducible,
                 "Build the same plan a second time in another cache directory and compare the wheels (exit 1 and "
                 "the differing members when they differ)");
+  cmd->add_option("--trace", args->trace, "After the build, write it as Chrome trace JSON (as `report --trace`)");
   add_json_flag(*cmd, ctx);
   cmd->callback([args, &ctx] { run_wheel(*args, ctx); });
 }

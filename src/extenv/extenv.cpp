@@ -250,23 +250,26 @@ Result<Environment> compute(const Request& req, const Inputs& in) {
   add("CMAKE_CUDA_ARCHITECTURES", cmake.text, "CMake's spelling of the same archs");
 
   // Jobs from memory: the project's per-job figure; without --for the most demanding extension
-  // recipe's, so that any of them fits.
-  double gib = plan::Jobs::kDefaultGibPerJob;
-  unsigned threads = 1;
-  std::string figure_of = "the default";
-  if (req.project) {
-    gib = req.project->gib_per_job.value_or(gib);
-    threads = req.project->nvcc_threads.value_or(1);
-    figure_of = req.project->name;
-  } else {
+  // recipe's, so that any of them fits. The figure is [build.memory]'s nvcc job at the recipe's
+  // NVCC_THREADS: the one model plan and admission use.
+  const recipe::Recipe* figure = req.project ? &*req.project : nullptr;
+  std::string figure_of = req.project ? req.project->name : "the default";
+  unsigned threads = req.project ? req.project->nvcc_threads.value_or(1) : 1;
+  double gib = static_cast<double>(recipe::nvcc_job_mb(recipe::CompileMemory{}, 1)) / 1024.0;
+  if (!req.project) {
     for (const auto* r : by_newest) {
-      if (r->gib_per_job && *r->gib_per_job > gib) {
-        gib = *r->gib_per_job;
+      double g = static_cast<double>(recipe::nvcc_job_mb(r->memory, r->nvcc_threads.value_or(1))) / 1024.0;
+      if (g > gib) {
+        gib = g;
+        figure = r;
         figure_of = fmt::format("{} (the most per job of the extension recipes; --for PROJECT for its own)", r->name);
       }
       if (r->nvcc_threads) threads = std::max(threads, *r->nvcc_threads);
     }
+  } else {
+    gib = static_cast<double>(recipe::nvcc_job_mb(req.project->memory, threads)) / 1024.0;
   }
+  if (figure) figure_of += ", " + plan::per_job_from(figure->memory, figure->nvcc_threads.value_or(1));
   e.jobs = plan::jobs_rule(in.host, std::nullopt, gib, threads);
   add("MAX_JOBS", std::to_string(e.jobs.jobs), fmt::format("{}; {:g} GiB per job from {}", e.jobs.rule(), gib, figure_of));
   add("NVCC_THREADS", std::to_string(e.jobs.threads_per_job),

@@ -18,8 +18,10 @@ HostCheck check_host(const Plan& plan, const HostFigures& host) {
   HostCheck c;
   c.need_disk_gib = static_cast<double>(r.disk_gib);
   if (host.free_bytes) c.free_disk_gib = static_cast<double>(*host.free_bytes) / kGiB;
-  c.jobs = plan->jobs.jobs;
-  c.job_memory_gib = plan->jobs.gib_per_job;  // the jobs rule's figure ([build] gib_per_job or 4)
+  // Admitted builds run a job per core but admission keeps them within the budget: what must fit
+  // is the static rule's count of the same per-job figure (at least one job).
+  c.jobs = plan->jobs.admitted ? plan->jobs.static_jobs : plan->jobs.jobs;
+  c.job_memory_gib = plan->jobs.gib_per_job;  // the jobs rule's figure ([build.memory]'s nvcc job)
   c.mem_available_gib = static_cast<double>(host.mem_available) / kGiB;
   if (c.need_disk_gib > 0 && c.free_disk_gib && *c.free_disk_gib < c.need_disk_gib)
     c.problems.push_back(fmt::format("{:.1f} GiB free in {}, but a {} build needs {:g} GiB there (recipe [host] "
@@ -28,7 +30,7 @@ HostCheck check_host(const Plan& plan, const HostFigures& host) {
   if (c.job_memory_gib > 0 && c.jobs * c.job_memory_gib > c.mem_available_gib) {
     auto fit = static_cast<unsigned>(std::floor(c.mem_available_gib / c.job_memory_gib));
     c.problems.push_back(
-        fmt::format("{} jobs x {:g} GiB per compile job (recipe [build] gib_per_job) = {:g} GiB, but {:.1f} GiB of "
+        fmt::format("{} jobs x {:g} GiB per compile job (recipe [build.memory] nvcc job) = {:g} GiB, but {:.1f} GiB of "
                     "memory is available; {}",
                     c.jobs, c.job_memory_gib, c.jobs * c.job_memory_gib, c.mem_available_gib,
                     fit >= 1 ? fmt::format("use --jobs {} or fewer", fit)

@@ -1,7 +1,7 @@
 // Whether this host can run the plan's build before hours are spent on it: free disk where the
 // cache puts the tree and its objects, and memory for the jobs the plan runs. Pure over the
 // gathered figures (the caller measures: statvfs of the cache, MemAvailable); the figures a
-// build needs come from the recipe's [host] disk_gib and the jobs rule's memory per job ([build] gib_per_job).
+// build needs come from the recipe's [host] disk_gib and the jobs rule's memory per job ([build.memory]'s nvcc job).
 #pragma once
 
 #include <cstdint>

@@ -45,11 +45,12 @@ std::string Jobs::rule() const {
   if (from_option) return fmt::format("{} (--jobs)", jobs);
   if (admitted) return fmt::format("{} = {} cores; each compile admitted by memory (see admission)", jobs, cores);
   unsigned by_mem = static_cast<unsigned>(std::floor(mem_gib / gib_per_job));
+  const std::string from = per_job_from.empty() ? "" : " (" + per_job_from + ")";
   if (threads_per_job > 1)
-    return fmt::format("{} = min({} cores / {} nvcc threads = {}, {:.1f} GiB available / {:g} GiB per nvcc job = {}), "
-                       "at least 1", jobs, cores, threads_per_job, cores / threads_per_job, mem_gib, gib_per_job, by_mem);
-  return fmt::format("{} = min({} cores, {:.1f} GiB available / {:g} GiB per nvcc job = {}), at least 1", jobs,
-                     cores, mem_gib, gib_per_job, by_mem);
+    return fmt::format("{} = min({} cores / {} nvcc threads = {}, {:.1f} GiB available / {:g} GiB per nvcc job{} = {}), "
+                       "at least 1", jobs, cores, threads_per_job, cores / threads_per_job, mem_gib, gib_per_job, from, by_mem);
+  return fmt::format("{} = min({} cores, {:.1f} GiB available / {:g} GiB per nvcc job{} = {}), at least 1", jobs,
+                     cores, mem_gib, gib_per_job, from, by_mem);
 }
 
 Jobs jobs_rule(const HostResources& host, std::optional<unsigned> requested, double gib_per_job,
@@ -71,8 +72,18 @@ Jobs jobs_rule(const HostResources& host, std::optional<unsigned> requested, dou
   return j;
 }
 
+std::string per_job_from(const recipe::CompileMemory& m, unsigned threads) {
+  threads = std::max(1u, threads);
+  if (threads == 1) return fmt::format("[build.memory] cuda_mb {}", m.cuda_mb);
+  return fmt::format("[build.memory] cuda_mb {} + {} x cuda_thread_mb {}", m.cuda_mb, threads - 1, m.cuda_thread_mb);
+}
+
 Jobs jobs_rule(const HostResources& host, std::optional<unsigned> requested, const recipe::Recipe& r) {
-  return jobs_rule(host, requested, r.gib_per_job.value_or(Jobs::kDefaultGibPerJob), r.nvcc_threads.value_or(1));
+  // The threads each job gets (NVCC_THREADS: at most the cores) decide its memory.
+  const unsigned threads = std::clamp(r.nvcc_threads.value_or(1), 1u, std::max(1u, host.cores));
+  Jobs j = jobs_rule(host, requested, static_cast<double>(recipe::nvcc_job_mb(r.memory, threads)) / 1024.0, threads);
+  j.per_job_from = per_job_from(r.memory, j.threads_per_job);
+  return j;
 }
 
 std::string Admission::rule() const {
@@ -380,7 +391,7 @@ json to_json(const recipe::Recipe& r) {
                 {"build_number", r.build_number},
                 {"wheel_dir", r.wheel_dir},
                 {"min_gcc", r.min_gcc ? json(r.min_gcc->str()) : json(nullptr)},
-                {"gib_per_job", r.gib_per_job ? json(*r.gib_per_job) : json(nullptr)},
+                {"nvcc_job_mb", recipe::nvcc_job_mb(r.memory, r.nvcc_threads.value_or(1))},
                 {"nvcc_threads", r.nvcc_threads ? json(*r.nvcc_threads) : json(nullptr)},
                 {"cmake_max", r.cmake_max ? json(r.cmake_max->str()) : json(nullptr)}};
   j["libraries"] = {{"expected", r.libraries.expected}, {"optional", r.libraries.optional}};
@@ -481,7 +492,7 @@ json Plan::to_json() const {
   j["config_settings"] = config_settings_json(p.config_settings);
   j["fetches"] = fetches_json(p.fetches, false);
   j["jobs"] = {{"jobs", p.jobs.jobs}, {"cores", p.jobs.cores}, {"mem_available_gib", p.jobs.mem_gib},
-               {"gib_per_job", p.jobs.gib_per_job}, {"threads_per_job", p.jobs.threads_per_job}, {"from_option", p.jobs.from_option}, {"admitted", p.jobs.admitted}, {"rule", p.jobs.rule()}};
+               {"gib_per_job", p.jobs.gib_per_job}, {"per_job_from", p.jobs.per_job_from}, {"threads_per_job", p.jobs.threads_per_job}, {"from_option", p.jobs.from_option}, {"admitted", p.jobs.admitted}, {"rule", p.jobs.rule()}};
   j["libraries"] = plan::to_json(p.libraries);
   j["build_venv"] = p.venv ? venv_json(*p.venv) : json(nullptr);
   {

@@ -48,7 +48,10 @@ struct Jobs {
   unsigned jobs = 1;
   unsigned cores = 1;
   double mem_gib = 0;
-  double gib_per_job = kDefaultGibPerJob;  // the recipe's build.gib_per_job, else the default
+  // One nvcc job's figure: recipe::nvcc_job_mb of [build.memory] at the recipe's nvcc threads,
+  // the same model admission expects compiles by.
+  double gib_per_job = kDefaultGibPerJob;
+  std::string per_job_from;  // "[build.memory] cuda_mb 2048 + 3 x cuda_thread_mb 1024"; "": given
   unsigned threads_per_job = 1;  // NVCC_THREADS: each job takes that many cores
   bool from_option = false;  // --jobs N
   static constexpr double kDefaultGibPerJob = 4;
@@ -59,8 +62,10 @@ struct Jobs {
 // jobs = min(cores / threads_per_job, memory / gib_per_job), at least 1; --jobs N wins.
 Jobs jobs_rule(const HostResources& host, std::optional<unsigned> requested,
                double gib_per_job = Jobs::kDefaultGibPerJob, unsigned threads_per_job = 1);
-// The same with the recipe's figures (build.gib_per_job, build.nvcc_threads).
+// The same with the recipe's figures: [build.memory]'s nvcc job at [build] nvcc_threads.
 Jobs jobs_rule(const HostResources& host, std::optional<unsigned> requested, const recipe::Recipe& r);
+// Where the per-job figure comes from, for the rule's text.
+std::string per_job_from(const recipe::CompileMemory& m, unsigned threads);
 
 // Memory-admitted parallelism (issue 17): the build runs as many jobs as cores and archbuild,
 // the launcher of every C, C++ and CUDA compile, starts each compile only when its expected

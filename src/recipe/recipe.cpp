@@ -36,6 +36,10 @@ const std::vector<std::string>& default_python_modules(Driver d) {
   return defaults.at(d);
 }
 
+std::uint64_t nvcc_job_mb(const CompileMemory& m, unsigned threads) {
+  return m.cuda_mb + m.cuda_thread_mb * (std::max(1u, threads) - 1);
+}
+
 const std::vector<std::string>& python_modules(const Recipe& r) {
   return r.python_modules ? *r.python_modules : default_python_modules(r.driver);
 }
@@ -347,13 +351,10 @@ class RecipeReader {
       if (!v) return rd.error_at("min_gcc", fmt::format("build.min_gcc \"{}\" is not a version; expected e.g. 9.3", *s));
       r.min_gcc = *v;
     }
-    if (const toml::node* n = rd.node("gib_per_job")) {
-      auto v = n->value<double>();
-      if (!(n->is_number()) || !v || *v <= 0 || *v > 1024)
-        return rd.error_at("gib_per_job", "build.gib_per_job must be a number of GiB one compile job needs, "
-                                          "e.g. 5 (flash-attn) or 4");
-      r.gib_per_job = *v;
-    }
+    // One memory model (issue 17): the per-job figure is [build.memory]'s, not a second number.
+    if (rd.node("gib_per_job"))
+      return rd.error_at("gib_per_job", "build.gib_per_job is replaced by [build.memory]: cuda_mb (one nvcc job) and "
+                                        "cuda_thread_mb (per further nvcc thread), e.g. cuda_mb = 5120");
     if (t.contains("nvcc_threads")) {
       auto v = rd.integer("nvcc_threads");
       if (rd.failure()) return rd.failure();

@@ -90,7 +90,9 @@ std::string fetch_disabled_by(const Fetch& f, const std::map<std::string, std::s
 struct CompileMemory {
   std::uint64_t c_mb = 512;
   std::uint64_t cxx_mb = 1536;
-  std::uint64_t cuda_mb = 3072;         // one nvcc with --threads 1
+  // One nvcc with --threads 1; without admission the static jobs rule's figure per job (4 GiB:
+  // nvcc jobs need 3-5 GiB, pytorch-build.md).
+  std::uint64_t cuda_mb = 4096;
   std::uint64_t cuda_thread_mb = 1024;  // added per further nvcc --threads (NVCC_THREADS)
   struct Pattern {
     std::string glob;  // fnmatch over the source path relative to the tree ('*' crosses '/')
@@ -98,6 +100,11 @@ struct CompileMemory {
   };
   std::vector<Pattern> patterns;  // first match wins over the per-kind figure
 };
+
+// One nvcc job's expected peak at `threads` nvcc threads: cuda_mb + cuda_thread_mb per thread
+// beyond the first. The one memory model: admission expects it of a CUDA compile, and the
+// static jobs rule (no admission) divides memory by it.
+std::uint64_t nvcc_job_mb(const CompileMemory& m, unsigned threads);
 
 struct Recipe {
   std::string name;                // file stem: "torch-2.7"
@@ -126,9 +133,6 @@ struct Recipe {
   // official wheels require it (PYTORCH_EXTRA_INSTALL_REQUIREMENTS); unset: no requirement.
   std::optional<Version> wheel_triton;
   std::optional<Version> min_gcc;  // the project's own floor (PyTorch: 9.3)
-  // Memory one compile job needs at its peak, GiB ([build] gib_per_job); unset: the jobs rule's
-  // default. flash-attn's kernels need about 5 per nvcc job, so MAX_JOBS must follow the recipe.
-  std::optional<double> gib_per_job;
   // Threads each nvcc job runs (`nvcc --threads`, read from NVCC_THREADS by flash-attn); unset:
   // the project does not read it.
   std::optional<unsigned> nvcc_threads;
@@ -144,8 +148,8 @@ struct Recipe {
   // [libraries]: the optional libraries the build must not silently lack (library_spec.hpp).
   LibraryRequirements libraries;
   // [host]: what a build needs of the host before it starts (0: not stated). disk_gib: free
-  // space in the cache for the tree and its objects. (Memory per compile job is [build]
-  // gib_per_job, the jobs rule's figure: one number for both.)
+  // space in the cache for the tree and its objects. (Memory per compile job is
+  // nvcc_job_mb(memory, nvcc_threads), the jobs rule's figure: one number for both.)
   std::int64_t disk_gib = 0;
 
   // The release the arch-parser rules and --torch refer to: `torch` when set, else `version`.

@@ -2,7 +2,9 @@
 
 #include <fcntl.h>
 #include <fnmatch.h>
+#include <poll.h>
 #include <sys/file.h>
+#include <sys/inotify.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,9 +26,8 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr std::string_view kSlotPrefix = "slot-";
-// A compile waiting for its share. Named by the time it started waiting, so that names sort
-// oldest first: the oldest waiter's share is reserved ahead of younger requests, or a stream
-// of small compiles would keep a large one (a flash-attention kernel) out for good.
+// A compile waiting for its share ("MB MS": expected peak and duration). Named by the time it
+// started waiting, so that names sort oldest first (the tie-break of `choose`).
 constexpr std::string_view kWaitPrefix = "wait-";
 
 struct Fd {
@@ -36,19 +37,21 @@ struct Fd {
   }
 };
 
-// The live shares in `dir` named PREFIX…, only those whose name sorts before `before` when it
-// is given: their sum, or with `oldest_only` the share of the first by name. Removes the files
-// whose holder is gone (its lock dropped). Called with admission.lock held, so no file is
-// being created meanwhile.
-std::uint64_t live_shares(const fs::path& dir, std::string_view prefix, const std::string& before = {},
-                          bool oldest_only = false) {
-  std::uint64_t total = 0;
-  std::string oldest;
+// One live share file: its name (sorts by age), its expected peak and duration.
+struct Share {
+  std::string name;
+  std::uint64_t mb = 0;
+  std::uint64_t ms = 0;  // expected duration; 0: unknown
+};
+
+// The live share files in `dir` named PREFIX…. Removes the files whose holder is gone (its lock
+// dropped). Called with admission.lock held, so no file is being created meanwhile.
+std::vector<Share> live_shares(const fs::path& dir, std::string_view prefix) {
+  std::vector<Share> out;
   std::error_code ec;
   for (const auto& de : fs::directory_iterator(dir, ec)) {
-    const std::string name = de.path().filename().string();
+    std::string name = de.path().filename().string();
     if (name.rfind(prefix, 0) != 0) continue;
-    if (!before.empty() && name >= before) continue;
     Fd f{::open(de.path().c_str(), O_RDONLY | O_CLOEXEC)};
     if (f.fd < 0) continue;
     if (::flock(f.fd, LOCK_SH | LOCK_NB) == 0) {
@@ -57,17 +60,80 @@ std::uint64_t live_shares(const fs::path& dir, std::string_view prefix, const st
       fs::remove(de.path(), rm);
       continue;
     }
-    char buf[32] = {};
+    char buf[64] = {};
     ssize_t n = ::pread(f.fd, buf, sizeof buf - 1, 0);
-    std::uint64_t share = n > 0 ? std::strtoull(buf, nullptr, 10) : 0;
-    if (!oldest_only) {
-      total += share;
-    } else if (oldest.empty() || name < oldest) {
-      oldest = name;
-      total = share;
+    Share s{std::move(name)};
+    if (n > 0) {
+      char* end = nullptr;
+      s.mb = std::strtoull(buf, &end, 10);
+      s.ms = std::strtoull(end, nullptr, 10);  // absent (older form): 0
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::uint64_t sum_mb(const std::vector<Share>& shares) {
+  std::uint64_t total = 0;
+  for (const auto& s : shares) total += s.mb;
+  return total;
+}
+
+// LPT-style packing over the waiters: the largest work first (expected peak x expected
+// duration, a compile of unknown duration counted as 1 s), ties oldest first; each that fits
+// what is left is chosen. The first in that order that does not fit keeps its share reserved
+// (smaller ones fill the rest), so a stream of small compiles cannot keep a large one out for
+// good. A share larger than the budget is chosen only when nothing is admitted: it runs alone.
+// Every waiter computes the same choice from the same files; the chosen stay chosen as they
+// move into slots (what each one left is at least the shares chosen after it): only a larger
+// compile arriving meanwhile goes ahead of them.
+std::vector<std::string> choose(std::vector<Share> waiters, std::uint64_t taken, std::uint64_t budget) {
+  auto work = [](const Share& s) { return s.mb * (s.ms ? s.ms : 1000); };
+  std::sort(waiters.begin(), waiters.end(), [&](const Share& a, const Share& b) {
+    if (work(a) != work(b)) return work(a) > work(b);
+    return a.name < b.name;
+  });
+  std::vector<std::string> chosen;
+  std::int64_t left = static_cast<std::int64_t>(budget) - static_cast<std::int64_t>(taken);
+  bool reserved = false;
+  for (const auto& w : waiters) {
+    const auto need = static_cast<std::int64_t>(w.mb);
+    if (need <= left || (taken == 0 && chosen.empty() && !reserved)) {
+      chosen.push_back(w.name);
+      left -= need;
+    } else if (!reserved) {
+      reserved = true;
+      left -= need;
+    }
+    if (left <= 0) break;
+  }
+  return chosen;
+}
+
+// Sleeps until a share may have come free in `dir` (a slot or wait file removed, or closed by a
+// holder that died: the kernel closes its files, IN_CLOSE_WRITE) or `poll` passed. `ino` is an
+// inotify descriptor watching `dir` (-1: plain sleep). The lock file's closes are noise, skipped.
+void wait_for_change(int ino, std::chrono::milliseconds poll) {
+  if (ino < 0) {
+    std::this_thread::sleep_for(poll);
+    return;
+  }
+  const auto until = std::chrono::steady_clock::now() + poll;
+  alignas(inotify_event) char buf[4096];
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return;
+    pollfd p{ino, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) return;
+    ssize_t n = ::read(ino, buf, sizeof buf);
+    if (n <= 0) return;
+    for (ssize_t at = 0; at < n;) {
+      const auto* e = reinterpret_cast<const inotify_event*>(buf + at);
+      at += static_cast<ssize_t>(sizeof(inotify_event) + e->len);
+      std::string_view name = e->len ? std::string_view(e->name) : std::string_view();
+      if (name.starts_with(kSlotPrefix) || name.starts_with(kWaitPrefix)) return;
     }
   }
-  return total;
 }
 
 }  // namespace
@@ -115,6 +181,14 @@ Result<Admission> admit(const AdmissionRequest& request) {
   const std::string wait_name = std::string(kWaitPrefix) + suffix;
   Admission a;  // holds the wait file, then (renamed) the slot: removed however this returns
   a.share_mb_ = request.need_mb;
+  // Woken when a share is released rather than by polling alone: on a busy host, waiters
+  // polling every few ms cost CPU and each admission up to a poll late. The poll stays as the
+  // fallback (no inotify, an event missed).
+  Fd ino{::inotify_init1(IN_NONBLOCK | IN_CLOEXEC)};
+  if (ino.fd >= 0 && ::inotify_add_watch(ino.fd, request.dir.c_str(), IN_DELETE | IN_CLOSE_WRITE) < 0) {
+    ::close(ino.fd);
+    ino.fd = -1;
+  }
   for (;;) {
     Fd lock{::open(lock_path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644)};
     if (lock.fd < 0 || ::flock(lock.fd, LOCK_EX) != 0)
@@ -124,15 +198,13 @@ Result<Admission> admit(const AdmissionRequest& request) {
       a.fd_ = ::open(a.slot_.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0644);
       if (a.fd_ < 0 || ::flock(a.fd_, LOCK_EX | LOCK_NB) != 0)
         return Error::bad_input(fmt::format("{}: cannot create: {}", a.slot_.string(), std::strerror(errno)));
-      std::string share = std::to_string(request.need_mb);
+      std::string share = fmt::format("{} {}", request.need_mb, request.expect_ms);
       if (::write(a.fd_, share.data(), share.size()) != static_cast<ssize_t>(share.size()))
         return Error::bad_input(fmt::format("{}: cannot write: {}", a.slot_.string(), std::strerror(errno)));
     }
-    const std::uint64_t taken = live_shares(request.dir, kSlotPrefix);
-    // Only the oldest waiter is reserved for: younger requests still fill the rest (reserving
-    // for every older one made admission first-come-first-served and left memory idle).
-    const std::uint64_t older = live_shares(request.dir, kWaitPrefix, wait_name, true);
-    if ((taken == 0 && older == 0) || taken + older + request.need_mb <= request.budget_mb) {
+    const std::uint64_t taken = sum_mb(live_shares(request.dir, kSlotPrefix));
+    const auto chosen = choose(live_shares(request.dir, kWaitPrefix), taken, request.budget_mb);
+    if (std::find(chosen.begin(), chosen.end(), wait_name) != chosen.end()) {
       // The lock lives on the file, not the name: renaming keeps it held.
       fs::path slot = request.dir / (std::string(kSlotPrefix) + suffix);
       fs::rename(a.slot_, slot, ec);
@@ -143,14 +215,14 @@ Result<Admission> admit(const AdmissionRequest& request) {
     }
     ::close(lock.fd);
     lock.fd = -1;
-    std::this_thread::sleep_for(request.poll);
+    wait_for_change(ino.fd, request.poll);
   }
 }
 
 std::uint64_t admitted_mb(const fs::path& dir) {
   Fd lock{::open((dir / "admission.lock").c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644)};
   if (lock.fd >= 0) ::flock(lock.fd, LOCK_EX);
-  return live_shares(dir, kSlotPrefix);
+  return sum_mb(live_shares(dir, kSlotPrefix));
 }
 
 void append_record(const fs::path& file, const CompileRecord& r) {
@@ -162,8 +234,9 @@ void append_record(const fs::path& file, const CompileRecord& r) {
       if (c == '\t' || c == '\n') c = ' ';
     return v;
   };
-  std::string line = fmt::format("{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n", source, r.peak_kb, r.waited_ms, r.exit_code,
-                                 clean(r.output), r.expect_mb, clean(r.basis), clean(r.lang));
+  std::string line = fmt::format("{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n", source, r.peak_kb, r.waited_ms,
+                                 r.exit_code, clean(r.output), r.expect_mb, clean(r.basis), clean(r.lang), r.wall_ms,
+                                 std::max(1u, r.threads));
   Fd f{::open(file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644)};
   if (f.fd >= 0) (void)!::write(f.fd, line.data(), line.size());
 }
@@ -181,18 +254,22 @@ std::vector<CompileRecord> read_records(const fs::path& file) {
       if (tab == std::string::npos) break;
       at = tab + 1;
     }
-    if (f.size() != 4 && f.size() != 8) continue;
+    if (f.size() != 4 && f.size() != 8 && f.size() != 10) continue;
     CompileRecord r;
     r.source = f[0];
     try {
       r.peak_kb = std::stoull(f[1]);
       r.waited_ms = std::stoull(f[2]);
       r.exit_code = std::stoi(f[3]);
-      if (f.size() == 8) {
+      if (f.size() >= 8) {
         r.output = f[4];
         r.expect_mb = std::stoull(f[5]);
         r.basis = f[6];
         r.lang = f[7];
+      }
+      if (f.size() == 10) {
+        r.wall_ms = std::stoull(f[8]);
+        r.threads = std::max(1u, static_cast<unsigned>(std::stoul(f[9])));
       }
     } catch (const std::exception&) {
       continue;
@@ -202,12 +279,11 @@ std::vector<CompileRecord> read_records(const fs::path& file) {
   return out;
 }
 
-std::optional<std::uint64_t> measured_peak_mb(const fs::path& file, const std::string& source) {
-  std::optional<std::uint64_t> kb;
+std::optional<Measurement> measured(const fs::path& file, const std::string& source) {
+  std::optional<Measurement> m;
   for (const auto& r : read_records(file))
-    if (r.source == source && r.exit_code == 0) kb = r.peak_kb;
-  if (!kb) return std::nullopt;
-  return (*kb + 1023) / 1024;
+    if (r.source == source && r.exit_code == 0) m = Measurement{(r.peak_kb + 1023) / 1024, r.wall_ms, r.threads};
+  return m;
 }
 
 nlohmann::json AdmissionConfig::to_json() const {
@@ -281,15 +357,28 @@ unsigned nvcc_threads(const std::vector<std::string>& argv, const std::string& n
   return static_cast<unsigned>(std::min<long>(*n, 1024));
 }
 
+std::uint64_t rescale_peak_mb(const recipe::CompileMemory& figures, std::uint64_t peak_mb, unsigned from, unsigned to) {
+  from = std::max(1u, from);
+  to = std::max(1u, to);
+  if (from == to) return peak_mb;
+  const std::uint64_t num = peak_mb * recipe::nvcc_job_mb(figures, to);
+  const std::uint64_t den = std::max<std::uint64_t>(1, recipe::nvcc_job_mb(figures, from));
+  return (num + den - 1) / den;
+}
+
 Expected expected_peak(const recipe::CompileMemory& figures, const std::string& lang, const std::string& source,
-                       unsigned threads, std::optional<std::uint64_t> measured) {
-  if (measured) return {*measured, "measured"};
+                       unsigned threads, std::optional<Measurement> measured) {
+  threads = std::max(1u, threads);
+  if (measured) {
+    if (lang != "CUDA" || measured->threads == threads) return {measured->mb, "measured"};
+    return {rescale_peak_mb(figures, measured->mb, measured->threads, threads),
+            fmt::format("measured at {} nvcc threads, rescaled to {}", measured->threads, threads)};
+  }
   for (const auto& p : figures.patterns)
     if (!source.empty() && ::fnmatch(p.glob.c_str(), source.c_str(), 0) == 0) return {p.mb, "pattern " + p.glob};
   if (lang == "C") return {figures.c_mb, "C"};
   if (lang == "CXX") return {figures.cxx_mb, "C++"};
-  threads = std::max(1u, threads);
-  return {figures.cuda_mb + figures.cuda_thread_mb * (threads - 1),
+  return {recipe::nvcc_job_mb(figures, threads),
           threads == 1 ? std::string("CUDA") : fmt::format("CUDA x{} threads", threads)};
 }
 

@@ -5,8 +5,10 @@
 // Crash safety: an admitted compile holds an exclusive flock on its own slot file (its share
 // written inside). The kernel drops the lock when the process dies however it dies, so a share
 // whose file is no longer locked is stale: the next admission removes it. Waiting compiles hold
-// a wait file the same way: the oldest waiter's share is reserved ahead of younger requests. A short exclusive
-// lock on DIR/admission.lock makes check-and-take atomic between compiles.
+// a wait file the same way, with their expected peak and duration: with jobs = cores, the
+// compiles ninja has started wait together, and admission packs them largest work first
+// (LPT), not in ninja's order, which would leave the last large compile to run alone at the
+// end. A short exclusive lock on DIR/admission.lock makes check-and-take atomic between compiles.
 #pragma once
 
 #include <chrono>
@@ -27,7 +29,8 @@ struct AdmissionRequest {
   std::filesystem::path dir;      // shared state of one build (created when missing)
   std::uint64_t budget_mb = 0;    // memory all admitted compiles may expect to use together
   std::uint64_t need_mb = 0;      // this compile's expected peak; above the budget it runs alone
-  std::chrono::milliseconds poll{20};
+  std::chrono::milliseconds poll{100};  // the fallback: releases wake waiters through inotify
+  std::uint64_t expect_ms = 0;    // its expected duration (measured before); 0: unknown
 };
 
 // An admitted share; released (file removed, lock dropped) on destruction or process death.
@@ -52,19 +55,19 @@ class Admission {
   std::uint64_t share_mb_ = 0;
 };
 
-// Blocks until the request fits: the admitted shares, the share of the compile waiting
-// longest (when it is not this one) and need_mb are within the budget, or nothing else is
-// admitted or waiting longer (a compile larger than the budget runs alone). Errors (exit 2):
-// DIR cannot be created or locked.
+// Blocks until the request is chosen: among the waiting compiles, largest expected work (peak x
+// duration) first, each that fits what the admitted shares leave of the budget; the first that
+// does not fit keeps its share reserved ahead of smaller ones; a compile larger than the budget
+// runs when nothing else is admitted. Errors (exit 2): DIR cannot be created or locked.
 Result<Admission> admit(const AdmissionRequest& request);
 
 // The shares admitted now (live slots only), in MB: for reports and tests.
 std::uint64_t admitted_mb(const std::filesystem::path& dir);
 
 // One finished compile as the launcher records it: a line
-// "SOURCE\tPEAK_KB\tWAITED_MS\tEXIT[\tOUTPUT\tEXPECT_MB\tBASIS\tLANG]\n" appended to the build's
-// records (O_APPEND writes under PIPE_BUF do not interleave). The first four fields alone are
-// the older form, still read.
+// "SOURCE\tPEAK_KB\tWAITED_MS\tEXIT[\tOUTPUT\tEXPECT_MB\tBASIS\tLANG[\tWALL_MS\tTHREADS]]\n"
+// appended to the build's records (O_APPEND writes under PIPE_BUF do not interleave). The
+// first four or eight fields alone are the older forms, still read.
 struct CompileRecord {
   std::string source;
   std::uint64_t peak_kb = 0;
@@ -74,6 +77,8 @@ struct CompileRecord {
   std::uint64_t expect_mb = 0; // what admission expected
   std::string basis;           // where that came from: "measured", "pattern GLOB", "C++", "CUDA x2 threads"
   std::string lang;            // "C", "CXX", "CUDA"
+  std::uint64_t wall_ms = 0;   // how long the compile ran (0: not recorded)
+  unsigned threads = 1;        // nvcc --threads it ran with (the peak depends on it)
 };
 
 // Appends `r`; best effort (a full disk must not fail the compile). Tabs and newlines in the
@@ -83,8 +88,14 @@ void append_record(const std::filesystem::path& file, const CompileRecord& r);
 // Every record of `file` (missing file: none; malformed lines skipped).
 std::vector<CompileRecord> read_records(const std::filesystem::path& file);
 
-// The last successful peak measured for `source` in `file`, in MB rounded up; nullopt if none.
-std::optional<std::uint64_t> measured_peak_mb(const std::filesystem::path& file, const std::string& source);
+// The last successful measurement of `source` in `file`: peak in MB rounded up, duration and
+// nvcc threads; nullopt if none.
+struct Measurement {
+  std::uint64_t mb = 0;
+  std::uint64_t wall_ms = 0;  // 0: not recorded
+  unsigned threads = 1;
+};
+std::optional<Measurement> measured(const std::filesystem::path& file, const std::string& source);
 
 // The build's admission settings, written by the pipeline into DIR/config.json and read by
 // every launcher of the build (the launcher's command line stays the same when they change,
@@ -109,11 +120,17 @@ struct Expected {
   std::uint64_t mb = 0;
   std::string basis;
 };
-// A compile's expected peak: the source's measured peak (`measured`, MB), else the first
-// pattern its source matches, else the figure for its language (CUDA: cuda_mb + cuda_thread_mb
-// per thread beyond the first).
+// A compile's expected peak: the source's measured peak, else the first pattern its source
+// matches, else the figure for its language (CUDA: recipe::nvcc_job_mb at `threads`). A CUDA
+// peak measured at other nvcc threads is rescaled (rescale_peak_mb).
 Expected expected_peak(const recipe::CompileMemory& figures, const std::string& lang, const std::string& source,
-                       unsigned threads, std::optional<std::uint64_t> measured);
+                       unsigned threads, std::optional<Measurement> measured);
+
+// A CUDA compile's peak measured with `from` nvcc threads, predicted for `to`. Model: the
+// compile's memory splits into a one-thread part and a part per further thread in the same
+// proportion as the recipe's figures (cuda_mb : cuda_thread_mb), so the peak scales as
+// nvcc_job_mb(to) / nvcc_job_mb(from); rounded up.
+std::uint64_t rescale_peak_mb(const recipe::CompileMemory& figures, std::uint64_t peak_mb, unsigned from, unsigned to);
 
 // Folds `records` (this build's) into the recipe's peaks file: one line per source, the latest
 // successful measurement winning; written whole to a temporary and renamed. Best effort.

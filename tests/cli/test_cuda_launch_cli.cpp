@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "run/admission.hpp"
 #include "support/process.hpp"
 #include "support/tempdir.hpp"
 
@@ -119,11 +120,18 @@ TEST_CASE("cuda-launch --admission: admitted by memory, the status its own, the 
   r = with({"/bin/sh", fail.string(), "-c", tree + "/b.cpp"});
   CHECK(r.status == 3);
   // One line per compile: source relative to the tree, peak KB, waited ms, exit status, output,
-  // expected MB, where that came from, language.
-  std::string log = t::read_file(peaks);
-  CHECK(log.find("a.cpp\t") == 0);
-  CHECK(log.find("\t0\t\t10\t--expect-mb\tCUDA\nb.cpp\t") != std::string::npos);
-  CHECK(log.substr(log.size() - 24) == "\t3\t\t10\t--expect-mb\tCUDA\n");
+  // expected MB, where that came from, language, wall time, nvcc threads.
+  auto records = archbuild::run::read_records(peaks);
+  REQUIRE(records.size() == 2);
+  CHECK(records[0].source == "a.cpp");
+  CHECK(records[0].exit_code == 0);
+  CHECK(records[0].expect_mb == 10);
+  CHECK(records[0].basis == "--expect-mb");
+  CHECK(records[0].lang == "CUDA");
+  CHECK(records[0].threads == 1);
+  CHECK(records[1].source == "b.cpp");
+  CHECK(records[1].exit_code == 3);
+  CHECK(t::read_file(peaks).find("a.cpp\t") == 0);
   r = with({"/nonexistent/cc", "-c", tree + "/c.cpp"});
   CHECK(r.status == 3);
 }

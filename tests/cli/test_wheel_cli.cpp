@@ -9,10 +9,12 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
+#include "run/admission.hpp"
 #include "support/process.hpp"
 #include "support/tempdir.hpp"
 
@@ -322,23 +324,13 @@ TEST_CASE("wheel: --check-reproducible names the members that differ", "[cli][wh
 
 namespace {
 
+// The launcher's records as the report reads them (run::read_records), as JSON for the checks.
 std::vector<json> compile_records(const fs::path& file) {
   std::vector<json> out;
-  std::ifstream in(file);
-  std::string line;
-  while (std::getline(in, line)) {
-    std::vector<std::string> f;
-    std::size_t at = 0;
-    for (;;) {
-      auto tab = line.find('\t', at);
-      f.push_back(line.substr(at, tab == std::string::npos ? std::string::npos : tab - at));
-      if (tab == std::string::npos) break;
-      at = tab + 1;
-    }
-    if (f.size() != 8) continue;
-    out.push_back({{"source", f[0]}, {"peak_kb", std::stoull(f[1])}, {"exit", std::stoi(f[3])},
-                   {"output", f[4]}, {"expect_mb", std::stoull(f[5])}, {"basis", f[6]}, {"lang", f[7]}});
-  }
+  for (const auto& r : archbuild::run::read_records(file))
+    out.push_back({{"source", r.source}, {"peak_kb", r.peak_kb}, {"exit", r.exit_code}, {"output", r.output},
+                   {"expect_mb", r.expect_mb}, {"basis", r.basis}, {"lang", r.lang}, {"wall_ms", r.wall_ms},
+                   {"threads", r.threads}});
   return out;
 }
 
@@ -404,10 +396,13 @@ TEST_CASE("wheel: admission launches C++ and CUDA compiles, records peaks, the n
     CHECK(l.find(";--admission;") != std::string::npos);
   }
 
-  // Another key of the same recipe: the compiles expect what the first build measured.
+  // Another key of the same recipe: the compiles expect what the first build measured; with
+  // --trace, the build's Chrome trace is written after it.
+  const fs::path wheel_trace = w.dir / "wheel-trace.json";
   auto second_args = w.wheel_args("90", "out2");
-  for (const char* a : {"--memory-budget", "2G", "--no-validate", "--env", "MINITORCH_ADMISSION_TEST=1"})
+  for (const char* a : {"--memory-budget", "2G", "--no-validate", "--env", "MINITORCH_ADMISSION_TEST=1", "--trace"})
     second_args.push_back(a);
+  second_args.push_back(wheel_trace.string());
   auto second = t::archbuild(second_args);
   INFO(second.err);
   REQUIRE(second.status == 0);
@@ -420,6 +415,17 @@ TEST_CASE("wheel: admission launches C++ and CUDA compiles, records peaks, the n
     CHECK((*r)["basis"] == "measured");
     const json* before = record_of(records, source);
     CHECK((*r)["expect_mb"].get<std::uint64_t>() == ((*before)["peak_kb"].get<std::uint64_t>() + 1023) / 1024);
+  }
+  {
+    std::ifstream in(wheel_trace);
+    REQUIRE(in);
+    json tr = json::parse(in);  // nlohmann: the file is one JSON document
+    REQUIRE(tr["traceEvents"].is_array());
+    std::set<std::string> names;
+    for (const auto& e : tr["traceEvents"])
+      if (e["ph"] == "X") names.insert(e["name"].get<std::string>());
+    CHECK(std::any_of(names.begin(), names.end(), [](const std::string& n) { return n.find("kernels.cu.o") != std::string::npos; }));
+    CHECK(second.err.find("--trace") == std::string::npos);  // no warning: it was written
   }
 
   // archbuild report KEY (a prefix will do): the summary and a trace Perfetto can open.

@@ -301,7 +301,7 @@ TEST_CASE("host check: an impossible disk requirement and too many jobs name the
   CHECK(e->exit == Exit::missing_tool);
   INFO(e->message);
   CHECK(contains(e->message, "50.0 GiB free in /cache, but a torch build needs 1e+08 GiB there"));
-  CHECK(contains(e->message, "8 jobs x 4 GiB per compile job (recipe [build] gib_per_job) = 32 GiB, but 6.0 GiB"));
+  CHECK(contains(e->message, "8 jobs x 4 GiB per compile job (recipe [build.memory] nvcc job) = 32 GiB, but 6.0 GiB"));
   CHECK(contains(e->message, "use --jobs 1 or fewer"));
   CHECK(c.to_json()["disk"]["need_gib"] == 100000000.0);
 
@@ -313,4 +313,16 @@ TEST_CASE("host check: an impossible disk requirement and too many jobs name the
   CHECK(good.ok);
   CHECK(good.need_disk_gib == 40);
   CHECK(good.jobs == 16);
+
+  // Admitted by memory (jobs = cores), a small host still passes: admission keeps the compiles
+  // within the budget, and the static rule's count of the same per-job figure is what must fit.
+  auto small = resources(16, 20);
+  small.memory_budget_mb = 0;
+  auto admitted = torch_plan(small);
+  REQUIRE(admitted->jobs.admitted);
+  h.mem_available = std::uint64_t(20) * 1024 * 1024 * 1024;
+  auto fits = check_host(admitted, h);
+  INFO(fits.problems.size());
+  CHECK(fits.ok);
+  CHECK(fits.jobs == 5);  // 20 GiB / 4 GiB, not the 16 cores admission runs
 }

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <fstream>
 #include <regex>
 #include <set>
 
@@ -875,8 +876,7 @@ TEST_CASE("env option: overrides the recipe's build env and is in the key, never
 TEST_CASE("jobs: flash-attn's 5 GiB per nvcc job and 4 NVCC_THREADS decide MAX_JOBS") {
   auto fa = recipe::load("flash-attn-2.8");
   REQUIRE(fa.ok());
-  REQUIRE(fa->gib_per_job);
-  CHECK(*fa->gib_per_job == 5);
+  CHECK(recipe::nvcc_job_mb(fa->memory, 4) == 5120);  // [build.memory]: 2048 + 3 x 1024
   CHECK(fa->nvcc_threads == 4u);
   // 64 cores, 20 GiB: 4 jobs at 5 GiB where the default 4 GiB gives 5.
   CHECK(jobs_rule({64, 20ull << 30}, std::nullopt, *fa).jobs == 4);
@@ -885,11 +885,13 @@ TEST_CASE("jobs: flash-attn's 5 GiB per nvcc job and 4 NVCC_THREADS decide MAX_J
   auto j = jobs_rule({8, 256ull << 30}, std::nullopt, *fa);
   CHECK(j.jobs == 2);
   CHECK(j.threads_per_job == 4);
-  CHECK(j.rule() == "2 = min(8 cores / 4 nvcc threads = 2, 256.0 GiB available / 5 GiB per nvcc job = 51), at least 1");
-  // 2 cores: threads clamp to the cores, one job.
+  CHECK(j.rule() == "2 = min(8 cores / 4 nvcc threads = 2, 256.0 GiB available / 5 GiB per nvcc job ([build.memory] "
+                    "cuda_mb 2048 + 3 x cuda_thread_mb 1024) = 51), at least 1");
+  // 2 cores: threads clamp to the cores, one job, of 2 threads' memory.
   auto small = jobs_rule({2, 64ull << 30}, std::nullopt, *fa);
   CHECK(small.jobs == 1);
   CHECK(small.threads_per_job == 2);
+  CHECK(small.gib_per_job == 3);
   // A torch recipe keeps the default figure.
   auto t = recipe::load("torch-2.14");
   REQUIRE(t.ok());
@@ -1020,6 +1022,40 @@ TEST_CASE("admission: --memory-budget takes sizes, shares of available memory an
     CHECK(r.error().message.find("expected a size like 48G") != std::string::npos);
     CHECK(r.error().message.find('\n') == std::string::npos);
   }
+}
+
+TEST_CASE("one memory model: the static rule's per-job figure and admission's CUDA figure are [build.memory]'s") {
+  auto req = request("90");
+  req.recipe_label = "flash-attn-2.8";
+  auto r = resolve(req, inputs(host_130(), std::string("flash-attn-2.8")));
+  REQUIRE(r.status == Exit::ok);
+  PlanOptions o;
+  o.resources = HostResources{16, 12ull << 30};
+  auto off = make_plan(r, o);
+  REQUIRE(off.ok());
+  auto j = off->to_json();
+  CHECK(j["jobs"]["gib_per_job"] == 5.0);
+  CHECK(j["jobs"]["per_job_from"] == "[build.memory] cuda_mb 2048 + 3 x cuda_thread_mb 1024");
+  CHECK(j["jobs"]["rule"].get<std::string>().find("/ 5 GiB per nvcc job ([build.memory] cuda_mb 2048 + 3 x cuda_thread_mb 1024) = 2") !=
+        std::string::npos);
+  o.memory_budget_mb = 0;
+  auto on = make_plan(r, o);
+  REQUIRE(on.ok());
+  auto a = on->to_json()["admission"];
+  CHECK(a["expected_mb"]["cuda"] == 2048);
+  CHECK(a["expected_mb"]["cuda_per_thread"] == 1024);
+  // The figure admission expects of one of its nvcc jobs (4 threads) is the static rule's.
+  CHECK(recipe::nvcc_job_mb((*on)->admission.figures, 4) == static_cast<std::uint64_t>((*off)->jobs.gib_per_job * 1024));
+  CHECK((*on)->jobs.static_jobs == (*off)->jobs.jobs);
+  // A recipe still naming the old figure is told where it went.
+  test::TempDir tmp;
+  auto file = tmp.path() / "old.toml";
+  std::ofstream(file) << "extends = \"flash-attn-2.8\"\n[build]\ngib_per_job = 5\n";
+  auto old = recipe::load_file(file);
+  REQUIRE_FALSE(old.ok());
+  CHECK(old.error().exit == Exit::bad_input);
+  CHECK(contains(old.error().message, "old.toml:3:1"));
+  CHECK(contains(old.error().message, "build.gib_per_job is replaced by [build.memory]"));
 }
 
 TEST_CASE("admission: with a budget the plan runs a job per core and shows the budget and the rule") {

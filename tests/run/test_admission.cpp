@@ -87,13 +87,13 @@ TEST_CASE("a killed compile releases its share", "[run][admission]") {
 TEST_CASE("measured peaks are recorded and read back per source", "[run][admission]") {
   test::TempDir tmp;
   const auto file = tmp.path() / "peaks.tsv";
-  CHECK_FALSE(measured_peak_mb(file, "a.cu"));
+  CHECK_FALSE(measured(file, "a.cu"));
   append_record(file, {"a.cu", 2048, 0, 0});
   append_record(file, {"b.cpp", 100, 5, 0});
   append_record(file, {"a.cu", 4097, 10, 0});
   append_record(file, {"a.cu", 1, 0, 1});  // a failed compile's peak is not an expectation
-  CHECK(measured_peak_mb(file, "a.cu") == 5);
-  CHECK(measured_peak_mb(file, "b.cpp") == 1);
+  CHECK(measured(file, "a.cu")->mb == 5);
+  CHECK(measured(file, "b.cpp")->mb == 1);
   CHECK(read_records(file).size() == 4);
 }
 
@@ -133,6 +133,87 @@ TEST_CASE("a waiting compile's share is reserved ahead of younger requests", "[r
   CHECK(small_in.load());
 }
 
+// Until `n` compiles wait in `dir` (their wait files exist).
+static void until_waiting(const std::filesystem::path& dir, std::size_t n) {
+  for (;;) {
+    std::size_t w = 0;
+    for (const auto& de : std::filesystem::directory_iterator(dir))
+      if (de.path().filename().string().rfind("wait-", 0) == 0) ++w;
+    if (w >= n) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+TEST_CASE("admission packs the waiters largest first: a large one goes before smaller ones that came first",
+          "[run][admission]") {
+  test::TempDir tmp;
+  const auto dir = tmp.path() / "adm";
+  auto held = admit({dir, 100, 90});
+  REQUIRE(held);
+  // Two small compiles start waiting first, then a large one (ninja's order).
+  std::atomic<int> in{0};
+  std::atomic<bool> small1_in{false}, small2_in{false}, large_in{false}, done{false};
+  auto hold = [&](std::uint64_t mb, std::atomic<bool>& flag) {
+    return std::thread([&, mb] {
+      auto a = admit({dir, 100, mb, std::chrono::milliseconds(2)});
+      if (!a) return;
+      flag = true;
+      ++in;
+      while (!done) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    });
+  };
+  std::thread s1 = hold(30, small1_in);
+  until_waiting(dir, 1);
+  std::thread s2 = hold(30, small2_in);
+  until_waiting(dir, 2);
+  std::thread large = hold(60, large_in);
+  until_waiting(dir, 3);
+  held = Admission();
+  // In ninja's order the two small ones (30 + 30) would go first and the large one wait; packed,
+  // the large one (60) and the older small one (30) fit, the younger small one waits.
+  while (in < 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  CHECK(large_in.load());
+  CHECK(small1_in.load());
+  CHECK_FALSE(small2_in.load());  // not a timing check: 60 + 30 + 30 > 100 whenever it is read
+  CHECK(admitted_mb(dir) == 90);
+  done = true;
+  s1.join();
+  s2.join();
+  large.join();
+  CHECK(small2_in.load());
+}
+
+TEST_CASE("admission: of equal peaks, the longer measured compile goes first", "[run][admission]") {
+  test::TempDir tmp;
+  const auto dir = tmp.path() / "adm";
+  auto held = admit({dir, 100, 100});
+  REQUIRE(held);
+  std::atomic<bool> short_in{false}, long_in{false}, done{false};
+  auto hold = [&](std::uint64_t ms, std::atomic<bool>& flag) {
+    return std::thread([&, ms] {
+      AdmissionRequest r{dir, 100, 60, std::chrono::milliseconds(2)};
+      r.expect_ms = ms;
+      auto a = admit(r);
+      if (!a) return;
+      flag = true;
+      while (!done) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    });
+  };
+  std::thread quick = hold(1000, short_in);
+  until_waiting(dir, 1);
+  std::thread slow = hold(90000, long_in);
+  until_waiting(dir, 2);
+  held = Admission();
+  while (!short_in && !long_in) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  CHECK(long_in.load());
+  CHECK_FALSE(short_in.load());  // 60 + 60 > 100
+  done = true;
+  quick.join();
+  slow.join();
+  CHECK(short_in.load());
+}
+
 TEST_CASE("admission: the expected peak is the measured one, else a pattern, else the kind's figure", "[run][admission]") {
   recipe::CompileMemory m;
   m.c_mb = 100;
@@ -150,7 +231,25 @@ TEST_CASE("admission: the expected peak is the measured one, else a pattern, els
   auto flash = expected_peak(m, "CUDA", "aten/src/ATen/native/transformers/cuda/flash_attn/kernels/f.cu", 1, std::nullopt);
   CHECK(flash.mb == 5000);
   CHECK(flash.basis == "pattern aten/*/flash_attn/kernels/*.cu");
-  CHECK(expected_peak(m, "CUDA", "aten/src/ATen/native/transformers/cuda/flash_attn/kernels/f.cu", 1, 700).mb == 700);
+  CHECK(expected_peak(m, "CUDA", "aten/src/ATen/native/transformers/cuda/flash_attn/kernels/f.cu", 1, Measurement{700, 0, 1}).mb == 700);
+}
+
+TEST_CASE("admission: a peak measured at other nvcc threads is rescaled by the figures' proportion", "[run][admission]") {
+  recipe::CompileMemory m;
+  m.cuda_mb = 2048;
+  m.cuda_thread_mb = 1024;
+  // Figures: 2048 MB at 1 thread, 5120 at 4: a source measured at 5000 MB with 4 threads
+  // predicts 5000 x 2048 / 5120 = 2000 MB with 1 thread, and 5000 x 3072 / 5120 = 3000 with 2.
+  CHECK(rescale_peak_mb(m, 5000, 4, 1) == 2000);
+  CHECK(rescale_peak_mb(m, 5000, 4, 2) == 3000);
+  CHECK(rescale_peak_mb(m, 2000, 1, 4) == 5000);
+  CHECK(rescale_peak_mb(m, 777, 3, 3) == 777);
+  auto e = expected_peak(m, "CUDA", "k.cu", 2, Measurement{5000, 900, 4});
+  CHECK(e.mb == 3000);
+  CHECK(e.basis == "measured at 4 nvcc threads, rescaled to 2");
+  CHECK(expected_peak(m, "CUDA", "k.cu", 4, Measurement{5000, 900, 4}).basis == "measured");
+  // C++ compiles have no nvcc threads: never rescaled.
+  CHECK(expected_peak(m, "CXX", "a.cpp", 2, Measurement{900, 10, 1}).mb == 900);
 }
 
 TEST_CASE("admission: nvcc threads from --threads, -t and NVCC_APPEND_FLAGS", "[run][admission]") {
@@ -178,14 +277,24 @@ TEST_CASE("admission: records keep output, expectation and language, the older f
   CHECK(r[1].source == "csrc/k.cu");
   CHECK(r[1].output.empty());
 
+  append_record(records, {"csrc/t.cu", 5 << 20, 0, 0, "t.o", 5000, "CUDA x4 threads", "CUDA", 81234, 4});
+  auto t = read_records(records);
+  REQUIRE(t.size() == 4);
+  CHECK(t[3].wall_ms == 81234);
+  CHECK(t[3].threads == 4);
+  CHECK(r[0].threads == 1);
+  CHECK(measured(records, "csrc/t.cu")->threads == 4);
+  CHECK(measured(records, "csrc/t.cu")->wall_ms == 81234);
+  CHECK(measured(records, "csrc/t.cu")->mb == 5120);
+
   const auto peaks = tmp.path() / "peaks" / "recipe.tsv";
   merge_peaks(peaks, r);
   merge_peaks(peaks, {{"csrc/a.cpp", 3072, 0, 0, "a.o", 2, "measured", "CXX"}});
   auto merged = read_records(peaks);
   CHECK(merged.size() == 2);  // the failed compile is not a measurement
-  CHECK(measured_peak_mb(peaks, "csrc/a.cpp") == 3);  // the latest wins
-  CHECK(measured_peak_mb(peaks, "csrc/k.cu") == 4);
-  CHECK(!measured_peak_mb(peaks, "csrc/bad.cu"));
+  CHECK(measured(peaks, "csrc/a.cpp")->mb == 3);  // the latest wins
+  CHECK(measured(peaks, "csrc/k.cu")->mb == 4);
+  CHECK(!measured(peaks, "csrc/bad.cu"));
 }
 
 TEST_CASE("admission: the build's settings round-trip through config.json", "[run][admission]") {
