@@ -275,7 +275,7 @@ std::vector<std::pair<std::string, plan::Resolution>> resolve_pythons(const Whee
     if (one.python.empty()) continue;
     plan::Resolution r = resolve_from_args(one, ctx);
     if (r.status != Exit::ok) {
-      print_resolution(r, ctx);
+      if (!ctx.json) print_resolution(r, ctx);  // --json: the one document on stdout says it
       throw Failure({r.status, args.resolve.python.find(',') == std::string::npos
                                    ? r.message
                                    : fmt::format("--python {}: {} (nothing was built)", one.python, r.message)});
@@ -294,7 +294,7 @@ std::vector<std::pair<std::string, plan::Resolution>> resolve_pythons(const Whee
     one.python.clear();
     plan::Resolution r = resolve_from_args(one, ctx);
     if (r.status != Exit::ok) {
-      print_resolution(r, ctx);
+      if (!ctx.json) print_resolution(r, ctx);
       throw Failure({r.status, r.message});
     }
     out.emplace_back("", std::move(r));
