@@ -1,10 +1,12 @@
-// archbuild wheel --sm LIST [resolve options] [--out DIR] [--jobs N] [--offline]
+// archbuild wheel --sm LIST [--python X.Y,X.Y…] [resolve options] [--out DIR] [--jobs N] [--offline]
 //   [--compiler-cache ccache|sccache|none] [--progress auto|tty|plain|json] [--no-validate] [--json]
 // Resolve → plan → fetch → configure → build → package → validate → the wheel in --out.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -86,15 +88,19 @@ Result<nlohmann::json> validate_built(const std::filesystem::path& wheel, const 
   return report->to_json();
 }
 
-// Ends the command with `e` when a result document was already built: --json prints that one
-// document with "error" and "exit" added (never a second document), stderr gets the line.
-void end_with_error(Context& ctx, nlohmann::json doc, const Error& e) {
-  if (!ctx.json) throw Failure(e);
+// One interpreter's build: the result document (what --json prints for it) and, when it
+// failed, why.
+struct WheelOutcome {
+  nlohmann::json doc;
+  std::optional<Error> error;
+};
+
+// A build that ends with `e` once a result document exists: the document gets "error" and
+// "exit" (--json prints one document, never a second one).
+WheelOutcome failed_with(nlohmann::json doc, const Error& e) {
   doc["error"] = e.message;
   doc["exit"] = static_cast<int>(e.exit);
-  print_json(doc);
-  error_line(ctx, e.message);
-  ctx.exit = e.exit;
+  return {std::move(doc), e};
 }
 
 stages::CompilerCache compiler_cache(const std::string& kind, const store::Layout& layout) {
@@ -117,14 +123,9 @@ stages::CompilerCache compiler_cache(const std::string& kind, const store::Layou
   return cc;
 }
 
-void run_wheel(const WheelArgs& args, Context& ctx) {
-  plan::PlanOptions budget;  // bad input first, before anything is resolved
-  memory_budget_from_args(args.resolve, budget);
-  plan::Resolution r = resolve_from_args(args.resolve, ctx);
-  if (r.status != Exit::ok) {
-    print_resolution(r, ctx);
-    throw Failure({r.status, r.message});
-  }
+// Everything after resolution for one interpreter (r.python): its key, build venv, stages and
+// result. Errors before a result document exists throw Failure.
+WheelOutcome build_one(const WheelArgs& args, const plan::Resolution& r, const plan::PlanOptions& budget, Context& ctx) {
   auto dir = store::choose_cache_dir(ctx.cache_dir).take();
   store::Layout layout(dir.dir);
   plan::PlanOptions po;
@@ -149,11 +150,9 @@ void run_wheel(const WheelArgs& args, Context& ctx) {
   if (!finished || !*finished) {
     std::optional<Error> stop = plan::missing_libraries(plan->libraries);
     if (!stop) stop = host.error();
-    if (stop) {
-      end_with_error(ctx, {{"ok", false}, {"key", plan->key}, {"libraries", plan::to_json(plan->libraries)},
-                           {"host_check", host.to_json()}}, *stop);
-      return;
-    }
+    if (stop)
+      return failed_with({{"ok", false}, {"key", plan->key}, {"libraries", plan::to_json(plan->libraries)},
+                          {"host_check", host.to_json()}}, *stop);
   }
   for (const auto& c : plan->libraries.choices)
     if (c.state != plan::LibraryState::found && ctx.verbosity >= 0 && !ctx.json)
@@ -196,10 +195,7 @@ void run_wheel(const WheelArgs& args, Context& ctx) {
   run::InterruptGuard guard;
   run::ProcessRunner runner;
   auto result = stages::run_pipeline(plan, layout, runner, *reporter, opts);
-  if (!result) {
-    end_with_error(ctx, {{"ok", false}, {"key", plan->key}}, result.error());
-    return;
-  }
+  if (!result) return failed_with({{"ok", false}, {"key", plan->key}}, result.error());
   const auto& res = *result;
   if (!args.trace.empty())  // the wheel is built: a trace that cannot be written is a warning
     if (auto t = write_build_trace(layout, plan->key, plan->jobs.jobs, args.trace); !t) warn(ctx, "--trace: " + t.error().message);
@@ -218,8 +214,7 @@ void run_wheel(const WheelArgs& args, Context& ctx) {
     auto again = stages::run_pipeline(plan, other, runner, *reporter, o2);
     if (!again) {
       std::filesystem::remove_all(other.root(), ec);
-      end_with_error(ctx, {{"ok", false}, {"wheel", res.out_wheel.string()}, {"key", plan->key}}, again.error());
-      return;
+      return failed_with({{"ok", false}, {"wheel", res.out_wheel.string()}, {"key", plan->key}}, again.error());
     }
     bool same = again->stored.sha256 == res.stored.sha256;
     std::vector<std::string> differ;
@@ -227,40 +222,38 @@ void run_wheel(const WheelArgs& args, Context& ctx) {
     repro = {{"reproducible", same}, {"sha256", {res.stored.sha256, again->stored.sha256}}, {"differing_members", differ}};
     std::filesystem::remove_all(other.root(), ec);
     if (!same) {
-      end_with_error(ctx, {{"ok", false}, {"wheel", res.out_wheel.string()}, {"key", plan->key}, {"reproducibility", repro}},
-                     Error::not_fine(fmt::format("not reproducible: two builds of key {} differ (sha256 {} vs {}) in {}",
-                                                 plan->key.substr(0, 16), res.stored.sha256.substr(0, 16),
-                                                 again->stored.sha256.substr(0, 16), text::join(differ, ", "))));
-      return;
+      return failed_with({{"ok", false}, {"wheel", res.out_wheel.string()}, {"key", plan->key}, {"reproducibility", repro}},
+                         Error::not_fine(fmt::format("not reproducible: two builds of key {} differ (sha256 {} vs {}) in {}",
+                                                     plan->key.substr(0, 16), res.stored.sha256.substr(0, 16),
+                                                     again->stored.sha256.substr(0, 16), text::join(differ, ", "))));
     }
     note(ctx, fmt::format("reproducible: a second build in another cache directory gave the same sha256 {}", res.stored.sha256));
   }
-  if (ctx.json) {
-    nlohmann::json cc = nullptr;
-    if (res.compiler_cache)
-      cc = {{"hits", res.compiler_cache->hits},
-            {"misses", res.compiler_cache->misses},
-            {"remote_hits", res.compiler_cache->remote_hits},
-            {"remote_misses", res.compiler_cache->remote_misses},
-            {"remote", opts.compiler_cache.remote.empty() ? nlohmann::json(nullptr) : nlohmann::json(opts.compiler_cache.remote)}};
-    print_json({{"ok", true},
-                {"wheel", res.out_wheel.string()},
-                {"sha256", res.stored.sha256},
-                {"size", res.stored.size},
-                {"key", plan->key},
-                {"version", plan->version},
-                {"arch_list", plan->resolution.arch_list},
-                {"reused", res.reused},
-                {"stages_run", res.ran},
-                {"stages_resumed_past", res.resumed_past},
-                {"compiler_cache", cc},
-                {"manifest", layout.manifest(plan->key).string()},
-                {"validation", res.manifest.value("validation", nlohmann::json())},
-                {"reproducibility", repro},
-                {"libraries", plan::to_json(plan->libraries)},
-                {"host_check", host.to_json()}});
-    return;
-  }
+  nlohmann::json cc = nullptr;
+  if (res.compiler_cache)
+    cc = {{"hits", res.compiler_cache->hits},
+          {"misses", res.compiler_cache->misses},
+          {"remote_hits", res.compiler_cache->remote_hits},
+          {"remote_misses", res.compiler_cache->remote_misses},
+          {"remote", opts.compiler_cache.remote.empty() ? nlohmann::json(nullptr) : nlohmann::json(opts.compiler_cache.remote)}};
+  nlohmann::json doc = {{"ok", true},
+                        {"wheel", res.out_wheel.string()},
+                        {"sha256", res.stored.sha256},
+                        {"size", res.stored.size},
+                        {"key", plan->key},
+                        {"version", plan->version},
+                        {"arch_list", plan->resolution.arch_list},
+                        {"python", r.python ? nlohmann::json(r.python->version.str()) : nlohmann::json(nullptr)},
+                        {"reused", res.reused},
+                        {"stages_run", res.ran},
+                        {"stages_resumed_past", res.resumed_past},
+                        {"compiler_cache", cc},
+                        {"manifest", layout.manifest(plan->key).string()},
+                        {"validation", res.manifest.value("validation", nlohmann::json())},
+                        {"reproducibility", repro},
+                        {"libraries", plan::to_json(plan->libraries)},
+                        {"host_check", host.to_json()}};
+  if (ctx.json) return {doc, std::nullopt};
   out(res.out_wheel.string());
   if (res.reused)
     note(ctx, fmt::format("reused the wheel built earlier for key {} (sha256 {})", plan->key.substr(0, 16),
@@ -271,6 +264,102 @@ void run_wheel(const WheelArgs& args, Context& ctx) {
   if (res.compiler_cache)
     note(ctx, fmt::format("compiler cache: {} hits ({} from the shared storage), {} misses", res.compiler_cache->hits,
                           res.compiler_cache->remote_hits, res.compiler_cache->misses));
+  return {doc, std::nullopt};
+}
+
+// --python 3.11,3.12 (or paths): every interpreter resolved before anything is built, so a
+// version that is not installed, or that the recipe excludes, stops the command at once. The
+// same interpreter named twice (3.12 and its path) is built once.
+std::vector<std::pair<std::string, plan::Resolution>> resolve_pythons(const WheelArgs& args, Context& ctx) {
+  std::vector<std::pair<std::string, plan::Resolution>> out;
+  std::set<std::filesystem::path> seen;
+  for (const auto& item : text::split_any(args.resolve.python, ",")) {
+    ResolveArgs one = args.resolve;
+    one.python = text::trim(item);
+    if (one.python.empty()) continue;
+    plan::Resolution r = resolve_from_args(one, ctx);
+    if (r.status != Exit::ok) {
+      if (!ctx.json) print_resolution(r, ctx);  // --json: the one document on stdout says it
+      throw Failure({r.status, args.resolve.python.find(',') == std::string::npos
+                                   ? r.message
+                                   : fmt::format("--python {}: {} (nothing was built)", one.python, r.message)});
+    }
+    std::error_code ec;
+    auto real = r.python ? std::filesystem::weakly_canonical(r.python->path, ec) : std::filesystem::path();
+    if (!seen.insert(real).second) {
+      note(ctx, fmt::format("--python {}: {} is already in the list, built once", one.python, real.string()));
+      continue;
+    }
+    out.emplace_back(one.python, std::move(r));
+  }
+  if (out.empty()) {
+    // --python "" (or ","): the default interpreter, as without the option.
+    ResolveArgs one = args.resolve;
+    one.python.clear();
+    plan::Resolution r = resolve_from_args(one, ctx);
+    if (r.status != Exit::ok) {
+      if (!ctx.json) print_resolution(r, ctx);
+      throw Failure({r.status, r.message});
+    }
+    out.emplace_back("", std::move(r));
+  }
+  return out;
+}
+
+// One wheel per interpreter, one after another: the native code does not depend on the
+// interpreter, so each later build's compiles are hits in the compiler cache the first filled
+// (CCACHE_BASEDIR maps the key trees' paths). A failed interpreter does not stop the others; the
+// wheels built stay in --out and the exit status is the worst. One interpreter: the document is
+// that build's own, as before.
+void run_wheel(const WheelArgs& args, Context& ctx) {
+  plan::PlanOptions budget;  // bad input first, before anything is resolved
+  memory_budget_from_args(args.resolve, budget);
+  auto pythons = resolve_pythons(args, ctx);
+  if (pythons.size() == 1) {
+    WheelOutcome o = build_one(args, pythons.front().second, budget, ctx);
+    if (o.error && !ctx.json) throw Failure(*o.error);
+    if (ctx.json) print_json(o.doc);
+    if (o.error) {
+      error_line(ctx, o.error->message);
+      ctx.exit = o.error->exit;
+    }
+    return;
+  }
+  nlohmann::json wheels = nlohmann::json::array();
+  std::vector<std::string> failed;
+  Exit worst = Exit::ok;
+  for (auto& [asked, r] : pythons) {
+    if (ctx.verbosity >= 0 && !ctx.json)
+      note(ctx, fmt::format("--python {}: Python {} at {}", asked, r.python->version.str(), r.python->path.string()));
+    WheelOutcome o;
+    try {
+      o = build_one(args, r, budget, ctx);
+    } catch (const Failure& f) {
+      o = failed_with({{"ok", false}, {"python", r.python->version.str()}}, f.error);
+    }
+    o.doc["python_requested"] = asked;
+    if (o.error) {
+      error_line(ctx, fmt::format("--python {}: {}", asked, o.error->message));
+      failed.push_back(asked);
+      worst = std::max(worst, o.error->exit);
+    }
+    wheels.push_back(std::move(o.doc));
+    if (run::interrupt_requested()) break;  // Ctrl-C stops the list, not only the build under way
+  }
+  if (ctx.json) {
+    nlohmann::json doc = {{"ok", failed.empty()}, {"wheels", wheels}};
+    if (!failed.empty()) {
+      doc["error"] = fmt::format("no wheel for --python {}", text::join(failed, ", "));
+      doc["exit"] = static_cast<int>(worst);
+    }
+    print_json(doc);
+  }
+  if (!failed.empty()) {
+    if (!ctx.json)
+      error_line(ctx, fmt::format("no wheel for --python {}; {} of {} built", text::join(failed, ", "),
+                                  wheels.size() - failed.size(), pythons.size()));
+    ctx.exit = worst;
+  }
 }
 
 }  // namespace
@@ -279,6 +368,10 @@ void add_wheel_command(CLI::App& app, Context& ctx) {
   auto args = std::make_shared<WheelArgs>();
   auto* cmd = app.add_subcommand("wheel", "Build a wheel for the target archs: fetch, configure, build, package, validate");
   add_resolve_options(*cmd, args->resolve);
+  cmd->get_option("--python")
+      ->description("The build interpreters, comma-separated: versions (3.12: python3.12 on PATH, pyenv's "
+                    "~/.pyenv/versions/3.12.*, /usr/bin) or paths; one wheel each, the compiled objects reused "
+                    "through the compiler cache (default: python3 on PATH)");
   cmd->add_option("--out", args->out, "Directory for the finished wheel (default: dist)");
   cmd->add_option("--jobs,-j", args->jobs, "Parallel jobs (default: from cores and memory; see `archbuild plan`)")
       ->check(CLI::Range(1u, 1024u));

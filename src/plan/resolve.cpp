@@ -89,6 +89,21 @@ std::vector<std::string> probed_modules(const Recipe& r, std::vector<std::string
   return out;
 }
 
+// The modules the interpreter lacks that the build venv installs instead (stages/venv: every
+// driver but cmake builds in one, with the driver's modules pip-installed from the index,
+// --find-links or --index-url; when pip cannot, that stage names what provides them, exit 3,
+// before anything is configured). So a pyenv python without wheel builds given a wheelhouse.
+// Nothing when the interpreter cannot make such a venv (no venv or pip module).
+std::optional<Rule> venv_installs(const toolchain::Python& py, const std::vector<std::string>& lacking,
+                                  const std::string& subject) {
+  for (const char* needed : {"venv", "pip"})
+    if (!py.has_module(needed) || std::find(lacking.begin(), lacking.end(), needed) != lacking.end())
+      return std::nullopt;
+  return Rule{"python-modules", subject, true,
+              fmt::format("{} lacks {}: the build venv installs them with pip (the index, --find-links or "
+                          "--index-url)", py.path.string(), text::join(lacking, ", "))};
+}
+
 struct Failure {
   std::string rule;
   std::string problem;  // the same words for every candidate it stops (grouped in refusals)
@@ -587,6 +602,11 @@ Resolution resolve(const Request& req, const Inputs& in) {
         break;
       }
     }
+    if (auto rule = lacking.empty() ? std::nullopt : venv_installs(*R.python, lacking, subj)) {
+      R.rules.push_back(*rule);
+      lacking.clear();
+      needed.clear();
+    }
     if (lacking.empty()) {
       if (!needed.empty())
         R.rules.push_back({"python-modules", subj, true,
@@ -610,9 +630,10 @@ Resolution resolve(const Request& req, const Inputs& in) {
     }
   } else {
     std::string want = req.python ? req.python->str() : r.python.back().str();
-    R.rules.push_back({"python-installed", subj, false, fmt::format("no python{} on PATH", want)});
-    missing.push_back(fmt::format("python{} is not on PATH: install it (supported by {}: {})", want, r.name,
-                                  join_versions(r.python)));
+    R.rules.push_back({"python-installed", subj, false,
+                       fmt::format("no python{} on PATH, among pyenv's versions or in /usr/bin", want)});
+    missing.push_back(fmt::format("python{} is not on PATH, among pyenv's versions or in /usr/bin: install it, or "
+                                  "give its path (supported by {}: {})", want, r.name, join_versions(r.python)));
   }
 
   // The programs the build runs.

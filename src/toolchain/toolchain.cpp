@@ -208,7 +208,7 @@ std::optional<std::pair<CompilerKind, Version>> parse_compiler_version(const std
 
 HostEnv HostEnv::current() {
   HostEnv env;
-  for (const char* name : {"CUDA_HOME", "CUDA_PATH", "CUDAHOSTCXX", "PATH", "ARCHBUILD_CUDA_ROOTS"})
+  for (const char* name : {"CUDA_HOME", "CUDA_PATH", "CUDAHOSTCXX", "PATH", "ARCHBUILD_CUDA_ROOTS", "PYENV_ROOT", "HOME"})
     if (const char* v = std::getenv(name)) env.vars[name] = v;
   if (auto roots = env.get("ARCHBUILD_CUDA_ROOTS")) {
     env.roots.clear();
@@ -481,17 +481,48 @@ std::optional<Python> probe_python(const fs::path& exe, const Probe& probe, cons
   return py;
 }
 
+std::vector<fs::path> pyenv_pythons(const HostEnv& env, const Version& wanted) {
+  fs::path root;
+  if (auto r = env.get("PYENV_ROOT")) root = *r;
+  else if (auto home = env.get("HOME")) root = fs::path(*home) / ".pyenv";
+  else return {};
+  // versions/3.12.1, versions/3.12.0 …: CPython builds only (names that parse as X.Y.Z), newest first.
+  std::vector<std::pair<Version, fs::path>> found;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(root / "versions", ec)) {
+    auto v = Version::parse(e.path().filename().string());
+    if (!v || v->size() < 3 || v->prefix(2) != wanted.prefix(2)) continue;
+    fs::path exe = e.path() / "bin" / "python3";
+    if (::access(exe.c_str(), X_OK) == 0) found.emplace_back(*v, exe);
+  }
+  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return b.first < a.first; });
+  std::vector<fs::path> out;
+  for (auto& f : found) out.push_back(std::move(f.second));
+  return out;
+}
+
 std::vector<Python> discover_pythons(const HostEnv& env, const Probe& probe, std::optional<Version> wanted,
                                      std::vector<std::string>* notes) {
+  // (program, how it was found): PATH first, then, for an asked X.Y that PATH lacks (pyenv's
+  // shims answer only for the global version), pyenv's own builds and the distribution's.
+  std::vector<std::pair<fs::path, std::string>> candidates;
   std::vector<std::string> names;
   if (wanted) names.push_back("python" + wanted->prefix(2).str());
   names.insert(names.end(), {"python3", "python"});
+  for (const auto& name : names)
+    if (auto p = env.find_program(name)) candidates.emplace_back(*p, fmt::format("{} on PATH", name));
+  if (wanted) {
+    for (const auto& exe : pyenv_pythons(env, *wanted))
+      candidates.emplace_back(exe, fmt::format("pyenv {}", exe.parent_path().parent_path().filename().string()));
+    for (const char* dir : {"/usr/bin", "/usr/local/bin"}) {
+      fs::path exe = fs::path(dir) / ("python" + wanted->prefix(2).str());
+      if (::access(exe.c_str(), X_OK) == 0) candidates.emplace_back(exe, exe.string());
+    }
+  }
   std::vector<Python> out;
   std::set<fs::path> seen;
-  for (const auto& name : names) {
-    auto p = env.find_program(name);
-    if (!p) continue;
-    auto py = probe_python(*p, probe, fmt::format("{} on PATH", name), notes);
+  for (const auto& [exe, found_by] : candidates) {
+    auto py = probe_python(exe, probe, found_by, notes);
     if (!py) continue;
     fs::path canon = canonical_or_self(py->path);
     if (seen.count(canon)) continue;

@@ -62,7 +62,7 @@ using Probe = std::function<Result<ProbeOutput>(const std::vector<std::string>& 
 
 // The parts of the process environment discovery reads, so tests can supply their own.
 struct HostEnv {
-  std::map<std::string, std::string> vars;  // CUDA_HOME, CUDA_PATH, CUDAHOSTCXX, PATH
+  std::map<std::string, std::string> vars;  // CUDA_HOME, CUDA_PATH, CUDAHOSTCXX, PATH, PYENV_ROOT, HOME
   // Folders searched for cuda-* and cuda (under /usr/local) and cuda* (under /opt).
   // ARCHBUILD_CUDA_ROOTS (':'-separated) replaces them.
   std::vector<std::filesystem::path> roots = {"/usr/local", "/opt"};
@@ -131,8 +131,12 @@ struct Host {
 
 std::vector<Toolkit> discover_toolkits(const HostEnv& env, const Probe& probe, std::vector<std::string>* notes = nullptr);
 std::vector<Compiler> discover_compilers(const HostEnv& env, const Probe& probe, std::vector<std::string>* notes = nullptr);
-// `wanted` X.Y: pythonX.Y, then python3 and python when they are that version. Otherwise the
-// default interpreter: python3, else python. (Each probe starts an interpreter, so only these.)
+// `wanted` X.Y: pythonX.Y, then python3 and python when they are that version, then pyenv's
+// builds of X.Y (pyenv_pythons) and /usr/bin, /usr/local/bin pythonX.Y. Otherwise the default
+// interpreter: python3, else python. (Each probe starts an interpreter, so only these.)
+// pyenv's CPython builds of `wanted` X.Y, newest first: $PYENV_ROOT (else ~/.pyenv)
+// /versions/X.Y.*/bin/python3. No process is started.
+std::vector<std::filesystem::path> pyenv_pythons(const HostEnv& env, const Version& wanted);
 std::vector<Python> discover_pythons(const HostEnv& env, const Probe& probe, std::optional<Version> wanted = std::nullopt,
                                      std::vector<std::string>* notes = nullptr);
 // One interpreter by path (`--python /usr/bin/python3`), probed the same way.

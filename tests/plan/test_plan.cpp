@@ -538,7 +538,8 @@ TEST_CASE("the scikit-build-core driver: python -m build with a persistent build
   CHECK(p.to_json()["recipe"]["build"]["python_modules"] == nlohmann::json{"build"});
 }
 
-TEST_CASE("python modules: recipe data, else the driver's default, a lacking one is exit 3 naming it") {
+TEST_CASE("python modules: recipe data, else the driver's default, a lacking one is the build venv's to install, "
+          "or exit 3 naming it without pip and venv") {
   auto h = host_130();
   h.pythons[0].modules = std::vector<std::string>{"setuptools", "wheel", "build", "pip", "venv"};
   auto skbuild_example = std::string(ARCHBUILD_SOURCE_DIR) + "/examples/minitorch-skbuild/recipe.toml";
@@ -556,6 +557,13 @@ TEST_CASE("python modules: recipe data, else the driver's default, a lacking one
   REQUIRE(at != std::string::npos);
   text.erase(at, std::string("python_modules = [\"build\"]\n").size());
   auto file = tmp.write("skbuild.toml", text);
+  // An interpreter that can make a venv with pip: the build venv installs it (stages/venv).
+  auto by_venv = resolve(req, inputs(h, file.string()));
+  INFO(by_venv.message);
+  CHECK(by_venv.status == Exit::ok);
+  CHECK(has_rule(by_venv, "python-modules", true, "the build venv installs them"));
+  // One without pip: nothing can install it.
+  h.pythons[0].modules = std::vector<std::string>{"setuptools", "wheel", "build", "venv"};
   auto refused = resolve(req, inputs(h, file.string()));
   CHECK(refused.status == Exit::missing_tool);
   CHECK(refused.message.find("scikit_build_core") != std::string::npos);

@@ -346,3 +346,38 @@ TEST_CASE("host compilers and Python on a fake PATH") {
   CHECK(host.tools.count("python3") == 1);
   CHECK(host.tools.count("ninja") == 0);
 }
+
+TEST_CASE("an asked Python that PATH lacks is found among pyenv's builds, newest first") {
+  test::TempDir tmp;
+  // pyenv's shim for a version that is not the global one fails, as the real one does.
+  exe(tmp, "bin/python3.12", "#!/bin/sh\necho 'pyenv: python3.12: command not found' >&2\nexit 127\n");
+  exe(tmp, "bin/python3", "#!/bin/sh\necho /usr/bin/python3.11\necho 3.11.2\n");
+  exe(tmp, "pyenv/versions/3.12.0/bin/python3", "#!/bin/sh\necho $0\necho 3.12.0\n");
+  exe(tmp, "pyenv/versions/3.12.1/bin/python3", "#!/bin/sh\necho $0\necho 3.12.1\n");
+  exe(tmp, "pyenv/versions/3.13.0/bin/python3", "#!/bin/sh\necho $0\necho 3.13.0\n");
+  exe(tmp, "pyenv/versions/my-env/bin/python3", "#!/bin/sh\necho $0\necho 3.12.9\n");  // a virtualenv: not a build
+
+  HostEnv env;
+  env.vars["PATH"] = (tmp.path() / "bin").string();
+  env.vars["PYENV_ROOT"] = (tmp.path() / "pyenv").string();
+  auto builds = pyenv_pythons(env, V("3.12"));
+  REQUIRE(builds.size() == 2);
+  CHECK(builds[0] == tmp.path() / "pyenv/versions/3.12.1/bin/python3");
+
+  auto found = discover_pythons(env, real_probe(), V("3.12"));
+  REQUIRE_FALSE(found.empty());
+  CHECK(found.back().version.str() == "3.12.1");
+  CHECK(found.back().found_by == "pyenv 3.12.1");
+  // Without PYENV_ROOT: ~/.pyenv.
+  HostEnv home;
+  home.vars["PATH"] = env.vars["PATH"];
+  home.vars["HOME"] = tmp.path().string();
+  CHECK(pyenv_pythons(home, V("3.13")).empty());
+  fs::create_directories(tmp.path() / ".pyenv");
+  fs::create_symlink(tmp.path() / "pyenv/versions", tmp.path() / ".pyenv/versions");
+  CHECK(pyenv_pythons(home, V("3.13")).size() == 1);
+  // Nothing asked: the default python3 only.
+  auto dflt = discover_pythons(env, real_probe());
+  REQUIRE(dflt.size() == 1);
+  CHECK(dflt[0].version.str() == "3.11.2");
+}
