@@ -561,6 +561,9 @@ class Pipeline {
     PortableOptions o;
     o.layout = res.recipe.wheel_layout;
     o.triton = res.recipe.wheel_triton;
+    // A dependent pins the exact torch wheel it was compiled against (the build venv's).
+    if (plan_->venv)
+      for (const auto& w : plan_->venv->wheels) o.pins.push_back(w.name + "==" + w.version);
     if (res.toolkit) o.cuda = res.toolkit->version;
     o.patchelf = options_.patchelf;
     o.scratch = layout_.log_dir(key_) / "portable";
