@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "cli/resolve_common.hpp"
+#include "cli/stack.hpp"
 #include "core/text.hpp"
 #include "run/capture.hpp"
 #include "run/interrupt.hpp"
@@ -36,6 +37,7 @@ struct WheelArgs {
   std::string progress = "auto";
   bool no_validate = false;
   bool check_reproducible = false;
+  std::vector<std::string> with;  // --with torchvision,torchaudio (cli/stack)
 };
 
 std::optional<std::string> env_of(const std::string& name) {
@@ -60,6 +62,7 @@ Result<nlohmann::json> validate_built(const std::filesystem::path& wheel, const 
     imp.module = res.recipe.module;
     imp.script = import_script();
     imp.gpus = gpus;
+    import_beside_torch(plan, imp);
     o.import_test = imp;
   }
   if (res.toolkit) {
@@ -116,6 +119,8 @@ stages::CompilerCache compiler_cache(const std::string& kind, const store::Layou
 }
 
 void run_wheel(const WheelArgs& args, Context& ctx) {
+  auto one = [&args](const ResolveArgs& member, Context& c) { WheelArgs a = args; a.resolve = member; a.with.clear(); run_wheel(a, c); };
+  if (run_stack_if_asked(args.resolve, args.with, ctx, one)) return;
   plan::PlanOptions budget;  // bad input first, before anything is resolved
   memory_budget_from_args(args.resolve, budget);
   plan::Resolution r = resolve_from_args(args.resolve, ctx);
@@ -291,6 +296,8 @@ void add_wheel_command(CLI::App& app, Context& ctx) {
   cmd->add_flag("--check-reproducible", args->check_reproducible,
                 "Build the same plan a second time in another cache directory and compare the wheels (exit 1 and "
                 "the differing members when they differ)");
+  cmd->add_option("--with", args->with, "Build these against the torch of this command, after it: torchvision,torchaudio "
+                  "(recipe names, packages or files; each paired with the torch by its recipe)")->delimiter(',');
   add_json_flag(*cmd, ctx);
   cmd->callback([args, &ctx] { run_wheel(*args, ctx); });
 }
