@@ -2,7 +2,7 @@
 the wheel's requirements and then the wheel were just installed (or, with --installed, the
 python whose site-packages hold the distribution):
 
-    python -I import_check.py MODULE [--gpu]
+    python -I import_check.py MODULE [--gpu] [--also TORCH] [--op-what WORDS --op CODE]
 
 Imports MODULE and reports what it finds as ONE JSON object on the last line of stdout:
 version, file (must lie inside the venv), cuda.get_arch_list(), and "features": the feature
@@ -11,8 +11,14 @@ interop; with --gpu what PyTorch's release smoke test checks: matmul and conv2d 
 with autocast, an asserted CUDA error surfacing), each {name, ok: true/false/null, value,
 error, reason}. With --gpu also the device capability and one real CUDA operation. archbuild,
 not this script, decides what passes. Exit status 0 unless the script itself breaks.
+
+A dependent (torchvision, an extension) is checked beside the torch it was built against:
+--also TORCH imports that one first (its failure is the import error) and lends its `cuda` module
+when MODULE has none; --op CODE is the recipe's CUDA operation (Python statements over `m`, the
+module, setting `ok` and maybe `got` and `expected`), named by --op-what.
 """
 
+import argparse
 import importlib
 import json
 import sys
@@ -149,8 +155,21 @@ def cuda_error_check(torch):
     return feature("cuda-error", run)
 
 
-def gpu_part(name, mod):
+def recipe_op(what, code, mod):
+    """The recipe's CUDA operation: CODE run with `m` = the module; it sets ok (got, expected)."""
+    scope = {"m": mod}
+    exec(compile(code, "<recipe validate.cuda_op>", "exec"), scope)  # noqa: S102 (the recipe's own check)
+    out = {"what": what, "ok": bool(scope.get("ok", False))}
+    for k in ("got", "expected"):
+        if k in scope:
+            out[k] = scope[k]
+    return out
+
+
+def gpu_part(name, mod, also=None, op=None):
     cuda = getattr(mod, "cuda", None)
+    if cuda is None and also is not None:
+        cuda = getattr(also, "cuda", None)  # a dependent: the torch it was built against
     if cuda is None:
         return {"error": f"{name} has no cuda submodule"}
     g = {}
@@ -167,21 +186,29 @@ def gpu_part(name, mod):
         g["error"] = f"{type(e).__name__}: {e}"
         return g
     try:
-        g["op"] = cuda_op(name, mod)
+        g["op"] = recipe_op(op[0], op[1], mod) if op else cuda_op(name, mod)
     except BaseException as e:  # noqa: BLE001
         g["op"] = {"what": f"a CUDA operation through {name}", "ok": False, "error": f"{type(e).__name__}: {e}"}
     return g
 
 
 def main():
-    if len(sys.argv) < 2:
-        sys.stderr.write("usage: import_check.py MODULE [--gpu]\n")
-        return 2
-    name = sys.argv[1]
-    gpu = "--gpu" in sys.argv[2:]
+    p = argparse.ArgumentParser(prog="import_check.py")
+    p.add_argument("module")
+    p.add_argument("--gpu", action="store_true")
+    p.add_argument("--also")
+    p.add_argument("--op")
+    p.add_argument("--op-what", default="the recipe's CUDA operation")
+    args = p.parse_args()
+    name, gpu = args.module, args.gpu
     out = {"module": name, "python": "%d.%d.%d" % sys.version_info[:3], "executable": sys.executable,
            "prefix": sys.prefix}
+    also = None
     try:
+        if args.also:
+            also = importlib.import_module(args.also)
+            out["also"] = {"module": args.also, "file": getattr(also, "__file__", None),
+                           "version": str(getattr(also, "__version__", None))}
         mod = importlib.import_module(name)
     except BaseException as e:  # noqa: BLE001 (any failure to import is the finding)
         out["import_error"] = f"{type(e).__name__}: {e}"
@@ -202,7 +229,7 @@ def main():
     if name == "torch":
         out["features"] = torch_features(mod, gpu)
     if gpu:
-        out["gpu"] = gpu_part(name, mod)
+        out["gpu"] = gpu_part(name, mod, also, (args.op_what, args.op) if args.op else None)
         if name == "torch":
             out["features"].append(cuda_error_check(mod))
     print(json.dumps(out))

@@ -11,6 +11,7 @@ built against an installed torch (`pip install --no-build-isolation`, or `python
   +PTX, names that carry PTX on their last arch (Hopper = 9.0+PTX); no `f`, no A(B). Empty is an
   error here (cpp_extension would probe this machine's GPUs).
 - CUDA_HOME (else nvcc on PATH), CUDAHOSTCXX (nvcc -ccbin), NVCC_THREADS (nvcc --threads).
+- BUILD_VERSION: the wheel's version (default: version.txt), as torchvision reads it.
 """
 
 import os
@@ -33,7 +34,8 @@ def read(name):
         return f.read().strip()
 
 
-VERSION = read("version.txt")
+# BUILD_VERSION (with its local label, e.g. 0.1.0+cu130.sm90) as torchvision's setup.py reads it.
+VERSION = os.environ.get("BUILD_VERSION") or read("version.txt")
 MINITORCH_RELEASE = read("minitorch_version.txt")
 
 

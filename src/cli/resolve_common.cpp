@@ -67,6 +67,10 @@ void add_plan_options(CLI::App& cmd, ResolveArgs& a) {
   cmd.add_option("--memory-budget", a.memory_budget,
                  "Memory all compiles may use together: 48G, 4096M, 75% (of available memory) or off (the static "
                  "jobs rule); default 90% of available memory. Jobs = cores, each compile admitted by memory");
+  cmd.add_option("--torch-wheel", a.torch_wheel,
+                 "A torch wheel to build against (torchvision, an extension): installed into the build venv with "
+                 "--no-deps after its requirements; its sha256 is in the key and the wheel pins torch==<its version>")
+      ->check(CLI::ExistingFile);
 }
 
 void memory_budget_from_args(const ResolveArgs& a, plan::PlanOptions& opts) {
@@ -201,6 +205,7 @@ VenvChoice choose_build_venv(const plan::Resolution& r, const plan::SourceChoice
   }
   req.cmake_max = rc.cmake_max;
   req.env = pip_environment(r, a);
+  if (!a.torch_wheel.empty()) req.wheels.push_back(fs::absolute(a.torch_wheel).lexically_normal());
   if (!a.index_url.empty()) req.pip_options["index_url"] = a.index_url;
   if (!a.find_links.empty()) req.pip_options["find_links"] = req.env["PIP_FIND_LINKS"];
   auto reporter = run::make_reporter(run::ReporterKind::plain, std::cerr);

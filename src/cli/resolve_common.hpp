@@ -33,6 +33,7 @@ struct ResolveArgs {
   std::string index_url;        // --index-url URL: PIP_INDEX_URL of the build venv's pip (plan, wheel)
   std::string find_links;       // --find-links DIR|URL: PIP_FIND_LINKS of the build venv's pip (plan, wheel)
   std::string memory_budget;    // --memory-budget SIZE|N%|off (plan, wheel); "" = default
+  std::string torch_wheel;      // --torch-wheel FILE: installed into the build venv (plan, wheel; --with sets it)
 };
 
 // Adds --sm (required), --recipe, --torch, --cuda, --python, --ptx and --source-url.

@@ -1,5 +1,6 @@
 #include "cli/validate_common.hpp"
 
+#include <algorithm>
 #include <fmt/format.h>
 
 #include "arch/arch_data.hpp"
@@ -142,6 +143,18 @@ void print_report(const validate::Report& r, const Context& ctx) {
   count(validate::Status::fail, "failed");
   out(fmt::format("{}: {}", r.failed() ? "NOT VALID" : r.incomplete() ? "incomplete" : "valid",
                   text::join(tally, ", ")));
+}
+
+void import_beside_torch(const plan::Plan& plan, validate::ImportSetup& imp) {
+  if (plan->venv && !plan->venv->wheels.empty()) {
+    for (const auto& w : plan->venv->wheels) imp.local_wheels.push_back(w.file);
+    // The distribution's module: torch for torch, minitorch for minitorch.
+    std::string module = plan->venv->wheels.front().name;
+    std::replace(module.begin(), module.end(), '-', '_');
+    imp.script_args.insert(imp.script_args.end(), {"--also", module});
+  }
+  const auto& rc = plan->resolution.recipe;
+  if (!rc.cuda_op.empty()) imp.script_args.insert(imp.script_args.end(), {"--op-what", rc.cuda_op_what, "--op", rc.cuda_op});
 }
 
 }  // namespace archbuild::cli

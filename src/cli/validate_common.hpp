@@ -10,6 +10,7 @@
 
 #include "cli/context.hpp"
 #include "core/version.hpp"
+#include "plan/plan.hpp"
 #include "validate/validate.hpp"
 
 namespace archbuild::cli {
@@ -39,6 +40,12 @@ Result<validate::SmokeSetup> smoke_setup(const std::vector<arch::Arch>& targets,
 // pythonX.Y); unset: pythonX.Y for the wheel's cpXY tag when on PATH, else python3. Error
 // (missing_tool) naming what was looked for.
 Result<std::filesystem::path> find_python(const std::string& python, const std::optional<Version>& wheel_python);
+
+// The import test of a dependent (torchvision, an extension) built against a torch wheel: that
+// wheel installed from its file first and imported first (--also), and the recipe's CUDA
+// operation ([validate] cuda_op) run on a GPU. Nothing for a build without installed wheels
+// beyond the recipe's operation.
+void import_beside_torch(const plan::Plan& plan, validate::ImportSetup& imp);
 
 // Human output: one line per check (details of failures and warnings, all details with -v),
 // then the verdict line. Nothing is printed with --json (print_json(report.to_json()) instead).

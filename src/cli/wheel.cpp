@@ -12,6 +12,7 @@
 
 #include "cli/report_trace.hpp"
 #include "cli/resolve_common.hpp"
+#include "cli/stack.hpp"
 #include "core/text.hpp"
 #include "run/capture.hpp"
 #include "run/interrupt.hpp"
@@ -40,6 +41,7 @@ struct WheelArgs {
   bool no_validate = false;
   bool check_reproducible = false;
   std::string trace;  // --trace FILE: the build's Chrome trace, written after it (cli/report_trace.hpp)
+  std::vector<std::string> with;  // --with torchvision,torchaudio (cli/stack)
 };
 
 std::optional<std::string> env_of(const std::string& name) {
@@ -64,6 +66,7 @@ Result<nlohmann::json> validate_built(const std::filesystem::path& wheel, const 
     imp.module = res.recipe.module;
     imp.script = import_script();
     imp.gpus = gpus;
+    import_beside_torch(plan, imp);
     o.import_test = imp;
   }
   if (res.toolkit) {
@@ -312,6 +315,16 @@ std::vector<std::pair<std::string, plan::Resolution>> resolve_pythons(const Whee
 // wheels built stay in --out and the exit status is the worst. One interpreter: the document is
 // that build's own, as before.
 void run_wheel(const WheelArgs& args, Context& ctx) {
+  auto one = [&args](const ResolveArgs& member, Context& c) {
+    WheelArgs a = args;
+    a.resolve = member;
+    a.with.clear();
+    run_wheel(a, c);
+  };
+  if (!args.with.empty() && args.resolve.python.find(',') != std::string::npos)
+    throw Failure(Error::bad_input("--with builds the set for one interpreter: give --python one interpreter "
+                                   "(and run once per interpreter)"));
+  if (run_stack_if_asked(args.resolve, args.with, ctx, one)) return;
   plan::PlanOptions budget;  // bad input first, before anything is resolved
   memory_budget_from_args(args.resolve, budget);
   auto pythons = resolve_pythons(args, ctx);
@@ -389,6 +402,8 @@ void add_wheel_command(CLI::App& app, Context& ctx) {
                 "Build the same plan a second time in another cache directory and compare the wheels (exit 1 and "
                 "the differing members when they differ)");
   cmd->add_option("--trace", args->trace, "After the build, write it as Chrome trace JSON (as `report --trace`)");
+  cmd->add_option("--with", args->with, "Build these against the torch of this command, after it: torchvision,torchaudio "
+                  "(recipe names, packages or files; each paired with the torch by its recipe)")->delimiter(',');
   add_json_flag(*cmd, ctx);
   cmd->callback([args, &ctx] { run_wheel(*args, ctx); });
 }

@@ -344,6 +344,16 @@ Result<Ok> plan_recipe_libraries(const recipe::Recipe& r, const PlanOptions& opt
 
 }  // namespace
 
+json wheels_json(const std::vector<InstalledWheel>& wheels, bool for_key) {
+  json a = json::array();
+  for (const auto& w : wheels) {
+    json j = {{"name", w.name}, {"version", w.version}, {"sha256", w.sha256}};
+    if (!for_key) j["file"] = w.file.string();
+    a.push_back(j);
+  }
+  return a;
+}
+
 json venv_json(const BuildVenv& v) {
   return {{"dir", v.dir.string()},
           {"python", v.python.string()},
@@ -358,6 +368,7 @@ json venv_json(const BuildVenv& v) {
           {"cmake", v.cmake.empty() ? json(nullptr) : json(v.cmake.string())},
           {"cmake_version", v.cmake_version ? json(*v.cmake_version) : json(nullptr)},
           {"pip_options", v.pip_options},
+          {"wheels", wheels_json(v.wheels, false)},
           {"reused", v.reused}};
 }
 
@@ -715,6 +726,9 @@ Result<Plan> make_plan(const Resolution& res, const PlanOptions& options) {
                        {"system_site_packages", p.venv->system_site_packages},
                        {"packages", shaping},
                        {"cmake", p.venv->cmake_version ? json(*p.venv->cmake_version) : json(nullptr)}};
+    // What a dependent compiles against, by content; only where there are any, so the keys of
+    // builds without one stay what they were.
+    if (!p.venv->wheels.empty()) k["build_venv"]["wheels"] = wheels_json(p.venv->wheels, true);
   }
   p.key_inputs = k;
   p.key = build_key(k);

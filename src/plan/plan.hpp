@@ -128,6 +128,17 @@ struct ResolvedFetch {
 // --env): pin files expanded, the disabled ones marked. No I/O.
 std::vector<FetchPlan> fetch_plans(const Resolution& resolution, const std::map<std::string, std::string>& env);
 
+// A wheel installed from a file into the build venv after its requirements (`--torch-wheel`, or
+// the torch that `--with` built first): what a dependent compiles against. Its sha256 is in the
+// venv's hash and in the key (another torch wheel is another build), and the package stage pins
+// `name==version` in the dependent's METADATA. The file's path is not keyed.
+struct InstalledWheel {
+  std::string name;             // PEP 503 name of the distribution ("torch", "minitorch")
+  std::string version;          // exact, with its local label ("2.14.0+cu130.sm90")
+  std::string sha256;
+  std::filesystem::path file;
+};
+
 // The build venv, made (or reused) before planning from the chosen interpreter and the tree's
 // build requirements (stages/venv.hpp): the steps run its python, its bin/ is first on PATH,
 // and the versions of what shapes the binary are in the key. Its path is not keyed.
@@ -149,6 +160,7 @@ struct BuildVenv {
   std::filesystem::path cmake;
   std::optional<std::string> cmake_version;  // of the cmake every step runs
   std::map<std::string, std::string> pip_options;  // --index-url / --find-links as given (manifest only)
+  std::vector<InstalledWheel> wheels;  // installed from files (--no-deps), after the requirements
   bool reused = false;  // found complete in the cache (not made now)
 };
 
@@ -256,6 +268,8 @@ std::string source_version(const recipe::Recipe& r, const SourceChoice& s, const
 
 nlohmann::json to_json(const Resolution& r);
 nlohmann::json venv_json(const BuildVenv& v);
+// The installed wheels; for the key without their files' paths.
+nlohmann::json wheels_json(const std::vector<InstalledWheel>& wheels, bool for_key);
 nlohmann::json to_json(const recipe::Recipe& r);
 
 }  // namespace archbuild::plan

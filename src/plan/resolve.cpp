@@ -662,6 +662,35 @@ Resolution resolve(const Request& req, const Inputs& in) {
   return R;
 }
 
+Result<recipe::Recipe> pair_with_torch(const std::vector<recipe::Recipe>& candidates, const recipe::Recipe& torch,
+                                       const std::string& asked) {
+  const Version line = torch.version.prefix(2);
+  const recipe::Recipe* best = nullptr;
+  std::vector<const recipe::Recipe*> others;
+  for (const auto& c : candidates) {
+    if (!c.torch)
+      return Error::bad_input(fmt::format("{}: {} ({}) builds no dependent of torch (it has no `torch` key); "
+                                          "--with takes what builds against the torch of --recipe, e.g. torchvision",
+                                          asked, c.name, c.file.string()));
+    if (c.torch->prefix(2) == line && (!best || c.version > best->version)) best = &c;
+    others.push_back(&c);
+  }
+  if (best) return *best;
+  // The newest pairs first: the way out is usually the torch just before.
+  std::sort(others.begin(), others.end(), [](const recipe::Recipe* x, const recipe::Recipe* y) {
+    return *x->torch != *y->torch ? *x->torch > *y->torch : x->version > y->version;
+  });
+  std::vector<std::string> pairs;
+  for (std::size_t i = 0; i < others.size() && i < 3; ++i)
+    pairs.push_back(fmt::format("{} ({}) pairs with torch {}", others[i]->name, others[i]->version.str(),
+                                others[i]->torch->prefix(2).str()));
+  if (others.size() > 3) pairs.back() += fmt::format(" ({} more: `archbuild recipes`)", others.size() - 3);
+  return Error::bad_input(fmt::format(
+      "{}: no recipe pairs with {} {} ({}){}{}; build a torch it pairs with{} or drop {}", asked, torch.package,
+      torch.version.str(), torch.name, pairs.empty() ? "" : "; the newest pairs: ", text::join(pairs, ", "),
+      others.empty() ? "" : fmt::format(" (--torch {})", others.front()->torch->prefix(2).str()), asked));
+}
+
 Result<std::vector<recipe::Recipe>> select_recipes(const std::optional<std::string>& arg, const recipe::Search& search) {
   auto shipped_of = [&](auto pred) -> Result<std::vector<recipe::Recipe>> {
     std::vector<recipe::Recipe> out;

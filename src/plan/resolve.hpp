@@ -77,6 +77,14 @@ Resolution resolve(const Request& request, const Inputs& inputs);
 // The programs a recipe's build runs: build.tools plus what its driver itself calls.
 std::vector<std::string> required_tools(const recipe::Recipe& r);
 
+// The pairing of a dependent with the torch it builds against (torchvision 0.N ↔ torch 2.M): the
+// candidate (one package's recipes, `--with torchvision`) whose `torch` is on the release line of
+// `torch` (2.14.x), the newest when several are. None: bad input naming the pairs there are and
+// the way out. A candidate that is no dependent (no `torch` key) is bad input too. `asked` begins
+// the messages ("--with torchvision").
+Result<recipe::Recipe> pair_with_torch(const std::vector<recipe::Recipe>& candidates, const recipe::Recipe& torch,
+                                       const std::string& asked);
+
 // The candidates `--recipe NAME|FILE` and `--torch` start from: a recipe file or name → that
 // recipe; a package name ("torchvision") → every recipe of it; nothing → every torch recipe.
 Result<std::vector<recipe::Recipe>> select_recipes(const std::optional<std::string>& recipe_arg,

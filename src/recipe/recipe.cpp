@@ -182,6 +182,15 @@ class RecipeReader {
         return e;
       r.torch = v;
     }
+    if (auto v = rd.string("torch_recipe")) {
+      if (text::trim(*v).empty())
+        return rd.error_at("torch_recipe", "torch_recipe must name a torch recipe (torch-2.14) or its file, relative "
+                                           "to this recipe file");
+      // A file is relative to this recipe (a project's own recipes side by side); a name is looked up.
+      r.torch_recipe = looks_like_path(*v)
+                           ? (std::filesystem::absolute(std::filesystem::path(file_).parent_path()) / *v).lexically_normal().string()
+                           : *v;
+    }
     if (auto e = version_list(rd, t, "cuda", !partial_, "a CUDA version MAJOR.MINOR like 12.8", r.cuda)) return e;
     if (auto e = version_list(rd, t, "python", !partial_, "a Python version MAJOR.MINOR like 3.11", r.python))
       return e;
@@ -210,6 +219,16 @@ class RecipeReader {
       }
       if (wr.failure()) return wr.failure();
       if (auto e = wr.finish()) return e;
+    }
+    if (const toml::table* v = rd.table("validate")) {
+      tomlx::TableReader vr(*v, file_, "[validate]");
+      if (auto op = vr.string("cuda_op")) r.cuda_op = *op;
+      if (auto what = vr.string("cuda_op_what")) r.cuda_op_what = *what;
+      if (vr.failure()) return vr.failure();
+      if (!r.cuda_op.empty() && r.cuda_op_what.empty())
+        return vr.error_at("cuda_op", "validate.cuda_op needs cuda_op_what, the words that name the operation "
+                                      "(e.g. \"torchvision.ops.nms on cuda\")");
+      if (auto e = vr.finish()) return e;
     }
     if (const toml::table* l = rd.table("libraries"))
       if (auto e = read_libraries(*l, r.libraries)) return e;

@@ -115,6 +115,10 @@ struct Recipe {
   std::string module;              // what an import test imports: "torch"
   Version version;                 // "2.7.1"
   std::optional<Version> torch;    // torchvision/torchaudio: the torch release it builds against
+  // The torch recipe it builds against (`torch_recipe`: a name, or a file relative to this one),
+  // for a torch that is not a shipped torch recipe (examples/minivision pairs with minitorch);
+  // unset: the shipped torch recipe of the `torch` release line.
+  std::optional<std::string> torch_recipe;
   std::vector<Version> cuda;       // supported CUDA X.Y, preferred first
   std::vector<Version> python;     // supported Python X.Y
   Source source;
@@ -144,6 +148,10 @@ struct Recipe {
   std::vector<Fetch> fetches;      // [[fetch]]: what the build would download (none: nothing)
   // The official wheels' TORCH_CUDA_ARCH_LIST by CUDA X.Y (cuda-arch.md §6), for comparisons.
   std::map<std::string, std::string> official;
+  // [validate] cuda_op: one CUDA operation of the package that the import test runs on a GPU
+  // (Python statements over `m`, the imported module, that set `ok` and may set `got` and
+  // `expected`), named by cuda_op_what; empty: import_check.py's own (torch's, vector_add).
+  std::string cuda_op, cuda_op_what;
   bool abstract = false;           // a base others extend; never chosen by resolution
   // [libraries]: the optional libraries the build must not silently lack (library_spec.hpp).
   LibraryRequirements libraries;

@@ -561,6 +561,9 @@ class Pipeline {
     PortableOptions o;
     o.layout = res.recipe.wheel_layout;
     o.triton = res.recipe.wheel_triton;
+    // A dependent pins the exact torch wheel it was compiled against (the build venv's).
+    if (plan_->venv)
+      for (const auto& w : plan_->venv->wheels) o.pins.push_back(w.name + "==" + w.version);
     if (res.toolkit) o.cuda = res.toolkit->version;
     if (plan_->venv) o.built_against = plan_->venv->packages;
     o.patchelf = options_.patchelf;

@@ -125,11 +125,19 @@ std::string with_platform(const std::string& tag_line_value, const std::string& 
   return dash == std::string::npos ? tag_line_value : tag_line_value.substr(0, dash + 1) + platform;
 }
 
-// METADATA with `add` inserted after the last header line, names already required skipped.
-std::string add_requirements(const std::string& metadata, const std::vector<std::string>& add) {
-  std::set<std::string> have;
+
+std::string requirement_name(const std::string& r) {
+  return validate::normalize_name(r.substr(0, r.find_first_of("=<>!~ ;[(@")));
+}
+
+}  // namespace
+
+std::string add_requirements(const std::string& metadata, const std::vector<std::string>& add,
+                             const std::vector<std::string>& replace) {
+  std::set<std::string> have, dropped;
+  for (const auto& r : replace) dropped.insert(requirement_name(r));
   std::istringstream in(metadata);
-  std::string line;
+  std::string line, kept;
   std::size_t header_end = std::string::npos, pos = 0;
   while (std::getline(in, line)) {
     std::size_t next = pos + line.size() + 1;
@@ -140,25 +148,30 @@ std::string add_requirements(const std::string& metadata, const std::vector<std:
       break;
     }
     if (l.starts_with("Requires-Dist:")) {
-      auto v = text::trim(l.substr(14));
-      auto end = v.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-");
-      have.insert(validate::normalize_name(v.substr(0, end)));
+      auto name = requirement_name(std::string(text::trim(l.substr(14))));
+      if (dropped.count(name)) {
+        pos = next;
+        continue;
+      }
+      have.insert(name);
     }
+    kept += metadata.substr(pos, std::min(next, metadata.size()) - pos);
     pos = next;
   }
   std::string lines;
   for (const auto& r : add) {
-    auto end = r.find_first_of("=<>!~ ;[");
-    if (have.count(validate::normalize_name(r.substr(0, end)))) continue;
+    if (have.count(requirement_name(r))) continue;
+    have.insert(requirement_name(r));
     lines += "Requires-Dist: " + r + "\n";
   }
   if (header_end == std::string::npos) {
-    std::string out = metadata;
-    if (!out.empty() && out.back() != '\n') out += '\n';
-    return out + lines;
+    if (!kept.empty() && kept.back() != '\n') kept += '\n';
+    return kept + lines;
   }
-  return metadata.substr(0, header_end) + lines + metadata.substr(header_end);
+  return kept + lines + metadata.substr(header_end);
 }
+
+namespace {
 
 std::string read_file(const fs::path& p) {
   std::ifstream f(p, std::ios::binary);
@@ -322,6 +335,8 @@ Result<PortableResult> make_portable(const fs::path& wheel, const validate::Libr
     requirements.push_back(req);
     out["triton"] = {{"requirement", req}, {"from", "the recipe's [wheel] triton"}};
   }
+  for (const auto& pin : options.pins) requirements.push_back(pin);
+  if (!options.pins.empty()) out["pins"] = options.pins;
   out["requires_dist"] = requirements;
   std::vector<std::string> host_names;
   for (const auto& [soname, files] : host_libs) {
@@ -363,7 +378,8 @@ Result<PortableResult> make_portable(const fs::path& wheel, const validate::Libr
     if (choice.platform != name->platform_tags.front()) new_platform = choice.platform;
   }
   for (auto& m : members) {
-    if (m.name == dist_info + "METADATA" && !requirements.empty()) m.data = add_requirements(m.data, requirements);
+    if (m.name == dist_info + "METADATA" && !requirements.empty())
+      m.data = add_requirements(m.data, requirements, options.pins);
     if (m.name == dist_info + "WHEEL" && !new_platform.empty()) {
       std::istringstream in(m.data);
       std::string line, text;

@@ -8,7 +8,9 @@
 //    toolkit's CUDA X.Y; unpinned where it names none).
 // A library the wheel itself carries but no $ORIGIN entry reaches gets one (as auditwheel does);
 // the recipe's triton release becomes `Requires-Dist: triton==X` (official wheels add it through
-// PYTORCH_EXTRA_INSTALL_REQUIREMENTS) in either layout: it is Python, not linked.
+// PYTORCH_EXTRA_INSTALL_REQUIREMENTS) in either layout: it is Python, not linked. A dependent
+// built against a torch wheel (--with, --torch-wheel) gets `Requires-Dist: torch==<exact>`
+// instead of whatever torch requirement the project declared.
 // The platform tag tells the truth (PEP 600): manylinux_X_Y from the highest GLIBC_ version any
 // file needs (libstdc++/libgcc within that policy) when every library is accounted for, else
 // linux_<arch> with the reason. The wheel file and WHEEL's Tag lines are renamed together;
@@ -39,6 +41,10 @@ struct PortableOptions {
   // The build venv's distributions (normalized name -> exact version): an nvidia-* package the
   // build linked from there is required at exactly that version.
   std::map<std::string, std::string> built_against;
+  // Exact pins of what the build compiled against ("torch==2.14.0+cu130.sm90", from the build
+  // venv's installed wheels): each replaces every requirement of its name the project declared,
+  // so pip cannot pair the wheel with another build of that torch.
+  std::vector<std::string> pins;
   std::filesystem::path patchelf;     // empty: not found (only an error when a RUNPATH must change)
   std::filesystem::path scratch;      // a folder for the ELF files patchelf rewrites
   std::filesystem::path log;          // patchelf's output
@@ -66,6 +72,11 @@ TagChoice choose_platform_tag(const std::string& arch, const std::map<std::strin
 // Repairs `wheel` in place (a new name when the tag changes; the old file is removed). A wheel
 // without dynamically linked ELF files is returned as it is. Errors: bad_input for an unreadable
 // wheel, missing_tool when patchelf is needed and absent, build_failed when patchelf fails.
+// METADATA with `add` after the last header line (names already required skipped), and every
+// Requires-Dist of a name in `replace` dropped first (exposed for tests).
+std::string add_requirements(const std::string& metadata, const std::vector<std::string>& add,
+                             const std::vector<std::string>& replace = {});
+
 Result<PortableResult> make_portable(const std::filesystem::path& wheel, const validate::LibraryFacts& facts,
                                      const PortableOptions& options, run::Runner& runner);
 

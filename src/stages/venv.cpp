@@ -16,6 +16,7 @@
 #include "run/interrupt.hpp"
 #include "store/atomic_file.hpp"
 #include "store/lock.hpp"
+#include "validate/wheel_check.hpp"
 
 namespace archbuild::stages {
 
@@ -118,9 +119,15 @@ class Maker {
     v.requirements = reqs.pip;
     v.from_host = reqs.from_host;
     v.pip_options = req_.pip_options;
-    v.hash = sha256_hex(fmt::format("archbuild build venv v1\n{}\n{}\n{}", v.interpreter, v.interpreter_version,
-                                    text::join(reqs.pip, "\n")))
-                 .substr(0, 24);
+    v.from_host.insert(v.from_host.end(), reqs.from_wheels.begin(), reqs.from_wheels.end());
+    auto wheels = installed_wheels(req_.wheels);
+    if (!wheels) return wheels.error();
+    v.wheels = std::move(*wheels);
+    std::string hashed = fmt::format("archbuild build venv v1\n{}\n{}\n{}", v.interpreter, v.interpreter_version,
+                                     text::join(reqs.pip, "\n"));
+    // Only with wheels, so the venvs of builds without any keep their hashes.
+    for (const auto& w : v.wheels) hashed += fmt::format("\nwheel {} {} {}", w.name, w.version, w.sha256);
+    v.hash = sha256_hex(hashed).substr(0, 24);
     v.dir = layout_.venv(v.hash);
     v.python = v.dir / "bin" / "python";
     log_ = layout_.venv_log(v.hash);
@@ -209,6 +216,10 @@ class Maker {
       v.sources.push_back("system-site-packages of " + v.interpreter);
       auto second = create_and_install(work, true, reqs.pip);
       if (!second) return second.error();
+      if (auto w = install_wheels(work, v.wheels); !w) {
+        fs::remove_all(work, ec);
+        return w.error();
+      }
       auto p = probe(work / "bin" / "python", reqs.pip);
       if (!p) {
         fs::remove_all(work, ec);
@@ -233,6 +244,10 @@ class Maker {
       }
       v.packages = p->packages;
     } else {
+      if (auto w = install_wheels(work, v.wheels); !w) {
+        fs::remove_all(work, ec);
+        return w.error();
+      }
       auto p = probe(work / "bin" / "python", reqs.pip);
       if (!p) {
         fs::remove_all(work, ec);
@@ -282,6 +297,46 @@ class Maker {
     return runner_.run(cmd, on_line);
   }
 
+  // The wheel files of the request, named and hashed from the files themselves.
+  static Result<std::vector<plan::InstalledWheel>> installed_wheels(const std::vector<fs::path>& files) {
+    std::vector<plan::InstalledWheel> out;
+    for (const auto& f : files) {
+      auto name = validate::parse_wheel_name(f.filename().string());
+      if (!name) return Error::bad_input(fmt::format("{}: {}", f.string(), name.error().message));
+      auto sha = sha256_file_hex(f);
+      if (!sha) return sha.error();
+      out.push_back({validate::normalize_name(name->distribution), name->version, *sha, fs::absolute(f)});
+    }
+    return out;
+  }
+
+  // After the requirements: each wheel from its file alone (--no-deps --no-index), so pip can
+  // neither replace it nor pull another build of it from an index.
+  Result<Ok> install_wheels(const fs::path& work, const std::vector<plan::InstalledWheel>& wheels) {
+    if (wheels.empty()) return Ok{};
+    std::vector<std::string> pip = pip_argv(work);
+    for (const char* a : {"install", "--no-deps", "--no-index"}) pip.push_back(a);
+    for (const auto& w : wheels) pip.push_back(w.file.string());
+    reporter_.message(run::Level::info, fmt::format("installing {} into the build venv (--no-deps)", wheels.front().file.filename().string()));
+    auto r = exec(pip);
+    if (r.interrupted) return Error::build_failed("interrupted while installing wheels into the build venv");
+    if (!r.ok()) {
+      auto lines = run::tail(log_, 3);
+      return Error::build_failed(fmt::format("pip could not install {} into the build venv ({}): {} (log {})",
+                                             wheels.front().file.string(), r.describe(),
+                                             lines.empty() ? "" : lines.back(), log_.string()));
+    }
+    return Ok{};
+  }
+
+  // pip for the venv at `work`: the interpreter's own with --python, else the venv's.
+  std::vector<std::string> pip_argv(const fs::path& work) {
+    if (!has_pip_) has_pip_ = exec({req_.interpreter.string(), "-c", "import pip"}).ok();
+    return *has_pip_ ? std::vector<std::string>{req_.interpreter.string(), "-m", "pip", "--python",
+                                                (work / "bin" / "python").string()}
+                     : std::vector<std::string>{(work / "bin" / "python").string(), "-m", "pip"};
+  }
+
   // python -m venv, then pip install. false: pip failed (the caller falls back); error: no venv.
   Result<bool> create_and_install(const fs::path& work, bool system_site, const std::vector<std::string>& reqs) {
     // pip of the interpreter installs into the venv (--python, pip >= 22.3): no ensurepip copy
@@ -300,10 +355,7 @@ class Maker {
                                              lines.empty() ? "" : lines.back(), log_.string()));
     }
     if (reqs.empty()) return true;
-    std::vector<std::string> pip = *has_pip_
-                                       ? std::vector<std::string>{req_.interpreter.string(), "-m", "pip", "--python",
-                                                                  (work / "bin" / "python").string()}
-                                       : std::vector<std::string>{(work / "bin" / "python").string(), "-m", "pip"};
+    std::vector<std::string> pip = pip_argv(work);
     pip.push_back("install");
     pip.insert(pip.end(), reqs.begin(), reqs.end());
     auto p = exec(pip);
@@ -413,12 +465,21 @@ PipRequirements pip_requirements(const VenvRequest& req) {
     if (!spec.empty() && !specifier_allows(spec, ver->second)) return std::nullopt;
     return fmt::format("{} {}", path->second.string(), ver->second.str());
   };
+  std::map<std::string, std::string> wheel_files;  // name -> file name
+  for (const auto& w : req.wheels)
+    if (auto name = validate::parse_wheel_name(w.filename().string()))
+      wheel_files[canonical_name(name->distribution)] = w.filename().string();
   for (const auto& r : req.requirements) {
     // requirements.txt is the tree's runtime and test set (PyTorch's includes hypothesis,
     // lintrunner …): only [build-system].requires and requirements-build.txt build it.
     if (r.where.file == "requirements.txt") continue;
     std::string n = canonical_name(r.name);
     std::string text = requirement_text(r);
+    if (auto w = wheel_files.find(n); w != wheel_files.end()) {
+      out.from_wheels.push_back(fmt::format("{}: {}", text, w->second));
+      names.insert(n);
+      continue;
+    }
     if ((n == "cmake" || n == "ninja") && r.marker.empty() && r.extras.empty() && r.specifier.rfind("@", 0) != 0) {
       if (auto host = host_satisfies(n, r.specifier)) {
         out.from_host.push_back(fmt::format("{}: {}", text, *host));

@@ -43,6 +43,10 @@ struct VenvRequest {
   // certificates, HOME for pip.conf) with --index-url / --find-links applied; PATH set.
   std::map<std::string, std::string> env;
   std::map<std::string, std::string> pip_options;  // --index-url / --find-links as given (manifest)
+  // Wheel files installed after the requirements with `pip install --no-deps --no-index` (the
+  // torch a dependent builds against): their sha256 is in the venv's hash, and a requirement of
+  // the tree with the same name is left to them (pip never fetches that one from an index).
+  std::vector<std::filesystem::path> wheels;
 };
 
 // The requirement strings pip is asked for and those a host program satisfies instead (exposed
@@ -51,6 +55,8 @@ struct PipRequirements {
   std::vector<std::string> pip;        // sorted, unique
   std::vector<std::string> from_host;  // "cmake>=3.18: /usr/bin/cmake 3.25.1"
   std::optional<std::string> cmake_problem;  // why the host's cmake cannot be the build's
+  // Requirements left to a wheel file of the request ("torch>=2.0: torch-2.14.0+cu130.sm90-….whl").
+  std::vector<std::string> from_wheels;
 };
 PipRequirements pip_requirements(const VenvRequest& req);
 

@@ -368,28 +368,33 @@ Report import_test(const fs::path& wheel, const std::optional<WheelName>& name, 
     gpu_skipped("not imported");
     return r;
   }
-  if (!setup.requirements.empty()) {
-    auto deps = exec({pip_requirements_argv(venv, setup.requirements), env, scratch->path(), setup.install_timeout});
-    if (!deps || deps->status != 0 || deps->timed_out) {
-      auto lines = deps ? tail_lines(*deps) : std::vector<std::string>{deps.error().message};
-      std::string last = lines.empty() ? "" : ": " + lines.back();
-      if (deps && !deps->timed_out && requirements_unavailable(*deps)) {
-        // Not the wheel's fault, and not a pass: validation is incomplete (exit 3).
-        add("import", Status::skip,
-            fmt::format("the wheel's {} requirement{} cannot be had here (no index or wheelhouse){}: not imported; "
-                        "give pip an index or a wheelhouse (PIP_INDEX_URL, PIP_FIND_LINKS, pip.conf)",
-                        setup.requirements.size(), setup.requirements.size() == 1 ? "" : "s", last),
-            true, lines);
-      } else {
-        add("import", Status::fail,
-            fmt::format("pip install of the wheel's requirements failed{}",
-                        deps && deps->timed_out ? std::string(": timed out") : last),
-            false, lines);
-      }
-      gpu_skipped("not installed");
-      return r;
+  // The local wheels (the custom torch) first, then the wheel's requirements; false: reported.
+  auto install = [&](const std::vector<std::string>& reqs, const std::string& what) {
+    if (reqs.empty()) return true;
+    auto deps = exec({pip_requirements_argv(venv, reqs), env, scratch->path(), setup.install_timeout});
+    if (deps && deps->status == 0 && !deps->timed_out) return true;
+    auto lines = deps ? tail_lines(*deps) : std::vector<std::string>{deps.error().message};
+    std::string last = lines.empty() ? "" : ": " + lines.back();
+    if (deps && !deps->timed_out && requirements_unavailable(*deps)) {
+      // Not the wheel's fault, and not a pass: validation is incomplete (exit 3).
+      add("import", Status::skip,
+          fmt::format("{} cannot be had here (no index or wheelhouse){}: not imported; give pip an index or a "
+                      "wheelhouse (PIP_INDEX_URL, PIP_FIND_LINKS, pip.conf)", what, last),
+          true, lines);
+    } else {
+      add("import", Status::fail,
+          fmt::format("pip install of {} failed{}", what, deps && deps->timed_out ? std::string(": timed out") : last),
+          false, lines);
     }
-  }
+    gpu_skipped("not installed");
+    return false;
+  };
+  std::vector<std::string> local;
+  for (const auto& w : setup.local_wheels) local.push_back(fs::absolute(w).string());
+  if (!install(local, fmt::format("the requirements of {}", text::join(local, ", ")))) return r;
+  if (!install(setup.requirements,
+               fmt::format("the wheel's {} requirement{}", setup.requirements.size(), setup.requirements.size() == 1 ? "" : "s")))
+    return r;
   auto installed = exec({pip_install_argv(venv, fs::absolute(wheel)), env, scratch->path(), setup.install_timeout});
   if (!installed || installed->status != 0 || installed->timed_out) {
     auto lines = installed ? tail_lines(*installed) : std::vector<std::string>{installed.error().message};
@@ -408,8 +413,9 @@ Report import_test(const fs::path& wheel, const std::optional<WheelName>& name, 
     run_env["CUDA_VISIBLE_DEVICES"] = std::to_string(gpu->index);
     run_env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID";
   }
-  auto ran = exec({import_argv(venv, setup.script, setup.module, gpu.has_value()), run_env, scratch->path(),
-                   setup.import_timeout});
+  auto argv = import_argv(venv, setup.script, setup.module, gpu.has_value());
+  argv.insert(argv.end(), setup.script_args.begin(), setup.script_args.end());
+  auto ran = exec({argv, run_env, scratch->path(), setup.import_timeout});
   if (!ran) {
     add("import", Status::fail, fmt::format("cannot run the venv's python: {}", ran.error().message));
     gpu_skipped("not imported");

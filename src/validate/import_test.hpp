@@ -26,6 +26,12 @@ struct ImportSetup {
   // Requirements installed before the wheel (its Requires-Dist without extras); validate_wheel
   // fills them in from METADATA when empty.
   std::vector<std::string> requirements;
+  // Wheel files installed before the requirements (a dependent's custom torch): the wheel's
+  // `torch==<exact>` is then satisfied by that file, never by an index.
+  std::vector<std::filesystem::path> local_wheels;
+  // More arguments for import_check.py (--also torch: import the torch a dependent was built
+  // against first, and use its cuda module; --op-what/--op: the recipe's CUDA operation).
+  std::vector<std::string> script_args;
   // The CUDA the wheel was built with ("13.0", from its +cuXYZ label): torch.version.cuda must
   // equal it.
   std::optional<std::string> cuda;

@@ -1091,3 +1091,57 @@ TEST_CASE("admission: with a budget the plan runs a job per core and shows the b
   CHECK(given->jobs.jobs == 3);  // --jobs still wins
   CHECK(given->admission.budget_from == "--memory-budget 4G");
 }
+
+TEST_CASE("pairing: torchvision for torch 2.14 is 0.29 and none pairs with torch 2.15 (the refusal names the pairs)") {
+  auto tv = select_recipes(std::string("torchvision"));
+  REQUIRE(tv.ok());
+  auto t14 = recipe::load("torch-2.14");
+  auto t15 = recipe::load("torch-2.15");
+  REQUIRE(t14.ok());
+  REQUIRE(t15.ok());
+  auto paired = pair_with_torch(*tv, *t14, "--with torchvision");
+  REQUIRE(paired.ok());
+  CHECK(paired->name == "torchvision-0.29");
+  auto none = pair_with_torch(*tv, *t15, "--with torchvision");
+  REQUIRE_FALSE(none.ok());
+  CHECK(none.error().exit == Exit::bad_input);
+  CHECK_THAT(none.error().message, Catch::Contains("--with torchvision: no recipe pairs with torch 2.15.0") &&
+                                       Catch::Contains("torchvision-0.29 (0.29.0) pairs with torch 2.14"));
+  // torch itself is no dependent.
+  auto self = pair_with_torch({*t14}, *t14, "--with torch-2.14");
+  REQUIRE_FALSE(self.ok());
+  CHECK_THAT(self.error().message, Catch::Contains("builds no dependent of torch"));
+}
+
+TEST_CASE("plan: a wheel installed into the build venv is in the key by its sha256") {
+  auto in = inputs(host_130(), kExampleRecipe);
+  auto r = resolve(request("90"), in);
+  REQUIRE(r.status == Exit::ok);
+  auto o = fixed_resources();
+  o.source = local_choice("/home/a/minitorch", std::string(64, 'a'));
+  BuildVenv v;
+  v.dir = "/cache/venvs/x";
+  v.python = "/cache/venvs/x/bin/python";
+  v.interpreter_version = "3.11.2";
+  o.venv = v;
+  auto without = make_plan(r, o);
+  REQUIRE(without.ok());
+  CHECK_FALSE((*without)->key_inputs["build_venv"].contains("wheels"));  // keys without one stay as they were
+  v.wheels = {{"torch", "2.14.0+cu130.sm90", std::string(64, '1'), "/out/a/torch.whl"}};
+  o.venv = v;
+  auto one = make_plan(r, o);
+  v.wheels[0].file = "/elsewhere/torch.whl";  // the same wheel elsewhere: the same key
+  o.venv = v;
+  auto moved = make_plan(r, o);
+  v.wheels[0].sha256 = std::string(64, '2');  // another torch wheel: another key
+  o.venv = v;
+  auto other = make_plan(r, o);
+  REQUIRE(one.ok());
+  REQUIRE(moved.ok());
+  REQUIRE(other.ok());
+  CHECK((*one)->key != (*without)->key);
+  CHECK((*moved)->key == (*one)->key);
+  CHECK((*other)->key != (*one)->key);
+  CHECK((*one)->key_inputs["build_venv"]["wheels"][0] ==
+        nlohmann::json{{"name", "torch"}, {"version", "2.14.0+cu130.sm90"}, {"sha256", std::string(64, '1')}});
+}

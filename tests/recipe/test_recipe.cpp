@@ -583,3 +583,23 @@ TEST_CASE("the torch recipes fetch NCCL (on by default) and switch NNPACK's conf
   CHECK(by_name(*all, "torch-2.6").fetches.empty());  // NCCL is a submodule there
   CHECK(by_name(*all, "torch-2.15").fetches.size() == 2);  // and Eigen
 }
+
+TEST_CASE("a dependent's recipe: torch_recipe relative to its file, the CUDA operation of its import test") {
+  auto r = recipe::load(std::string(ARCHBUILD_SOURCE_DIR) + "/examples/minivision/recipe.toml");
+  REQUIRE(r.ok());
+  CHECK(r->torch == V("0.1.0"));
+  REQUIRE(r->torch_recipe);
+  CHECK(std::filesystem::path(*r->torch_recipe) ==
+        std::filesystem::path(ARCHBUILD_SOURCE_DIR) / "examples" / "minitorch" / "recipe.toml");
+  CHECK(r->cuda_op_what == "minivision.box_iou on the GPU");
+  CHECK(r->cuda_op.find("m.box_iou") != std::string::npos);
+  auto tv = recipe::load("torchvision-0.29");  // from torchvision-common
+  REQUIRE(tv.ok());
+  CHECK(tv->cuda_op.find("torch.ops.torchvision.nms") != std::string::npos);
+  CHECK_FALSE(tv->torch_recipe);
+
+  test::TempDir tmp;
+  std::string t = kGood;
+  t += "\n[validate]\ncuda_op = \"ok = True\"\n";
+  CHECK_THAT(load_error(tmp, t), Catch::Contains("r.toml:") && Catch::Contains("needs cuda_op_what"));
+}

@@ -401,3 +401,16 @@ TEST_CASE("portable: the recipe's triton is a Requires-Dist", "[stages][portable
                                    "Requires-Dist: triton==3.5.1; platform_system == \"Linux\"\n\n"));
   CHECK(r->portability["triton"]["requirement"] == "triton==3.5.1; platform_system == \"Linux\"");
 }
+
+TEST_CASE("portable: a pin replaces every requirement of its name the project declared", "[stages][portable]") {
+  const std::string metadata =
+      "Metadata-Version: 2.1\nName: torchvision\nVersion: 0.29.0\nRequires-Dist: numpy\n"
+      "Requires-Dist: torch (>=2.14)\nRequires-Dist: Torch==2.14.0; python_version >= \"3.10\"\n\nA description.\n"
+      "Requires-Dist: torch in the body stays\n";
+  std::string out = archbuild::stages::add_requirements(metadata, {"torch==2.14.0+cu130.sm90"}, {"torch==2.14.0+cu130.sm90"});
+  CHECK(out ==
+        "Metadata-Version: 2.1\nName: torchvision\nVersion: 0.29.0\nRequires-Dist: numpy\n"
+        "Requires-Dist: torch==2.14.0+cu130.sm90\n\nA description.\nRequires-Dist: torch in the body stays\n");
+  // Without a pin to replace, a name already required is left as it is.
+  CHECK(archbuild::stages::add_requirements(metadata, {"numpy==2.0"}) == metadata);
+}

@@ -94,3 +94,14 @@ TEST_CASE("venv: a missing requirement is named with what provides it", "[venv]"
   CHECK(s::canonical_name("Typing_Extensions") == "typing-extensions");
   CHECK(s::canonical_name("scikit_build.core") == "scikit-build-core");
 }
+
+TEST_CASE("venv: a requirement of the tree on the torch wheel given is left to that file and never asked of pip",
+          "[venv]") {
+  auto q = base();
+  q.requirements = {req("setuptools"), req("torch", ">=2.14")};
+  q.wheels = {"/out/torch-2.14.0+cu130.sm90-cp311-cp311-manylinux_2_28_x86_64.whl"};
+  auto p = s::pip_requirements(q);
+  CHECK(p.pip == std::vector<std::string>{"setuptools"});
+  REQUIRE(p.from_wheels.size() == 1);
+  CHECK(p.from_wheels[0] == "torch>=2.14: torch-2.14.0+cu130.sm90-cp311-cp311-manylinux_2_28_x86_64.whl");
+}
