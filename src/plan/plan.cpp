@@ -384,6 +384,10 @@ json to_json(const recipe::Recipe& r) {
   j["module"] = r.module;
   j["version"] = r.version.str();
   j["torch"] = r.torch ? json(r.torch->str()) : json(nullptr);
+  if (!r.torch_also.empty()) {
+    j["torch_also"] = json::array();
+    for (const auto& v : r.torch_also) j["torch_also"].push_back(v.str());
+  }
   j["abstract"] = r.abstract;
   j["cuda"] = versions(r.cuda);
   j["python"] = versions(r.python);

@@ -672,7 +672,9 @@ Result<recipe::Recipe> pair_with_torch(const std::vector<recipe::Recipe>& candid
       return Error::bad_input(fmt::format("{}: {} ({}) builds no dependent of torch (it has no `torch` key); "
                                           "--with takes what builds against the torch of --recipe, e.g. torchvision",
                                           asked, c.name, c.file.string()));
-    if (c.torch->prefix(2) == line && (!best || c.version > best->version)) best = &c;
+    bool serves = c.torch->prefix(2) == line ||
+                  std::find(c.torch_also.begin(), c.torch_also.end(), line) != c.torch_also.end();
+    if (serves && (!best || c.version > best->version)) best = &c;
     others.push_back(&c);
   }
   if (best) return *best;

@@ -191,6 +191,8 @@ class RecipeReader {
                            ? (std::filesystem::absolute(std::filesystem::path(file_).parent_path()) / *v).lexically_normal().string()
                            : *v;
     }
+    if (auto e = version_list(rd, t, "torch_also", false, "a torch release line MAJOR.MINOR like 2.13", r.torch_also))
+      return e;
     if (auto e = version_list(rd, t, "cuda", !partial_, "a CUDA version MAJOR.MINOR like 12.8", r.cuda)) return e;
     if (auto e = version_list(rd, t, "python", !partial_, "a Python version MAJOR.MINOR like 3.11", r.python))
       return e;

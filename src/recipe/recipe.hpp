@@ -115,6 +115,9 @@ struct Recipe {
   std::string module;              // what an import test imports: "torch"
   Version version;                 // "2.7.1"
   std::optional<Version> torch;    // torchvision/torchaudio: the torch release it builds against
+  // Further torch release lines (MAJOR.MINOR) the release also builds against (`torch_also`):
+  // torchaudio 2.11, the last one, serves torch 2.12 - 2.14. `--with` pairs by `torch` or these.
+  std::vector<Version> torch_also;
   // The torch recipe it builds against (`torch_recipe`: a name, or a file relative to this one),
   // for a torch that is not a shipped torch recipe (examples/minivision pairs with minitorch);
   // unset: the shipped torch recipe of the `torch` release line.

@@ -1107,6 +1107,19 @@ TEST_CASE("pairing: torchvision for torch 2.14 is 0.29 and none pairs with torch
   CHECK(none.error().exit == Exit::bad_input);
   CHECK_THAT(none.error().message, Catch::Contains("--with torchvision: no recipe pairs with torch 2.15.0") &&
                                        Catch::Contains("torchvision-0.29 (0.29.0) pairs with torch 2.14"));
+  // torchaudio 2.11, the last release, serves torch 2.11 - 2.14 (torch_also), not 2.15.
+  auto ta = select_recipes(std::string("torchaudio"));
+  REQUIRE(ta.ok());
+  for (const char* t : {"torch-2.11", "torch-2.12", "torch-2.13", "torch-2.14"}) {
+    INFO(t);
+    auto tr = recipe::load(t);
+    REQUIRE(tr.ok());
+    auto a = pair_with_torch(*ta, *tr, "--with torchaudio");
+    REQUIRE(a.ok());
+    CHECK(a->name == "torchaudio-2.11");
+  }
+  CHECK(pair_with_torch(*ta, *recipe::load("torch-2.10"), "--with torchaudio")->name == "torchaudio-2.10");
+  CHECK_FALSE(pair_with_torch(*ta, *t15, "--with torchaudio").ok());
   // torch itself is no dependent.
   auto self = pair_with_torch({*t14}, *t14, "--with torch-2.14");
   REQUIRE_FALSE(self.ok());
