@@ -1,5 +1,7 @@
 #include "binary/byte_reader.hpp"
 
+#include "binary/open_file.hpp"
+
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
@@ -21,16 +23,11 @@ constexpr std::size_t kWindow = 256;
 ByteReader::ByteReader(Bytes memory) : memory_(memory), size_(memory.size()) {}
 
 Result<ByteReader> ByteReader::open(const std::filesystem::path& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Error::bad_input(fmt::format("{}: cannot open: {}", path.string(), std::strerror(errno)));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return Error::bad_input(fmt::format("{}: not a regular file", path.string()));
-  }
+  auto opened = open_regular_file(path);
+  if (!opened) return opened.error();
   ByteReader r;
-  r.fd_ = fd;
-  r.size_ = static_cast<std::uint64_t>(st.st_size);
+  r.fd_ = opened->fd;
+  r.size_ = opened->size;
   return r;
 }
 

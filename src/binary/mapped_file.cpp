@@ -1,5 +1,7 @@
 #include "binary/mapped_file.hpp"
 
+#include "binary/open_file.hpp"
+
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/mman.h>
@@ -14,7 +16,7 @@ namespace archbuild::binary {
 
 std::string hex(std::uint64_t v) { return fmt::format("{:#x}", v); }
 
-Result<MappedFile> MappedFile::open(const std::filesystem::path& path) {
+Result<OpenedFile> open_regular_file(const std::filesystem::path& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Error::bad_input(fmt::format("{}: cannot open: {}", path.string(), std::strerror(errno)));
   struct stat st {};
@@ -22,8 +24,15 @@ Result<MappedFile> MappedFile::open(const std::filesystem::path& path) {
     ::close(fd);
     return Error::bad_input(fmt::format("{}: not a regular file", path.string()));
   }
+  return OpenedFile{fd, static_cast<std::uint64_t>(st.st_size)};
+}
+
+Result<MappedFile> MappedFile::open(const std::filesystem::path& path) {
+  auto opened = open_regular_file(path);
+  if (!opened) return opened.error();
+  int fd = opened->fd;
   MappedFile m;
-  m.size_ = static_cast<std::size_t>(st.st_size);
+  m.size_ = static_cast<std::size_t>(opened->size);
   if (m.size_ > 0) {
     void* p = ::mmap(nullptr, m.size_, PROT_READ, MAP_PRIVATE, fd, 0);
     if (p == MAP_FAILED) {
