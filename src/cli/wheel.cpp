@@ -126,6 +126,13 @@ stages::CompilerCache compiler_cache(const std::string& kind, const store::Layou
   return cc;
 }
 
+// The manifest's summary of where the build's hours went (stages/build_report), as nightly CI
+// reads it; a reused key's from its manifest, null when that has none (built before it was kept).
+nlohmann::json manifest_build_report(const nlohmann::json& key_record) {
+  const nlohmann::json::json_pointer summary("/manifest/build_report");
+  return key_record.contains(summary) ? key_record.at(summary) : nlohmann::json(nullptr);
+}
+
 // Everything after resolution for one interpreter (r.python): its key, build venv, stages and
 // result. Errors before a result document exists throw Failure.
 WheelOutcome build_one(const WheelArgs& args, const plan::Resolution& r, const plan::PlanOptions& budget, Context& ctx) {
@@ -200,8 +207,11 @@ WheelOutcome build_one(const WheelArgs& args, const plan::Resolution& r, const p
   auto result = stages::run_pipeline(plan, layout, runner, *reporter, opts);
   if (!result) return failed_with({{"ok", false}, {"key", plan->key}}, result.error());
   const auto& res = *result;
-  if (!args.trace.empty())  // the wheel is built: a trace that cannot be written is a warning
+  nlohmann::json trace = nullptr;  // --json: the file written, or null
+  if (!args.trace.empty()) {  // the wheel is built: a trace that cannot be written is a warning
     if (auto t = write_build_trace(layout, plan->key, plan->jobs.jobs, args.trace); !t) warn(ctx, "--trace: " + t.error().message);
+    else trace = std::filesystem::absolute(args.trace).string();
+  }
   // --check-reproducible: the same plan again in a second cache directory, without compiler
   // cache or validation; any difference is named member by member, never hidden.
   nlohmann::json repro = nullptr;
@@ -253,6 +263,8 @@ WheelOutcome build_one(const WheelArgs& args, const plan::Resolution& r, const p
                         {"compiler_cache", cc},
                         {"manifest", layout.manifest(plan->key).string()},
                         {"validation", res.manifest.value("validation", nlohmann::json())},
+                        {"build_report", manifest_build_report(res.manifest)},
+                        {"trace", trace},
                         {"reproducibility", repro},
                         {"libraries", plan::to_json(plan->libraries)},
                         {"host_check", host.to_json()}};

@@ -216,15 +216,8 @@ class Maker {
       v.sources.push_back("system-site-packages of " + v.interpreter);
       auto second = create_and_install(work, true, reqs.pip);
       if (!second) return second.error();
-      if (auto w = install_wheels(work, v.wheels); !w) {
-        fs::remove_all(work, ec);
-        return w.error();
-      }
-      auto p = probe(work / "bin" / "python", reqs.pip);
-      if (!p) {
-        fs::remove_all(work, ec);
-        return p.error();
-      }
+      auto p = install_and_probe(work, v.wheels, reqs.pip);
+      if (!p) return p.error();
       std::vector<std::string> missing;
       for (const auto& r : p->requirements)
         if (!r.value("ok", false)) {
@@ -244,15 +237,8 @@ class Maker {
       }
       v.packages = p->packages;
     } else {
-      if (auto w = install_wheels(work, v.wheels); !w) {
-        fs::remove_all(work, ec);
-        return w.error();
-      }
-      auto p = probe(work / "bin" / "python", reqs.pip);
-      if (!p) {
-        fs::remove_all(work, ec);
-        return p.error();
-      }
+      auto p = install_and_probe(work, v.wheels, reqs.pip);
+      if (!p) return p.error();
       v.packages = p->packages;
     }
     json marker = {{"interpreter", v.interpreter},
@@ -327,6 +313,21 @@ class Maker {
                                              lines.empty() ? "" : lines.back(), log_.string()));
     }
     return Ok{};
+  }
+
+  // Either way the venv was made (isolated or over the system's packages): the request's wheels
+  // into it, then what it holds. On an error the half-made venv at `work` is removed.
+  Result<Probe> install_and_probe(const fs::path& work, const std::vector<plan::InstalledWheel>& wheels,
+                                  const std::vector<std::string>& reqs) {
+    auto p = [&]() -> Result<Probe> {
+      if (auto w = install_wheels(work, wheels); !w) return w.error();
+      return probe(work / "bin" / "python", reqs);
+    }();
+    if (!p) {
+      std::error_code ec;
+      fs::remove_all(work, ec);
+    }
+    return p;
   }
 
   // pip for the venv at `work`: the interpreter's own with --python, else the venv's.

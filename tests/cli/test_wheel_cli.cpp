@@ -389,6 +389,10 @@ TEST_CASE("wheel: admission launches C++ and CUDA compiles, records peaks, the n
   CHECK(summary["compiles"]["count"].get<int>() >= 2);
   CHECK(summary["targets"].get<int>() >= 2);
   CHECK(summary["critical_path"].is_object());
+  // wheel --json carries the same summary; no --trace, no trace.
+  const json first_doc = json::parse(first.out);
+  CHECK(first_doc["build_report"] == summary);
+  CHECK(first_doc["trace"].is_null());
   // The launchers CMake recorded: archbuild in front of ccache for C, C++ and CUDA.
   for (const char* lang : {"C", "CXX", "CUDA"}) {
     std::string l = doc["stages"]["configure"]["launchers"][lang];
@@ -426,7 +430,37 @@ TEST_CASE("wheel: admission launches C++ and CUDA compiles, records peaks, the n
       if (e["ph"] == "X") names.insert(e["name"].get<std::string>());
     CHECK(std::any_of(names.begin(), names.end(), [](const std::string& n) { return n.find("kernels.cu.o") != std::string::npos; }));
     CHECK(second.err.find("--trace") == std::string::npos);  // no warning: it was written
+    const json second_doc = json::parse(second.out);
+    CHECK(second_doc["trace"] == fs::absolute(wheel_trace).string());
+    REQUIRE(second_doc["build_report"].is_object());
+    CHECK(second_doc["build_report"]["compiles"]["count"].get<int>() >= 2);
   }
+
+  // A reused key: the summary from its manifest; one whose manifest has none (kept before
+  // issue 17) gives null.
+  auto again_args = args;
+  auto out_at = std::find(again_args.begin(), again_args.end(), "--out");
+  REQUIRE(out_at + 1 < again_args.end());
+  *(out_at + 1) = (w.dir / "out3").string();
+  auto again = t::archbuild(again_args);
+  INFO(again.err);
+  REQUIRE(again.status == 0);
+  const json again_doc = json::parse(again.out);
+  CHECK(again_doc["reused"] == true);
+  CHECK(again_doc["build_report"] == summary);
+  CHECK(again_doc["trace"].is_null());
+  {
+    std::ifstream in(cache / "keys" / (key + ".json"));
+    json older = json::parse(in);
+    older["manifest"].erase("build_report");
+    std::ofstream(cache / "keys" / (key + ".json")) << older.dump(2);
+  }
+  auto older_run = t::archbuild(again_args);
+  INFO(older_run.err);
+  REQUIRE(older_run.status == 0);
+  const json older_doc = json::parse(older_run.out);
+  CHECK(older_doc["reused"] == true);
+  CHECK(older_doc["build_report"].is_null());
 
   // archbuild report KEY (a prefix will do): the summary and a trace Perfetto can open.
   const fs::path trace = w.dir / "trace.json";

@@ -1,6 +1,8 @@
 // Memory admission (issue 17): shares within a budget, a compile over the budget runs alone,
 // a killed compile's share is released by the kernel, measured peaks are read back.
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -8,6 +10,8 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <fstream>
+#include <future>
+#include <memory>
 #include <thread>
 
 #include "run/admission.hpp"
@@ -316,4 +320,77 @@ TEST_CASE("admission: the build's settings round-trip through config.json", "[ru
   auto missing = read_config(tmp.path() / "none");
   REQUIRE(!missing);
   CHECK(missing.error().exit == Exit::bad_input);
+}
+
+// Until the compile waiting in `dir` has looked once and found no room: its wait file exists
+// (made under admission.lock), and taking the lock after it means that look is over, so it is
+// asleep (or about to be) with its inotify watch already set.
+static void until_waiter_looked(const std::filesystem::path& dir) {
+  until_waiting(dir, 1);
+  const auto lock = dir / "admission.lock";
+  int fd = ::open(lock.c_str(), O_RDWR | O_CLOEXEC);
+  REQUIRE(fd >= 0);
+  REQUIRE(::flock(fd, LOCK_EX) == 0);
+  ::close(fd);
+}
+
+// A waiter that polls only once an hour, in a thread of its own (detached: if no wake came, the
+// test fails at its deadline instead of hanging; the process ends it).
+static std::future<bool> sleepy_waiter(const std::filesystem::path& dir, std::uint64_t budget, std::uint64_t need) {
+  auto done = std::make_shared<std::promise<bool>>();
+  auto result = done->get_future();
+  AdmissionRequest r{dir, budget, need, std::chrono::hours(1)};
+  std::thread([r, done] {
+    const bool admitted = static_cast<bool>(admit(r));  // released before the test hears of it
+    done->set_value(admitted);
+  }).detach();
+  return result;
+}
+
+// The deadline only turns a hang into a failure; it is no timing check.
+constexpr auto kWakeDeadline = std::chrono::seconds(60);
+
+TEST_CASE("admission: a release wakes a waiter through inotify, not its poll", "[run][admission]") {
+  test::TempDir tmp;
+  const auto dir = tmp.path() / "adm";
+  auto held = admit({dir, 100, 60});
+  REQUIRE(held);
+  auto waiter = sleepy_waiter(dir, 100, 60);
+  until_waiter_looked(dir);
+  held = Admission();  // release: its slot file removed (IN_DELETE)
+  if (waiter.wait_for(kWakeDeadline) != std::future_status::ready)
+    FAIL("the waiter was not woken by the release (its poll is 1 h)");
+  CHECK(waiter.get());
+}
+
+TEST_CASE("admission: a holder killed while a compile waits releases its share to the waiter", "[run][admission]") {
+  test::TempDir tmp;
+  const auto dir = tmp.path() / "adm";
+  int ready[2];
+  REQUIRE(::pipe(ready) == 0);
+  pid_t pid = ::fork();  // before any thread of this test
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    auto a = admit({dir, 100, 100});
+    char c = a ? 'y' : 'n';
+    (void)!::write(ready[1], &c, 1);
+    ::pause();  // holds the share until killed
+    ::_exit(0);
+  }
+  ::close(ready[1]);
+  char c = 0;
+  REQUIRE(::read(ready[0], &c, 1) == 1);
+  ::close(ready[0]);
+  REQUIRE(c == 'y');
+  auto waiter = sleepy_waiter(dir, 100, 50);
+  until_waiter_looked(dir);
+  // Killed without cleaning up: the kernel closes its slot file (IN_CLOSE_WRITE), the waiter
+  // wakes, finds the slot unlocked and removes it.
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (waiter.wait_for(kWakeDeadline) != std::future_status::ready)
+    FAIL("the waiter was not woken when the holder died (its poll is 1 h)");
+  CHECK(waiter.get());
+  CHECK(admitted_mb(dir) == 0);  // the waiter's thread has released its share again
 }
