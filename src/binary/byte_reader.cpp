@@ -31,6 +31,16 @@ Result<ByteReader> ByteReader::open(const std::filesystem::path& path) {
   return r;
 }
 
+Result<ByteReader> ByteReader::sibling() const {
+  if (fd_ < 0) return ByteReader(memory_);
+  int fd = ::fcntl(fd_, F_DUPFD_CLOEXEC, 0);
+  if (fd < 0) return Error::bad_input(fmt::format("cannot duplicate a file descriptor: {}", std::strerror(errno)));
+  ByteReader r;
+  r.fd_ = fd;
+  r.size_ = size_;
+  return r;
+}
+
 ByteReader::ByteReader(ByteReader&& other) noexcept
     : memory_(other.memory_),
       fd_(other.fd_),

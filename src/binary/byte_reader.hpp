@@ -20,6 +20,9 @@ class ByteReader {
   explicit ByteReader(Bytes memory);
   // Reads the file with pread. Errors (exit 2) name the path.
   static Result<ByteReader> open(const std::filesystem::path& path);
+  // Another reader of the same input with its own window, for another thread (a file's
+  // descriptor is duplicated; pread keeps no shared position).
+  Result<ByteReader> sibling() const;
 
   ByteReader(ByteReader&& other) noexcept;
   ByteReader& operator=(ByteReader&& other) noexcept;

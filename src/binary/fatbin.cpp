@@ -7,7 +7,10 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <atomic>
+#include <exception>
 #include <map>
+#include <thread>
 
 namespace archbuild::binary {
 
@@ -292,30 +295,42 @@ class MagicFinder {
   ByteReader& in_;
 };
 
-// Containers in [begin, end) found by their magic; only valid headers count. A container of
-// `known` (registered) is taken as parsed where the scan reaches it, and its bytes skipped.
-std::vector<Container> scan_section(ByteReader& in, std::uint64_t begin, std::uint64_t end, const std::string& section,
-                                    Placement placement, const Known& known = {}) {
-  std::vector<Container> out;
-  if (end > in.size() || begin >= end) return out;
+// What a scan of part of a section found, and where it would look next: past the last
+// container when that runs beyond the part, else the part's end.
+struct ScanResult {
+  std::vector<Container> found;
+  std::uint64_t resume = 0;
+};
+
+// Containers whose magic lies in [begin, starts_end), found by their magic and parsed up to the
+// section's `end`; only valid headers count. A container of `known` (registered) is taken as
+// parsed where the scan reaches it, and its bytes skipped. The scan is deterministic in where it
+// starts: from the same position it finds the same containers, which read_all's merge of
+// parallel parts relies on.
+ScanResult scan_range(ByteReader& in, std::uint64_t begin, std::uint64_t starts_end, std::uint64_t end,
+                      const std::string& section, Placement placement, const Known& known = {}) {
+  ScanResult r;
+  r.resume = std::max(begin, starts_end);
+  if (end > in.size() || begin >= end) return r;
+  starts_end = std::min(starts_end, end);
   // Each false candidate may walk many entry headers before failing, and candidates can nest:
   // crafted data could make the scan quadratic. Real libraries look at fewer headers than
   // one per 64 bytes; past this budget the section is refused instead of hanging.
-  const std::uint64_t budget = (end - begin) / 16 + 4096;
+  const std::uint64_t budget = (starts_end - std::min(begin, starts_end)) / 16 + 4096;
   std::uint64_t steps = 0;
   MagicFinder finder(in);
   auto next_known = known.lower_bound(begin);
   std::uint64_t p = begin;
-  while (end - p >= kContainerHeader + kEntryHeaderMin) {
+  while (p < starts_end && end - p >= kContainerHeader + kEntryHeaderMin) {
     while (next_known != known.end() && next_known->first < p) ++next_known;
     // A registered container is where a scan would find its magic: look for others only
     // before it.
-    bool known_ahead = next_known != known.end() && next_known->first < end - 3;
-    std::uint64_t stop = known_ahead ? next_known->first : end - 3;
+    bool known_ahead = next_known != known.end() && next_known->first < std::min(end - 3, starts_end);
+    std::uint64_t stop = known_ahead ? next_known->first : std::min(end - 3, starts_end);
     std::uint64_t q = finder.next(p, stop);
     if (q >= stop) {
       if (!known_ahead) break;
-      out.push_back(next_known->second);
+      r.found.push_back(next_known->second);
       p = next_known->first + next_known->second.size;
       continue;
     }
@@ -323,7 +338,7 @@ std::vector<Container> scan_section(ByteReader& in, std::uint64_t begin, std::ui
       Container c = parse_container(in, q, end, section, placement, &steps);
       if (!c.entries.empty()) {
         p = q + c.size;
-        out.push_back(std::move(c));
+        r.found.push_back(std::move(c));
         continue;
       }
     } catch (const Malformed&) {
@@ -333,7 +348,13 @@ std::vector<Container> scan_section(ByteReader& in, std::uint64_t begin, std::ui
       throw Malformed(fmt::format("{}: too many invalid fatbin headers (gave up scanning at {})", section, hex(q)));
     p = q + 1;
   }
-  return out;
+  r.resume = std::max(p, starts_end);
+  return r;
+}
+
+std::vector<Container> scan_section(ByteReader& in, std::uint64_t begin, std::uint64_t end, const std::string& section,
+                                    Placement placement, const Known& known = {}) {
+  return scan_range(in, begin, end, end, section, placement, known).found;
 }
 
 Placement placement_of(const Section& s) {
@@ -388,20 +409,129 @@ Known known_containers(ByteReader& in, const Elf& elf, const std::vector<FatbinR
   return known;
 }
 
-std::vector<Container> read_all(ByteReader& in, const Elf& elf, ScanMode mode) {
+// One unit of read_all's work: a walked section, or a part of a scanned one (magic looked for
+// in [begin, starts_end), containers parsed up to the section's end).
+struct Task {
+  const Section* section = nullptr;
+  bool walk = false;
+  std::uint64_t begin = 0;
+  std::uint64_t starts_end = 0;
+};
+
+struct TaskResult {
+  ScanResult scan;
+  std::exception_ptr error;
+};
+
+// Scanning is most of the time on large libraries (libcublasLt: ~200 MB of data sections):
+// parts of at least this size go to other threads. Smaller inputs stay on one thread.
+constexpr std::uint64_t kMinPart = 8 << 20;
+
+std::vector<Task> plan_tasks(const Elf& elf, unsigned threads) {
+  std::uint64_t scanned = 0;
+  for (const auto& s : elf.sections)
+    if (is_visited(s) && !is_walked(s)) scanned += s.size;
+  // A few parts per thread, so one slow part does not leave the others idle.
+  const std::uint64_t part = threads > 1 ? std::max<std::uint64_t>(kMinPart, scanned / (threads * 4ULL)) : UINT64_MAX;
+  std::vector<Task> tasks;
+  for (const auto& s : elf.sections) {
+    if (!is_visited(s)) continue;
+    if (is_walked(s)) {
+      tasks.push_back({&s, true, s.offset, s.offset + s.size});
+      continue;
+    }
+    const std::uint64_t end = s.offset + s.size;
+    for (std::uint64_t b = s.offset; b < end;) {
+      std::uint64_t e = end - b > part + part / 2 ? b + part : end;  // no sliver at the end
+      tasks.push_back({&s, false, b, e});
+      b = e;
+    }
+  }
+  return tasks;
+}
+
+TaskResult run_task(ByteReader& in, const Task& t, const Known& known) {
+  TaskResult r;
+  try {
+    const Section& s = *t.section;
+    if (t.walk)
+      r.scan.found = walk_section(in, s, placement_of(s), known);
+    else
+      r.scan = scan_range(in, t.begin, t.starts_end, s.offset + s.size, s.name, Placement::embedded, known);
+  } catch (...) {
+    r.error = std::current_exception();
+  }
+  return r;
+}
+
+// Runs the tasks on up to `threads` threads, each with its own reader; results by task index.
+std::vector<TaskResult> run_tasks(ByteReader& in, const std::vector<Task>& tasks, const Known& known, unsigned threads) {
+  std::vector<TaskResult> results(tasks.size());
+  std::atomic<std::size_t> next{0};
+  auto work = [&](ByteReader& reader) {
+    for (std::size_t i; (i = next++) < tasks.size();) results[i] = run_task(reader, tasks[i], known);
+  };
+  std::vector<ByteReader> readers;
+  for (unsigned t = 1; t < std::min<std::size_t>(threads, tasks.size()); ++t) {
+    auto r = in.sibling();
+    if (!r) break;  // fewer threads, same result
+    readers.push_back(std::move(*r));
+  }
+  std::vector<std::thread> pool;
+  for (auto& r : readers) pool.emplace_back(work, std::ref(r));
+  work(in);
+  for (auto& t : pool) t.join();
+  return results;
+}
+
+// Puts the parts of one scanned section back into what one scan from its start finds. A part
+// scanned from its own start agrees with the whole scan from the first container it found at or
+// after where the previous parts left off, provided nothing it found before that runs past
+// that point; otherwise (a container straddling parts, a false match inside one, an error) the
+// part is scanned again from there, on this thread.
+void merge_scanned(ByteReader& in, const std::vector<Task>& tasks, std::vector<TaskResult>& results, std::size_t first,
+                   std::size_t last, const Known& known, std::vector<Container>& out) {
+  const Section& s = *tasks[first].section;
+  std::uint64_t pos = s.offset;
+  for (std::size_t i = first; i < last; ++i) {
+    auto& r = results[i];
+    if (!r.error) {
+      auto& found = r.scan.found;
+      auto kept = std::find_if(found.begin(), found.end(), [&](const Container& c) { return c.offset >= pos; });
+      bool agrees = std::all_of(found.begin(), kept, [&](const Container& c) { return c.offset + c.size <= pos; });
+      if (agrees) {
+        for (auto it = kept; it != found.end(); ++it) out.push_back(std::move(*it));
+        pos = std::max(pos, r.scan.resume);
+        continue;
+      }
+    }
+    auto again = scan_range(in, pos, tasks[i].starts_end, s.offset + s.size, s.name, Placement::embedded, known);
+    for (auto& c : again.found) out.push_back(std::move(c));
+    pos = again.resume;
+  }
+}
+
+std::vector<Container> read_all(ByteReader& in, const Elf& elf, ScanMode mode, unsigned threads) {
   if (elf.sections.empty()) return scan_section(in, 0, in.size(), "(whole file)", Placement::embedded);
   Known known;
   if (mode == ScanMode::registered) {
     auto regs = read_registrations(in, elf, RelocationUse::when_needed);
     if (regs) known = known_containers(in, elf, *regs);
   }
+  const auto tasks = plan_tasks(elf, threads);
+  auto results = run_tasks(in, tasks, known, threads);
   std::vector<Container> out;
-  for (const auto& s : elf.sections) {
-    if (!is_visited(s)) continue;
-    std::vector<Container> found = is_walked(s) ? walk_section(in, s, placement_of(s), known)
-                                                : scan_section(in, s.offset, s.offset + s.size, s.name,
-                                                               Placement::embedded, known);
-    for (auto& c : found) out.push_back(std::move(c));
+  for (std::size_t i = 0; i < tasks.size();) {
+    if (tasks[i].walk) {
+      if (results[i].error) std::rethrow_exception(results[i].error);
+      for (auto& c : results[i].scan.found) out.push_back(std::move(c));
+      ++i;
+      continue;
+    }
+    std::size_t j = i + 1;
+    while (j < tasks.size() && tasks[j].section == tasks[i].section) ++j;
+    merge_scanned(in, tasks, results, i, j, known, out);
+    i = j;
   }
   return out;
 }
@@ -482,17 +612,17 @@ Result<std::vector<Container>> scan_containers(Bytes data, std::uint64_t begin, 
   }
 }
 
-Result<std::vector<Container>> read_containers(ByteReader& in, const Elf& elf, ScanMode mode) {
+Result<std::vector<Container>> read_containers(ByteReader& in, const Elf& elf, ScanMode mode, unsigned threads) {
   try {
-    return read_all(in, elf, mode);
+    return read_all(in, elf, mode, std::max(1u, threads));
   } catch (const Malformed& e) {
     return Error::bad_input(e.what());
   }
 }
 
-Result<std::vector<Container>> read_containers(Bytes data, const Elf& elf, ScanMode mode) {
+Result<std::vector<Container>> read_containers(Bytes data, const Elf& elf, ScanMode mode, unsigned threads) {
   ByteReader in(data);
-  return read_containers(in, elf, mode);
+  return read_containers(in, elf, mode, threads);
 }
 
 // --- verification -------------------------------------------------------------------------

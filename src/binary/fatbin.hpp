@@ -78,9 +78,12 @@ enum class ScanMode : std::uint8_t {
 // allocated data sections for the magic (only valid headers are accepted; bytes of containers
 // already found are skipped, not read). Without a section table the whole file is scanned.
 // Errors are one line without the file name. A ByteReader over a file reads only the bytes
-// the walk and the scan need (the scan with large pread buffers).
-Result<std::vector<Container>> read_containers(ByteReader& in, const Elf& elf, ScanMode mode = ScanMode::registered);
-Result<std::vector<Container>> read_containers(Bytes data, const Elf& elf, ScanMode mode = ScanMode::registered);
+// the walk and the scan need (the scan with large pread buffers). With `threads` > 1, large
+// data sections are scanned in parts on that many threads; the result is the same.
+Result<std::vector<Container>> read_containers(ByteReader& in, const Elf& elf, ScanMode mode = ScanMode::registered,
+                                               unsigned threads = 1);
+Result<std::vector<Container>> read_containers(Bytes data, const Elf& elf, ScanMode mode = ScanMode::registered,
+                                               unsigned threads = 1);
 
 // One 24-byte wrapper of .nvFatBinSegment (magic 0x466243B1, version, data pointer, …): a
 // container the CUDA runtime registers at load. The pointer is a virtual address; in a

@@ -152,7 +152,8 @@ Result<FileReport> inspect_elf(Bytes data, const std::string& path, const Inspec
   ByteReader memory(data);
   if (file && file->size() != data.size())
     return Error::bad_input(fmt::format("{}: the file changed size while it was read", path));
-  auto containers = read_containers(file ? *file : memory, *elf, options.scan);
+  const unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+  auto containers = read_containers(file ? *file : memory, *elf, options.scan, threads);
   if (!containers) return Error::bad_input(fmt::format("{}: {}", path, containers.error().message));
   FileReport r;
   r.path = path;
@@ -276,13 +277,26 @@ Result<Inspection> inspect_path(const fs::path& path, const InspectOptions& opti
     std::sort(files.begin(), files.end());
     // Files are independent: read on a few threads (pread has no shared lock), reported in path
     // order, and the first error in path order is the one returned, as one by one.
+    // Largest first, so one large library read last does not leave the other threads idle.
     std::vector<FileOutcome> outcomes(files.size());
+    std::vector<std::pair<std::uintmax_t, std::size_t>> order;
+    for (std::size_t i = 0; i < files.size(); ++i) {
+      auto size = fs::file_size(files[i], ec);
+      order.emplace_back(ec ? 0 : size, i);
+    }
+    std::stable_sort(order.begin(), order.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+    InspectOptions per_file = options;
+    if (files.size() > 1) per_file.threads = 1;
     std::atomic<std::size_t> next{0};
     auto work = [&] {
-      for (std::size_t i; (i = next++) < files.size();) outcomes[i] = inspect_file(files[i], options);
+      for (std::size_t k; (k = next++) < order.size();) {
+        std::size_t i = order[k].second;
+        outcomes[i] = inspect_file(files[i], per_file);
+      }
     };
-    std::size_t threads = std::min<std::size_t>({files.size(), kMaxThreads,
-                                                 std::max(1u, std::thread::hardware_concurrency())});
+    std::size_t threads = std::min<std::size_t>(
+        files.size(), options.threads ? options.threads
+                                      : std::min<std::size_t>(kMaxThreads, std::max(1u, std::thread::hardware_concurrency())));
     std::vector<std::thread> pool;
     for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(work);
     work();

@@ -18,6 +18,9 @@ namespace archbuild::binary {
 struct InspectOptions {
   bool verify = false;  // decompress every entry and cross-check it (--verify)
   ScanMode scan = ScanMode::registered;  // full: the reference scan (tests)
+  // Threads reading (0: one per core): one file's large data sections in parts, or a
+  // directory's files, each of those then on one thread.
+  unsigned threads = 0;
   VerifyOptions verify_options;
   // Largest zip member read into memory (libtorch_cuda.so is ~1.5 GB in CUDA 13 wheels).
   std::uint64_t max_member_size = std::uint64_t{8} << 30;

@@ -26,6 +26,7 @@ struct InspectArgs {
   std::vector<std::string> sm;
   std::string python;
   bool verify = false;
+  unsigned threads = 0;
 };
 
 // The lib/ folder of the torch that `python` would import, found without importing it (an
@@ -296,6 +297,7 @@ void run_inspect(const InspectArgs& args, Context& ctx) {
 
   binary::InspectOptions options;
   options.verify = args.verify;
+  options.threads = args.threads;
   std::vector<binary::FileReport> files;
   std::vector<std::string> skipped;
   for (const auto& in : inputs) {
@@ -374,6 +376,9 @@ void add_inspect_command(CLI::App& app, Context& ctx) {
       ->type_name("LIST");
   cmd->add_flag("--verify", args->verify, "Decompress every entry and cross-check it against its header");
   cmd->add_option("--python", args->python, "Inspect the torch installed for this Python interpreter")->type_name("PY");
+  cmd->add_option("--threads", args->threads, "Threads that read (default: one per core)")
+      ->type_name("N")
+      ->check(CLI::Range(1u, 256u));
   add_json_flag(*cmd, ctx);
   cmd->footer(
       "Exit status: 0 covered (or, without --sm, read fine); 1 a target has no kernel image in some file; "

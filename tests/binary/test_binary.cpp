@@ -587,6 +587,10 @@ std::vector<FatbinRegistration> check_fast_equals_full(const fs::path& p) {
   REQUIRE(full);
   CHECK(fast->size() == full->size());
   CHECK(describe(*fast) == describe(*full));
+  // Large libraries are scanned in parts on several threads: the same containers.
+  auto parallel = read_containers(*reader, *elf, ScanMode::registered, 3);
+  REQUIRE(parallel);
+  CHECK(describe(*parallel) == describe(*full));
   // Both ways of reading the pointers agree, and each points at a container found.
   auto regs = read_registrations(*reader, *elf, RelocationUse::always);
   REQUIRE(regs);
@@ -708,4 +712,67 @@ TEST_CASE("registrations that point nowhere change nothing", "[binary]") {
   REQUIRE(full->size() == 2);
   CHECK(describe(*fast) == describe(*full));
   CHECK(full->at(1).section == ".rodata");
+}
+
+TEST_CASE("a data section scanned in parts on threads gives what one scan gives", "[binary]") {
+  // 48 MiB of data: read_all cuts it into 8 MiB parts (its minimum part) for 2 to 8 threads, so
+  // the placements below sit on the parts' boundaries, offsets relative to the section.
+  constexpr std::size_t kMiB = 1 << 20;
+  Buf data(48 * kMiB, 'x');
+  auto put = [&](std::size_t at, const Buf& b) { data.replace(at, b.size(), b); };
+  auto with_payload = [](std::uint32_t sm, std::size_t bytes) {
+    return test::container({test::entry({.kind = 2, .sm = sm, .payload = Buf(bytes, 'p')})});
+  };
+  // A container straddling the first boundary.
+  put(8 * kMiB - 1000, with_payload(80, 5000));
+  // A container A straddling the second boundary, and inside A's payload, in the next part, the
+  // bytes of a container B that parses and runs past A's end, over a real container C. One scan
+  // skips A whole and finds C; the part after the boundary finds B and skips C.
+  const std::size_t a_at = 16 * kMiB - 2000;
+  Buf a = with_payload(86, 10000);
+  put(a_at, a);
+  Buf b = test::container({test::entry({.kind = 2, .sm = 70, .stored_size_override = 20000})}, 64 + 20000);
+  b.resize(16 + 64);  // header and entry header only: its payload is whatever follows
+  put(16 * kMiB + 104, b);
+  const std::size_t c_at = a_at + a.size() + 504;
+  put(c_at, with_payload(89, 3000));
+  // A false magic across the third boundary, a container right at the fourth, and a few more.
+  put(24 * kMiB - 2, Buf("P\xed\x55\xba", 4) + Buf(12, '\x7f'));
+  put(32 * kMiB, with_payload(90, 4000));
+  for (std::size_t k = 0; k < 7; ++k) put(40 * kMiB + 123456 * k + 8, with_payload(75 + k, 100 + 300 * k));
+
+  Buf file = test::elf({{".text", Buf(32, '\xc3'), 1, 0x6}, {".rodata", data}});
+  auto elf = read_elf(bytes_of(file));
+  REQUIRE(elf);
+  const Section* rodata = elf->find(".rodata");
+  REQUIRE(rodata);
+  auto one = read_containers(bytes_of(file), *elf, ScanMode::full, 1);
+  REQUIRE(one);
+  std::vector<std::uint64_t> offsets;
+  for (const auto& c : *one) offsets.push_back(c.offset - rodata->offset);
+  CHECK(offsets.size() == 11);
+  CHECK(std::count(offsets.begin(), offsets.end(), a_at) == 1);
+  CHECK(std::count(offsets.begin(), offsets.end(), c_at) == 1);
+  CHECK(std::count(offsets.begin(), offsets.end(), 16 * kMiB + 104) == 0);  // B lies inside A
+  // ... yet a scan from the boundary finds B and misses C: the case the merge must repair.
+  const std::uint64_t boundary = rodata->offset + 16 * kMiB;
+  auto from_boundary = scan_containers(bytes_of(file), boundary, rodata->offset + rodata->size, ".rodata",
+                                       Placement::embedded);
+  REQUIRE(from_boundary);
+  REQUIRE_FALSE(from_boundary->empty());
+  CHECK(from_boundary->front().offset == boundary + 104);
+  CHECK(from_boundary->size() > 1);
+  CHECK((*from_boundary)[1].offset > rodata->offset + c_at);
+  for (unsigned threads : {2u, 3u, 4u, 8u}) {
+    INFO(threads << " threads");
+    auto parts = read_containers(bytes_of(file), *elf, ScanMode::full, threads);
+    REQUIRE(parts);
+    CHECK(describe(*parts) == describe(*one));
+  }
+  // From a file (each thread its own descriptor), through inspect's option.
+  test::TempDir dir;
+  auto report = inspect_path(dir.write("libparts.so", file), {.threads = 4});
+  REQUIRE(report);
+  REQUIRE(report->files.size() == 1);
+  CHECK(describe(report->files[0].containers) == describe(*one));
 }

@@ -179,6 +179,9 @@ TEST_CASE("inspect: committed nvcc binaries, JSON", "[cli][inspect]") {
   CHECK(strings(r["relocatable"]["sass"]) == Strings{"sm_90"});
   CHECK(r["relocatable"]["entries"] == 1);
   CHECK_FALSE(j.contains("verdicts"));
+  // --threads changes how the bytes are read, never what is found.
+  CHECK(inspect_json({(kData / "multi.so").string(), (kData / "rdc.so").string(), "--threads", "1"}) == j);
+  CHECK(inspect_json({(kData / "multi.so").string(), (kData / "rdc.so").string(), "--threads", "3"}) == j);
 }
 
 TEST_CASE("inspect: table output", "[cli][inspect]") {
@@ -331,6 +334,9 @@ TEST_CASE("inspect: malformed input is exit 2 with one line", "[cli][inspect][ma
   dir.write("plain/a.txt", "x");
   check_refused({(dir / "plain").string()}, "no ELF files");
   check_refused({(dir / "missing.so").string()}, "no such file");
+  auto zero = t::archbuild({"inspect", (kData / "multi.so").string(), "--threads", "0"});
+  CHECK(zero.status == 2);
+  CHECK_THAT(zero.err, Catch::StartsWith("archbuild: error: --threads"));
   CHECK_FALSE(fs::exists(dir.path().parent_path().parent_path() / "evil.so"));
 
   SECTION("--json still prints one document") {
