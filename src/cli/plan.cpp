@@ -33,10 +33,10 @@ struct PlanArgs {
 };
 
 // One plan shown: its document (printed by the caller under --json; humans got their block), and
-// the wheel its key already built, as a file in the cache.
+// the wheel its key already built.
 struct Planned {
   nlohmann::json doc;
-  std::optional<std::filesystem::path> built_wheel;
+  std::optional<store::WheelRef> built_wheel;
 };
 
 struct Built {
@@ -155,14 +155,7 @@ Planned plan_resolved(const PlanArgs& args, const plan::Resolution& r, const pla
   if (auto e = plan::missing_libraries(p->libraries)) blockers.push_back(*e);
   if (auto e = host.error()) blockers.push_back(*e);
   Planned shown;
-  if (built.wheel) {
-    // Under its own name: pip installs it into a dependent's build venv (plan --with).
-    if (auto dir = store::choose_cache_dir(ctx.cache_dir)) {
-      auto named = store::named_wheel(store::Layout(dir->dir), built.wheel->sha256, built.wheel->filename);
-      if (named) shown.built_wheel = *named;
-      else warn(ctx, "the built wheel cannot be named in the cache: " + named.error().message);
-    }
-  }
+  shown.built_wheel = built.wheel;
   auto finish = [&] {
     if (!args.check || blockers.empty() || built.wheel) return;
     for (const auto& b : blockers) error_line(ctx, b.message);
@@ -330,7 +323,13 @@ void plan_set(const PlanArgs& args, const plan::PlanOptions& budget, Context& ct
     mctx.exit = Exit::ok;
     Planned shown = plan_resolved(a, m.resolution, budget, mctx);
     worst = std::max(worst, mctx.exit);
-    if (m.role == "torch") torch_wheel = shown.built_wheel;
+    if (m.role == "torch" && shown.built_wheel) {
+      // Under its own name, as pip needs it for the dependents' build venvs.
+      auto dir = store::choose_cache_dir(ctx.cache_dir).take();
+      auto named = store::named_wheel(store::Layout(dir.dir), shown.built_wheel->sha256, shown.built_wheel->filename);
+      if (named) torch_wheel = *named;
+      else warn(ctx, "torch's built wheel cannot be named in the cache: " + named.error().message);
+    }
     if (!ctx.json) continue;
     nlohmann::json entry = std::move(shown.doc);
     entry["role"] = m.role;
