@@ -1,6 +1,6 @@
 // `archbuild wheel --with torchvision,torchaudio` (and `--recipe torchvision-0.29` on its own):
 // the set — torch and what builds against it — as one command (issue 15). The whole set is
-// resolved first (torch, then each dependent paired with it by the recipes' `torch` key, on
+// resolved first (torch, then each dependent paired with it by the recipes' `torch` or `torch_also`, on
 // torch's CUDA and Python), so a mismatch is refused before any stage runs (exit 2). Then torch
 // is built (or its finished key reused) and each dependent is built with `--torch-wheel` set to
 // that exact wheel: installed into its build venv, in its key, pinned in its METADATA.
@@ -8,7 +8,8 @@
 // Each member is built by `wheel` itself, as a single recipe (the BuildMember callback), so
 // every member has its own plan, stages, logs and manifest; its output is gathered here into
 // one document (--json) with the set's wheels. Exit status: the worst of the members; wheels
-// already built stay in --out.
+// already built stay in --out. `plan --with` resolves the same set here (resolve_set) and plans
+// each member in cli/plan.cpp.
 #pragma once
 
 #include <functional>
