@@ -9,12 +9,14 @@
 #include <fmt/format.h>
 
 #include "cli/resolve_common.hpp"
+#include "cli/stack.hpp"
 #include "contract/contract.hpp"
 #include "core/text.hpp"
 #include "source/source.hpp"
 #include "stages/pipeline.hpp"
 #include "store/key_record.hpp"
 #include "store/layout.hpp"
+#include "store/wheels.hpp"
 
 namespace archbuild::cli {
 
@@ -25,6 +27,16 @@ struct PlanArgs {
   unsigned jobs = 0;
   bool offline = false;
   bool check = false;  // --check: exit 3 where `wheel` would stop before starting
+  std::vector<std::string> with;  // --with torchvision,torchaudio: the set (cli/stack)
+  // Why no build venv is made for this plan (a dependent whose torch is not built yet); empty: made.
+  std::string no_venv_because;
+};
+
+// One plan shown: its document (printed by the caller under --json; humans got their block), and
+// the wheel its key already built.
+struct Planned {
+  nlohmann::json doc;
+  std::optional<store::WheelRef> built_wheel;
 };
 
 struct Built {
@@ -88,19 +100,9 @@ TreeContract tree_contract(const Context& ctx, const plan::Plan& p) {
   return t;
 }
 
-void run_plan(const PlanArgs& args, Context& ctx) {
-  plan::PlanOptions budget;  // bad input first, before anything is resolved
-  memory_budget_from_args(args.resolve, budget);
-  plan::Resolution r = resolve_from_args(args.resolve, ctx);
-  if (r.status != Exit::ok) {
-    if (ctx.json)
-      print_json({{"resolution", plan::to_json(r)}, {"error", r.message}, {"exit", static_cast<int>(r.status)}});
-    else
-      print_resolution(r, ctx);
-    error_line(ctx, r.message);
-    ctx.exit = r.status;
-    return;
-  }
+// The plan of a resolution, shown: the human block on stdout, or its document returned (--json).
+// --check's verdict goes to ctx.exit.
+Planned plan_resolved(const PlanArgs& args, const plan::Resolution& r, const plan::PlanOptions& budget, Context& ctx) {
   plan::PlanOptions opts;
   if (args.jobs) opts.jobs = args.jobs;
   opts.env = env_from_args(args.resolve);
@@ -114,7 +116,10 @@ void run_plan(const PlanArgs& args, Context& ctx) {
   // The build venv, when the tree's requirements can be read (a local tree, a mirrored commit):
   // its versions are in the key, so `plan` makes or reuses it as `wheel` would.
   VenvChoice venv;
-  if (auto dir = store::choose_cache_dir(ctx.cache_dir)) {
+  auto venv_dir = store::choose_cache_dir(ctx.cache_dir);
+  if (!args.no_venv_because.empty()) {
+    venv.note = args.no_venv_because;
+  } else if (auto& dir = venv_dir) {
     // `plan` shows what a build would meet: a venv that cannot be made is said (and `wheel`
     // stops on it, exit 3), the plan is still printed.
     try {
@@ -125,7 +130,7 @@ void run_plan(const PlanArgs& args, Context& ctx) {
       warn(ctx, "build venv " + venv.note);
     }
   } else {
-    venv.note = "unknown (no cache directory: " + dir.error().message + ")";
+    venv.note = "unknown (no cache directory: " + venv_dir.error().message + ")";
   }
   opts.library_facts = gather_libraries(r, opts.env, venv_site_packages(opts.venv));
   std::vector<std::string> fetch_notes;
@@ -149,6 +154,8 @@ void run_plan(const PlanArgs& args, Context& ctx) {
   std::vector<Error> blockers;
   if (auto e = plan::missing_libraries(p->libraries)) blockers.push_back(*e);
   if (auto e = host.error()) blockers.push_back(*e);
+  Planned shown;
+  shown.built_wheel = built.wheel;
   auto finish = [&] {
     if (!args.check || blockers.empty() || built.wheel) return;
     for (const auto& b : blockers) error_line(ctx, b.message);
@@ -179,9 +186,9 @@ void run_plan(const PlanArgs& args, Context& ctx) {
     doc["blockers"] = b;
     doc["fetch_notes"] = fetch_notes;
     if (!p->venv) doc["build_venv_note"] = venv.note;
-    print_json(doc);
+    shown.doc = std::move(doc);
     finish();
-    return;
+    return shown;
   }
   const auto& rc = r.recipe;
   out(fmt::format("plan       {} {} from {}", rc.package, p->version, rc.name));
@@ -282,6 +289,76 @@ void run_plan(const PlanArgs& args, Context& ctx) {
   if (ctx.verbosity > 0) print_resolution(r, ctx);
   for (const auto& n : r.notes) note(ctx, "note: " + n);
   finish();
+  return shown;
+}
+
+// `plan --with` (or a dependent's recipe on its own): the set resolved as `wheel` resolves it
+// (cli/stack), then each member planned, torch first. A dependent's key holds the torch wheel it
+// is built against: when torch's key is built, its wheel in the cache is that wheel; else the
+// dependent's build venv is not made (pip would fetch another torch) and its key is provisional.
+void plan_set(const PlanArgs& args, const plan::PlanOptions& budget, Context& ctx) {
+  std::vector<StackMember> set = resolve_set(args.resolve, args.with, ctx);  // a refused pair throws (exit 2)
+  nlohmann::json plans = nlohmann::json::array();
+  std::optional<std::filesystem::path> torch_wheel;
+  Exit worst = Exit::ok;
+  for (const auto& m : set) {
+    PlanArgs a = args;
+    a.resolve = m.args;
+    a.with.clear();
+    const recipe::Recipe& rc = m.resolution.recipe;
+    std::string pairing = m.role == "dependent" ? pairing_text(m, set.front()) : "";
+    if (m.role == "dependent") {
+      if (torch_wheel)
+        a.resolve.torch_wheel = torch_wheel->string();
+      else
+        a.no_venv_because = fmt::format("made once {} is built: its wheel is installed into it and its sha256 is in "
+                                        "this key (the key shown is provisional until then)",
+                                        set.front().resolution.recipe.name);
+    }
+    if (!ctx.json) {
+      if (m.role == "torch") out(fmt::format("== torch      {} {} ({})", rc.package, rc.version.str(), rc.name));
+      else out(fmt::format("== dependent  {} {} ({}): {}", rc.package, rc.version.str(), rc.name, pairing));
+    }
+    Context mctx = ctx;
+    mctx.exit = Exit::ok;
+    Planned shown = plan_resolved(a, m.resolution, budget, mctx);
+    worst = std::max(worst, mctx.exit);
+    if (m.role == "torch" && shown.built_wheel) {
+      // Under its own name, as pip needs it for the dependents' build venvs.
+      auto dir = store::choose_cache_dir(ctx.cache_dir).take();
+      auto named = store::named_wheel(store::Layout(dir.dir), shown.built_wheel->sha256, shown.built_wheel->filename);
+      if (named) torch_wheel = *named;
+      else warn(ctx, "torch's built wheel cannot be named in the cache: " + named.error().message);
+    }
+    if (!ctx.json) continue;
+    nlohmann::json entry = std::move(shown.doc);
+    entry["role"] = m.role;
+    if (m.role == "dependent") {
+      entry["pairs_with"] = pairing_json(m, set.front());
+      entry["torch_wheel"] = a.resolve.torch_wheel.empty() ? nlohmann::json(nullptr) : nlohmann::json(a.resolve.torch_wheel);
+    }
+    plans.push_back(std::move(entry));
+  }
+  ctx.exit = worst;
+  if (ctx.json) print_json({{"ok", worst == Exit::ok}, {"plans", plans}});
+}
+
+void run_plan(const PlanArgs& args, Context& ctx) {
+  plan::PlanOptions budget;  // bad input first, before anything is resolved
+  memory_budget_from_args(args.resolve, budget);
+  if (asks_for_set(args.resolve, args.with)) return plan_set(args, budget, ctx);
+  plan::Resolution r = resolve_from_args(args.resolve, ctx);
+  if (r.status != Exit::ok) {
+    if (ctx.json)
+      print_json({{"resolution", plan::to_json(r)}, {"error", r.message}, {"exit", static_cast<int>(r.status)}});
+    else
+      print_resolution(r, ctx);
+    error_line(ctx, r.message);
+    ctx.exit = r.status;
+    return;
+  }
+  Planned shown = plan_resolved(args, r, budget, ctx);
+  if (ctx.json) print_json(shown.doc);
 }
 
 }  // namespace
@@ -298,6 +375,9 @@ void add_plan_command(CLI::App& app, Context& ctx) {
   cmd->add_flag("--check", args->check,
                 "Exit 3 where `wheel` would stop before starting (an expected library missing, too little disk or "
                 "memory), naming the figures");
+  cmd->add_option("--with", args->with, "Plan these too, against the torch of this command: torchvision,torchaudio "
+                  "(as `wheel --with`: each paired with the torch by its recipe; one plan per member)")
+      ->delimiter(',');
   add_json_flag(*cmd, ctx);
   cmd->callback([args, &ctx] { run_plan(*args, ctx); });
 }

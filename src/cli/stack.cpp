@@ -18,13 +18,6 @@ using nlohmann::json;
 
 namespace {
 
-// One member of the set, resolved before anything is built.
-struct Member {
-  std::string role;  // "torch" or "dependent"
-  ResolveArgs args;  // what `wheel` builds it from
-  plan::Resolution resolution;
-};
-
 // stdout while a member runs: its document (or its human lines) is gathered, not printed.
 class CapturedStdout {
  public:
@@ -100,10 +93,35 @@ ResolveArgs torch_args_for(const ResolveArgs& user, const recipe::Recipe& dep) {
   return a;
 }
 
-// The whole set, resolved: torch first, then each dependent paired with it. Refusals throw
-// (exit 2) before anything is built.
-std::vector<Member> resolve_set(const ResolveArgs& user, const std::vector<std::string>& with, const Context& ctx) {
-  std::vector<Member> set;
+// How a dependent pairs with torch: its own release line, else one it also serves (pair_with_torch
+// accepted it on one of the two).
+std::string paired_through(const recipe::Recipe& dep, const recipe::Recipe& torch) {
+  return dep.torch && dep.torch->prefix(2) == torch.version.prefix(2) ? "torch" : "torch_also";
+}
+
+// The wheel a member's output names: "wheel" of its document, else its last line (human output).
+std::string wheel_of(const std::string& output, const json& doc) {
+  if (doc.is_object() && doc.contains("wheel") && doc["wheel"].is_string()) return doc["wheel"];
+  std::string last;
+  for (const auto& line : text::split_any(output, "\n"))
+    if (text::trim(line).ends_with(".whl")) last = text::trim(line);
+  return last;
+}
+
+}  // namespace
+
+bool asks_for_set(const ResolveArgs& args, const std::vector<std::string>& with) {
+  return !with.empty() || (args.torch_wheel.empty() && is_dependent(args.recipe));
+}
+
+std::vector<StackMember> resolve_set(const ResolveArgs& user, const std::vector<std::string>& with,
+                                     const Context& ctx) {
+  // One torch wheel is installed into each dependent's build venv: the set is for one interpreter.
+  if (user.python.find(',') != std::string::npos)
+    throw Failure(Error::bad_input(fmt::format(
+        "--python {}: {} builds the set (torch, then what builds against it) for one interpreter; give --python "
+        "one interpreter (and run once per interpreter)", user.python, with.empty() ? "--recipe " + user.recipe : "--with")));
+  std::vector<StackMember> set;
   if (with.empty()) {
     // A dependent on its own: the user's options are its own; torch comes from its recipe.
     plan::Resolution dep = resolve_or_throw(user, ctx);
@@ -113,9 +131,10 @@ std::vector<Member> resolve_set(const ResolveArgs& user, const std::vector<std::
                                         fmt::format("{} (torch_recipe {})", dep.recipe.name, torch.recipe.name));
     if (!paired) throw Failure(paired.error());
     throw_unless_ok(torch, ctx);
-    set.push_back({"torch", ta, torch});
+    set.push_back({"torch", ta, torch, "", ""});
     ResolveArgs da = dependent_args(user, torch, dep.recipe, true);
-    set.push_back({"dependent", da, resolve_or_throw(da, ctx)});
+    set.push_back({"dependent", da, resolve_or_throw(da, ctx), paired_through(dep.recipe, torch.recipe),
+                   dep.recipe.torch_recipe ? "torch_recipe" : "torch"});
     return set;
   }
   if (is_dependent(user.recipe))
@@ -135,30 +154,41 @@ std::vector<Member> resolve_set(const ResolveArgs& user, const std::vector<std::
       deps.push_back(std::move(*dep));  // named twice: built once
   }
   throw_unless_ok(torch, ctx);
-  set.push_back({"torch", ta, torch});
+  set.push_back({"torch", ta, torch, "", ""});
   for (const auto& dep : deps) {
     ResolveArgs da = dependent_args(user, torch, dep, false);
     da.torch_wheel.clear();
-    set.push_back({"dependent", da, resolve_or_throw(da, ctx)});
+    set.push_back({"dependent", da, resolve_or_throw(da, ctx), paired_through(dep, torch.recipe), ""});
   }
   return set;
 }
 
-// The wheel a member's output names: "wheel" of its document, else its last line (human output).
-std::string wheel_of(const std::string& output, const json& doc) {
-  if (doc.is_object() && doc.contains("wheel") && doc["wheel"].is_string()) return doc["wheel"];
-  std::string last;
-  for (const auto& line : text::split_any(output, "\n"))
-    if (text::trim(line).ends_with(".whl")) last = text::trim(line);
-  return last;
+json pairing_json(const StackMember& dependent, const StackMember& torch) {
+  const recipe::Recipe& d = dependent.resolution.recipe;
+  const recipe::Recipe& t = torch.resolution.recipe;
+  json also = json::array();
+  for (const auto& v : d.torch_also) also.push_back(v.str());
+  return {{"torch", {{"recipe", t.name}, {"package", t.package}, {"version", t.version.str()}}},
+          {"through", dependent.paired_through},
+          {"torch_key", d.torch ? json(d.torch->str()) : json(nullptr)},
+          {"torch_also", also},
+          {"torch_from", dependent.torch_from.empty() ? json("--recipe") : json(dependent.torch_from)}};
 }
 
-}  // namespace
+std::string pairing_text(const StackMember& dependent, const StackMember& torch) {
+  const recipe::Recipe& d = dependent.resolution.recipe;
+  const recipe::Recipe& t = torch.resolution.recipe;
+  std::string through = dependent.paired_through == "torch"
+                            ? fmt::format("its `torch` key {}", d.torch ? d.torch->str() : "?")
+                            : fmt::format("its `torch_also` {} (its own `torch` is {})",
+                                          t.version.prefix(2).str(), d.torch ? d.torch->str() : "?");
+  return fmt::format("pairs with {} ({} {}) through {}", t.name, t.package, t.version.str(), through);
+}
 
 bool run_stack_if_asked(const ResolveArgs& args, const std::vector<std::string>& with, Context& ctx,
                         const BuildMember& build) {
-  if (with.empty() && (!args.torch_wheel.empty() || !is_dependent(args.recipe))) return false;
-  std::vector<Member> set = resolve_set(args, with, ctx);
+  if (!asks_for_set(args, with)) return false;
+  std::vector<StackMember> set = resolve_set(args, with, ctx);
   if (ctx.verbosity >= 0) {
     std::vector<std::string> names;
     for (const auto& m : set) names.push_back(fmt::format("{} {}", m.resolution.recipe.package, m.resolution.recipe.version.str()));
@@ -169,9 +199,16 @@ bool run_stack_if_asked(const ResolveArgs& args, const std::vector<std::string>&
   json wheels = json::array();
   Exit worst = Exit::ok;
   std::string torch_wheel, first_error;
+  std::size_t index = 0;
   for (auto& m : set) {
-    json entry = {{"role", m.role}, {"recipe", m.resolution.recipe.name}, {"package", m.resolution.recipe.package}};
+    const recipe::Recipe& rc = m.resolution.recipe;
+    // Humans: which member the stage lines and "built"/"reused" that follow are about.
+    if (!ctx.json && ctx.verbosity >= 0)
+      note(ctx, fmt::format("[{}/{}] {} {} {} ({}){}", ++index, set.size(), m.role, rc.package, rc.version.str(),
+                            rc.name, m.role == "dependent" ? ": " + pairing_text(m, set.front()) : ""));
+    json entry = {{"role", m.role}, {"recipe", rc.name}, {"package", rc.package}};
     if (m.role == "dependent") {
+      entry["pairs_with"] = pairing_json(m, set.front());
       if (torch_wheel.empty()) {
         entry["ok"] = false;
         entry["error"] = "not built: the torch it builds against was not built";

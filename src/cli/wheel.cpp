@@ -333,9 +333,6 @@ void run_wheel(const WheelArgs& args, Context& ctx) {
     a.with.clear();
     run_wheel(a, c);
   };
-  if (!args.with.empty() && args.resolve.python.find(',') != std::string::npos)
-    throw Failure(Error::bad_input("--with builds the set for one interpreter: give --python one interpreter "
-                                   "(and run once per interpreter)"));
   if (run_stack_if_asked(args.resolve, args.with, ctx, one)) return;
   plan::PlanOptions budget;  // bad input first, before anything is resolved
   memory_budget_from_args(args.resolve, budget);

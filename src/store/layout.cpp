@@ -77,6 +77,14 @@ std::filesystem::path Layout::wheel(std::string_view sha256) const {
   if (!hex) throw Failure(Error::bad_input(fmt::format("invalid wheel hash: '{}'", sha256)));
   return wheels_dir() / (std::string(sha256) + ".whl");
 }
+
+std::filesystem::path Layout::named_wheel(std::string_view sha256, std::string_view filename) const {
+  // Wheel names carry '+' (local versions), which valid_name refuses: one path component is enough.
+  if (!filename.ends_with(".whl") || filename.size() > 255 || filename[0] == '.' ||
+      filename.find('/') != std::string_view::npos)
+    throw Failure(Error::bad_input(fmt::format("invalid wheel file name: '{}'", filename)));
+  return wheel(sha256).parent_path() / (std::string(sha256) + ".named") / std::string(filename);  // the hash checked
+}
 std::filesystem::path Layout::manifest(std::string_view key) const {
   return keys_dir() / (checked(key, "build key") + ".json");
 }

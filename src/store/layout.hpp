@@ -5,6 +5,7 @@
 //   src/<key>/                checkouts, one per build key
 //   build/<key>/              build trees, one per build key
 //   wheels/<sha256>.whl       finished wheels, content addressed
+//   wheels/<sha256>.named/    a hard link to it under its wheel file name (pip needs the name)
 //   keys/<key>.json           manifest: build key → wheel hash, stamps, logs; keys/<key>.lock
 //   logs/<key>/<stage>.log
 //   ccache/                   compiler cache (unless the user points elsewhere)
@@ -54,6 +55,9 @@ class Layout {
   std::filesystem::path build_dir(std::string_view key) const;        // build/<key>
   std::filesystem::path wheels_dir() const { return root_ / "wheels"; }
   std::filesystem::path wheel(std::string_view sha256) const;         // wheels/<sha256>.whl
+  // wheels/<sha256>.named/<filename>: the stored wheel under its own name, for pip (`plan --with`
+  // installs torch's finished wheel into a dependent's build venv from the cache).
+  std::filesystem::path named_wheel(std::string_view sha256, std::string_view filename) const;
   std::filesystem::path keys_dir() const { return root_ / "keys"; }
   std::filesystem::path manifest(std::string_view key) const;         // keys/<key>.json
   std::filesystem::path key_lock(std::string_view key) const;         // keys/<key>.lock

@@ -219,7 +219,9 @@ Result<Removal> gc(const Layout& layout, const GcOptions& options) {
   for (const auto& e : entries(layout.wheels_dir())) {
     auto name = e.path().filename().string();
     if (is_temp_name(name)) continue;  // handled below, by age
-    if (e.path().extension() == ".whl" && keep.count(e.path().stem().string())) continue;
+    // <sha256>.named/ is a kept wheel's hard link under its own name: kept with it.
+    auto ext = e.path().extension();
+    if ((ext == ".whl" || ext == ".named") && keep.count(e.path().stem().string())) continue;
     // A running build stores its wheel before its manifest names it: leave young ones.
     if (auto t = mtime(e.path()); t && options.now - *t < options.temp_age) continue;
     remove_path(e.path(), r);

@@ -85,6 +85,28 @@ WheelCheck get_wheel(const Layout& layout, const std::string& sha256) {
   return c;
 }
 
+Result<std::filesystem::path> named_wheel(const Layout& layout, const std::string& sha256, const std::string& filename) {
+  auto stored = layout.wheel(sha256);
+  auto target = layout.named_wheel(sha256, filename);
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(target, ec)) return target;
+  if (!std::filesystem::is_regular_file(stored, ec))
+    return Error::bad_input(fmt::format("cached wheel {} is missing", stored.string()));
+  std::filesystem::create_directories(target.parent_path(), ec);
+  if (ec) return Error::bad_input(fmt::format("{}: cannot create: {}", target.parent_path().string(), ec.message()));
+  // A link beside the target, renamed over it: another process never sees a partial name.
+  auto tmp = target.parent_path() / fmt::format(".{}.{}", filename, ::getpid());
+  std::filesystem::remove(tmp, ec);
+  std::filesystem::create_hard_link(stored, tmp, ec);
+  if (ec) return copy_to_out(stored, target.parent_path(), filename);  // no hard links here
+  std::filesystem::rename(tmp, target, ec);
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    return Error::bad_input(fmt::format("{}: cannot name the cached wheel: {}", target.string(), ec.message()));
+  }
+  return target;
+}
+
 Result<std::filesystem::path> copy_to_out(const std::filesystem::path& wheel, const std::filesystem::path& out_dir,
                                           const std::string& filename) {
   if (filename.empty() || filename.find('/') != std::string::npos || filename[0] == '.')

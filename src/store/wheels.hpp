@@ -34,6 +34,10 @@ struct WheelCheck {
 // deleted and reported (state corrupted + message), so the caller rebuilds it.
 WheelCheck get_wheel(const Layout& layout, const std::string& sha256);
 
+// The stored wheel with this hash under its file name (Layout::named_wheel): a hard link made
+// once (a copy where the file system has none), atomically. Error: not stored, or not linkable.
+Result<std::filesystem::path> named_wheel(const Layout& layout, const std::string& sha256, const std::string& filename);
+
 // Copies `wheel` to out_dir/filename without ever leaving a partial file there: temp file in
 // out_dir, fsync, rename (an older file of that name is replaced atomically). Creates out_dir.
 Result<std::filesystem::path> copy_to_out(const std::filesystem::path& wheel, const std::filesystem::path& out_dir,

@@ -6,6 +6,7 @@
 // mismatched pair is refused before any stage (exit 2).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -114,6 +115,30 @@ TEST_CASE("stack: a dependent whose recipe pairs with another torch is refused b
   INFO(alone.err);
   CHECK(alone.status == 2);
   CHECK_THAT(alone.err, Catch::Contains("pairs with torch 0.2"));
+  // plan --with: the same refusal, before any plan is made.
+  for (bool as_json : {true, false}) {
+    std::vector<std::string> a = {"--cache-dir", cache.string(), "plan", "--sm", "90", "--recipe",
+                                  recipes.torch.string(), "--with", recipes.dependent.string(), "--python", kPython};
+    if (as_json) a.push_back("--json");
+    auto planned = t::archbuild(a, quiet_pip());
+    INFO(planned.out << planned.err);
+    CHECK(planned.status == 2);
+    CHECK_THAT(planned.err, Catch::Contains("no recipe pairs with minitorch 0.1.0") &&
+                                Catch::Contains("minivision (0.1.0) pairs with torch 0.2"));
+    if (as_json) CHECK(json::parse(planned.out)["exit"] == 2);
+    else CHECK(planned.out.empty());
+  }
+  // The set is for one interpreter: --with beside --python A,B is refused in one line (wheel, plan).
+  for (const std::string command : {"wheel", "plan"}) {
+    auto two = t::archbuild({"--cache-dir", cache.string(), command, "--sm", "90", "--recipe", recipes.torch.string(),
+                             "--with", recipes.dependent.string(), "--python", kPython + "," + kPython},
+                            quiet_pip());
+    INFO(command << ": " << two.err);
+    CHECK(two.status == 2);
+    CHECK_THAT(two.err, Catch::Contains("--python " + kPython + "," + kPython) &&
+                            Catch::Contains("for one interpreter"));
+    CHECK(std::count(two.err.begin(), two.err.end(), '\n') == 1);
+  }
   // Nothing ran: no stage log, no checkout, nothing in --out.
   CHECK_FALSE(fs::exists(cache / "logs"));
   CHECK_FALSE(fs::exists(cache / "src"));
@@ -139,6 +164,100 @@ TEST_CASE("stack: the shipped torch 2.15 has no torchvision to pair with", "[cli
   CHECK(r.status == 2);
   CHECK_THAT(r.err, Catch::Contains("--with torchvision: no recipe pairs with torch 2.15.0") &&
                         Catch::Contains("torchvision-0.29 (0.29.0) pairs with torch 2.14"));
+  CHECK_FALSE(fs::exists(dir / "cache" / "logs"));
+}
+
+TEST_CASE("stack: plan --with plans torch then the dependent it pairs with, and builds nothing", "[cli][stack]") {
+  std::string why = why_not(false);
+  if (!why.empty()) {
+    WARN("##archbuild-skip## " << why);
+    return;
+  }
+  t::TempDir dir;
+  auto recipes = write_recipes(dir, "file:///nonexistent/minitorch");
+  fs::path cache = dir / "cache";
+  auto plan = [&](bool as_json) {
+    std::vector<std::string> a = {"--cache-dir", cache.string(), "plan", "--sm", "90", "--recipe",
+                                  recipes.torch.string(), "--with", recipes.dependent.string(), "--python", kPython};
+    if (as_json) a.push_back("--json");
+    return t::archbuild(a, quiet_pip());
+  };
+  auto j = plan(true);
+  INFO(j.out << j.err);
+  if (j.status == 3) {
+    WARN("##archbuild-skip## the example recipes cannot be resolved on this host: " << j.err);
+    return;
+  }
+  REQUIRE(j.status == 0);
+  json doc = json::parse(j.out);
+  CHECK(doc["ok"] == true);
+  REQUIRE(doc["plans"].size() == 2);
+  const json& torch = doc["plans"][0];
+  const json& dep = doc["plans"][1];
+  CHECK(torch["role"] == "torch");
+  CHECK(torch["recipe"]["package"] == "minitorch");
+  CHECK(torch["built"] == false);
+  CHECK(dep["role"] == "dependent");
+  CHECK(dep["recipe"]["package"] == "minivision");
+  // The pairing: minivision's `torch` key is minitorch's release line.
+  CHECK(dep["pairs_with"]["torch"]["package"] == "minitorch");
+  CHECK(dep["pairs_with"]["torch"]["version"] == "0.1.0");
+  CHECK(dep["pairs_with"]["through"] == "torch");
+  CHECK(dep["pairs_with"]["torch_key"] == "0.1.0");
+  CHECK(dep["pairs_with"]["torch_from"] == "--recipe");
+  // Built on torch's CUDA and interpreter.
+  CHECK(dep["resolution"]["toolkit"]["root"] == torch["resolution"]["toolkit"]["root"]);
+  CHECK(dep["resolution"]["python"]["path"] == torch["resolution"]["python"]["path"]);
+  // torch is not built: no wheel to install, so no build venv (pip would fetch another torch).
+  CHECK(dep["torch_wheel"].is_null());
+  CHECK(dep["build_venv"].is_null());
+  CHECK_THAT(dep["build_venv_note"].get<std::string>(), Catch::Contains("made once") && Catch::Contains("provisional"));
+  CHECK(torch["key"] != dep["key"]);
+
+  auto h = plan(false);
+  INFO(h.out << h.err);
+  REQUIRE(h.status == 0);
+  auto torch_at = h.out.find("== torch      minitorch 0.1.0");
+  auto dep_at = h.out.find("== dependent  minivision 0.1.0");
+  CHECK(torch_at != std::string::npos);
+  CHECK(dep_at != std::string::npos);
+  CHECK(torch_at < dep_at);  // torch first
+  CHECK_THAT(h.out, Catch::Contains("pairs with") && Catch::Contains("(minitorch 0.1.0) through its `torch` key 0.1.0"));
+  // One block per member, each with its key.
+  CHECK(h.out.find("build key  " + torch["key"].get<std::string>()) != std::string::npos);
+  CHECK(h.out.find("build key  " + dep["key"].get<std::string>()) != std::string::npos);
+  CHECK_THAT(h.out, Catch::Contains("build venv made once"));
+  // Nothing was built or fetched.
+  CHECK_FALSE(fs::exists(cache / "logs"));
+  CHECK_FALSE(fs::exists(cache / "src"));
+}
+
+TEST_CASE("stack: plan --with torchaudio,torchvision pairs torch 2.14 through torch_also and torch", "[cli][stack]") {
+  t::TempDir dir;
+  auto r = t::archbuild({"--cache-dir", (dir / "cache").string(), "plan", "--sm", "90", "--recipe", "torch-2.14",
+                         "--with", "torchaudio,torchvision", "--cuda", "13.0", "--python", kPython, "--offline",
+                         "--json"},
+                        quiet_pip());
+  INFO(r.out << r.err);
+  if (r.status == 3) {
+    WARN("##archbuild-skip## torch 2.14 cannot be resolved on this host: " << r.err);
+    return;
+  }
+  REQUIRE(r.status == 0);
+  json doc = json::parse(r.out);
+  REQUIRE(doc["plans"].size() == 3);
+  CHECK(doc["plans"][0]["recipe"]["name"] == "torch-2.14");
+  const json& audio = doc["plans"][1];
+  const json& vision = doc["plans"][2];
+  CHECK(audio["recipe"]["name"] == "torchaudio-2.11");  // the last torchaudio serves 2.12 - 2.14
+  CHECK(audio["pairs_with"]["through"] == "torch_also");
+  CHECK(audio["pairs_with"]["torch_key"] == "2.11.0");
+  CHECK(audio["pairs_with"]["torch"]["recipe"] == "torch-2.14");
+  CHECK(vision["recipe"]["name"] == "torchvision-0.29");
+  CHECK(vision["pairs_with"]["through"] == "torch");
+  CHECK(vision["pairs_with"]["torch_key"] == "2.14.0");
+  for (const auto& p : doc["plans"])
+    CHECK(p["resolution"]["cuda"]["release"] == doc["plans"][0]["resolution"]["cuda"]["release"]);
   CHECK_FALSE(fs::exists(dir / "cache" / "logs"));
 }
 
@@ -242,6 +361,46 @@ TEST_CASE("stack: minivision built against the minitorch built first on its own 
   CHECK(member(doc2, "dependent")["key"] == dep["key"]);
   CHECK(member(doc2, "dependent")["sha256"] == dep["sha256"]);
   CHECK(fs::exists(dir / "out2" / fs::path(dep["wheel"].get<std::string>()).filename()));
+
+  // Humans: stdout names every wheel of the set, in build order; stderr says which member was
+  // reused (or built).
+  auto human = t::archbuild({"--cache-dir", (dir / "cache").string(), "wheel", "--sm", "90", "--python", kPython,
+                             "--out", (dir / "out3").string(), "--recipe", recipes.torch.string(), "--with",
+                             recipes.dependent.string()},
+                            quiet_pip());
+  INFO(human.out << human.err);
+  REQUIRE(human.status == 0);
+  std::string torch_file = (dir / "out3" / fs::path(torch["wheel"].get<std::string>()).filename()).string();
+  std::string dep_file = (dir / "out3" / fs::path(dep["wheel"].get<std::string>()).filename()).string();
+  CHECK(human.out == torch_file + "\n" + dep_file + "\n");
+  auto torch_note = human.err.find("[1/2] torch minitorch 0.1.0");
+  auto dep_note = human.err.find("[2/2] dependent minivision 0.1.0");
+  REQUIRE(torch_note != std::string::npos);
+  REQUIRE(dep_note != std::string::npos);
+  CHECK(human.err.find("reused the wheel built earlier for key " + torch["key"].get<std::string>().substr(0, 16),
+                       torch_note) < dep_note);
+  CHECK(human.err.find("reused the wheel built earlier for key " + dep["key"].get<std::string>().substr(0, 16),
+                       dep_note) != std::string::npos);
+  CHECK_THAT(human.err, Catch::Contains("pairs with") && Catch::Contains("through its `torch` key 0.1.0"));
+
+  // plan --with now that both keys are built: the dependent's plan installs torch's wheel from the
+  // cache and has the very key `wheel --with` built.
+  auto planned = t::archbuild({"--cache-dir", (dir / "cache").string(), "plan", "--sm", "90", "--python", kPython,
+                               "--recipe", recipes.torch.string(), "--with", recipes.dependent.string(), "--json"},
+                              quiet_pip());
+  INFO(planned.out << planned.err);
+  REQUIRE(planned.status == 0);
+  json plans = json::parse(planned.out)["plans"];
+  REQUIRE(plans.size() == 2);
+  CHECK(plans[0]["key"] == torch["key"]);
+  CHECK(plans[0]["built"] == true);
+  CHECK(plans[1]["key"] == dep["key"]);
+  CHECK(plans[1]["built"] == true);
+  // torch's wheel from the cache, under its own name (pip needs it).
+  fs::path from_cache = plans[1]["torch_wheel"].get<std::string>();
+  CHECK(from_cache.filename() == fs::path(torch["wheel"].get<std::string>()).filename());
+  CHECK(from_cache.parent_path().filename() == torch["sha256"].get<std::string>() + ".named");
+  CHECK(plans[1]["build_venv"]["wheels"][0]["sha256"] == torch["sha256"]);
 }
 
 TEST_CASE("stack: on a GPU the dependent's import test runs its recipe's CUDA operation beside the custom torch",

@@ -597,6 +597,14 @@ TEST_CASE("a dependent's recipe: torch_recipe relative to its file, the CUDA ope
   REQUIRE(tv.ok());
   CHECK(tv->cuda_op.find("torch.ops.torchvision.nms") != std::string::npos);
   CHECK_FALSE(tv->torch_recipe);
+  // torchaudio's, from torchaudio-common: forced_align's CUDA kernel, in 2.10 and 2.11 alike.
+  for (const char* name : {"torchaudio-2.10", "torchaudio-2.11"}) {
+    auto ta = recipe::load(name);
+    REQUIRE(ta.ok());
+    CHECK(ta->cuda_op_what == "torchaudio.functional.forced_align on cuda");
+    CHECK(ta->cuda_op.find("forced_align(log_probs, targets, blank=0)") != std::string::npos);
+    CHECK(ta->cuda_op.find("ok = ") != std::string::npos);
+  }
 
   test::TempDir tmp;
   std::string t = kGood;

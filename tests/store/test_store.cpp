@@ -228,6 +228,26 @@ TEST_CASE("Wheels: put is content addressed, a corrupted wheel is discarded and 
   CHECK_FALSE(put_wheel(layout, tmp / "no-such.whl"));
 }
 
+TEST_CASE("named_wheel: the stored wheel under its own name, made once", "[store]") {
+  TempDir tmp;
+  Layout layout(tmp / "cache");
+  auto stored = put_wheel(layout, tmp.write("dist/t.whl", "torch wheel"));
+  REQUIRE(stored);
+  const std::string name = "minitorch-0.1.0+cu130.sm90-cp311-cp311-linux_x86_64.whl";  // '+': a local version
+  auto named = named_wheel(layout, stored->sha256, name);
+  REQUIRE(named);
+  CHECK(*named == layout.named_wheel(stored->sha256, name));
+  CHECK(named->filename() == name);
+  CHECK(test::read_file(*named) == "torch wheel");
+  CHECK(fs::equivalent(*named, stored->path));  // a hard link, not a second copy
+  auto again = named_wheel(layout, stored->sha256, name);
+  REQUIRE(again);
+  CHECK(*again == *named);
+  CHECK(names_in(named->parent_path()) == std::vector<std::string>{name});  // no temp left
+  CHECK_FALSE(named_wheel(layout, std::string(64, 'f'), name));  // not stored
+  CHECK_THROWS_AS(layout.named_wheel(stored->sha256, "../x.whl"), Failure);
+}
+
 TEST_CASE("copy_to_out: complete file or nothing", "[store]") {
   TempDir tmp;
   auto wheel = tmp.write("w.whl", "wheel bytes");
