@@ -10,6 +10,7 @@
 #include <atomic>
 #include <exception>
 #include <map>
+#include <optional>
 #include <thread>
 
 namespace archbuild::binary {
@@ -137,18 +138,21 @@ Container parse_container(ByteReader& in, std::uint64_t pos, std::uint64_t limit
 // Registered containers by file offset (from .nvFatBinSegment), each parsed where it lies.
 using Known = std::map<std::uint64_t, Container>;
 
-// .nv_fatbin / __nv_relfatbin: containers back to back, zero padding allowed between them. A
-// container `known` holds at a position is taken as parsed; everything else is read here.
-std::vector<Container> walk_section(ByteReader& in, const Section& s, Placement placement, const Known& known) {
-  std::vector<Container> out;
+// What a walk or a scan of part of a section found, and where it would go on: past the last
+// container when that runs beyond the part, else the part's end.
+struct ScanResult {
+  std::vector<Container> found;
+  std::uint64_t resume = 0;
+};
+
+// .nv_fatbin / __nv_relfatbin from `begin` (the section's start, or a container's): containers
+// back to back, zero padding allowed between them, until `stop` is passed.
+ScanResult walk_range(ByteReader& in, const Section& s, std::uint64_t begin, std::uint64_t stop, Placement placement) {
+  ScanResult r;
   const std::uint64_t end = s.offset + s.size;
-  std::uint64_t p = s.offset;
-  while (p < end) {
-    if (auto it = known.find(p); it != known.end()) {
-      out.push_back(it->second);
-      p += it->second.size;
-      continue;
-    }
+  stop = std::min(stop, end);
+  std::uint64_t p = begin;
+  while (p < stop) {
     Bytes w = in.view(p, static_cast<std::size_t>(std::min<std::uint64_t>(end - p, ByteReader::kViewMax)));
     auto nonzero = std::find_if(w.begin(), w.end(), [](std::uint8_t b) { return b != 0; });
     if (nonzero != w.begin()) {
@@ -158,10 +162,11 @@ std::vector<Container> walk_section(ByteReader& in, const Section& s, Placement 
     if (!fits(p, 4, end) || load<std::uint32_t>(w, 0) != kFatbinMagic)
       throw Malformed(fmt::format("{}: unexpected bytes at {} (expected a fatbin container, magic {})", s.name, hex(p),
                                   hex(kFatbinMagic)));
-    out.push_back(parse_container(in, p, end, s.name, placement));
-    p += out.back().size;
+    r.found.push_back(parse_container(in, p, end, s.name, placement));
+    p += r.found.back().size;
   }
-  return out;
+  r.resume = std::max(p, begin);
+  return r;
 }
 
 bool is_scanned(const Section& s) {
@@ -295,13 +300,6 @@ class MagicFinder {
   ByteReader& in_;
 };
 
-// What a scan of part of a section found, and where it would look next: past the last
-// container when that runs beyond the part, else the part's end.
-struct ScanResult {
-  std::vector<Container> found;
-  std::uint64_t resume = 0;
-};
-
 // Containers whose magic lies in [begin, starts_end), found by their magic and parsed up to the
 // section's `end`; only valid headers count. A container of `known` (registered) is taken as
 // parsed where the scan reaches it, and its bytes skipped. The scan is deterministic in where it
@@ -384,22 +382,52 @@ std::optional<std::uint64_t> file_offset_of(const Elf& elf, std::uint64_t addr) 
   return std::nullopt;
 }
 
-// The registered containers that parse, keyed by offset. A registration that points nowhere
-// or at no valid container is ignored: the walk and the scan read those bytes as they would
-// without it, so the result never depends on the segment being right.
-Known known_containers(ByteReader& in, const Elf& elf, const std::vector<FatbinRegistration>& regs) {
-  Known known;
-  for (const auto& r : regs) {
-    auto off = file_offset_of(elf, r.address());
-    if (!off) continue;
-    const Section* s = visited_section_at(elf, *off);
-    if (!s) continue;
-    try {
-      Container c = parse_container(in, *off, s->offset + s->size, s->name, placement_of(*s));
-      if (!c.entries.empty()) known.emplace(*off, std::move(c));
-    } catch (const Malformed&) {
-    }
+// Calls fn(reader, i) for every i in [0, count) on up to `threads` threads, each with its own
+// reader over the same input (`in` on the calling thread). A reader that cannot be had means
+// fewer threads, not another result.
+template <class Fn>
+void parallel_for(ByteReader& in, std::size_t count, unsigned threads, Fn fn) {
+  std::atomic<std::size_t> next{0};
+  auto work = [&](ByteReader& reader) {
+    for (std::size_t i; (i = next++) < count;) fn(reader, i);
+  };
+  std::vector<ByteReader> readers;
+  for (std::size_t t = 1; t < std::min<std::size_t>(threads, count); ++t) {
+    auto r = in.sibling();
+    if (!r) break;
+    readers.push_back(std::move(*r));
   }
+  std::vector<std::thread> pool;
+  for (auto& r : readers) pool.emplace_back(work, std::ref(r));
+  work(in);
+  for (auto& t : pool) t.join();
+}
+
+// The registered containers in scanned sections that parse, keyed by offset: the scan skips
+// their bytes. (Those in .nv_fatbin are read by its walk, which the registrations split into
+// parts instead.) A registration that points nowhere or at no valid container is ignored: the
+// scan reads those bytes as it would without it, so the result never depends on the segment
+// being right. Parsed in batches on `threads` threads.
+Known known_containers(ByteReader& in, const Elf& elf, const std::vector<FatbinRegistration>& regs,
+                       unsigned threads) {
+  std::vector<std::optional<Container>> parsed(regs.size());
+  constexpr std::size_t kBatch = 64;
+  parallel_for(in, (regs.size() + kBatch - 1) / kBatch, threads, [&](ByteReader& reader, std::size_t batch) {
+    for (std::size_t i = batch * kBatch; i < std::min(regs.size(), (batch + 1) * kBatch); ++i) {
+      auto off = file_offset_of(elf, regs[i].address());
+      if (!off) continue;
+      const Section* s = visited_section_at(elf, *off);
+      if (!s || is_walked(*s)) continue;
+      try {
+        Container c = parse_container(reader, *off, s->offset + s->size, s->name, placement_of(*s));
+        if (!c.entries.empty()) parsed[i] = std::move(c);
+      } catch (const Malformed&) {
+      }
+    }
+  });
+  Known known;
+  for (auto& c : parsed)  // in registration order: the first of two at one offset is kept
+    if (c) known.emplace(c->offset, std::move(*c));
   // Overlapping registrations would make the skips ambiguous: keep the first of each overlap.
   for (auto it = known.begin(); it != known.end();) {
     auto next = std::next(it);
@@ -409,13 +437,14 @@ Known known_containers(ByteReader& in, const Elf& elf, const std::vector<FatbinR
   return known;
 }
 
-// One unit of read_all's work: a walked section, or a part of a scanned one (magic looked for
-// in [begin, starts_end), containers parsed up to the section's end).
+// One unit of read_all's work: a part of a walked section (containers from `begin`, a
+// registered container's offset, until `stop`), or of a scanned one (magic looked for in
+// [begin, stop), containers parsed up to the section's end).
 struct Task {
   const Section* section = nullptr;
   bool walk = false;
   std::uint64_t begin = 0;
-  std::uint64_t starts_end = 0;
+  std::uint64_t stop = 0;
 };
 
 struct TaskResult {
@@ -424,23 +453,36 @@ struct TaskResult {
 };
 
 // Scanning is most of the time on large libraries (libcublasLt: ~200 MB of data sections):
-// parts of at least this size go to other threads. Smaller inputs stay on one thread.
+// parts of at least this size go to other threads. A walk costs a few small reads per
+// container: parts of at least this many registered containers. Small inputs stay whole.
 constexpr std::uint64_t kMinPart = 8 << 20;
+constexpr std::size_t kMinWalkPart = 64;
 
-std::vector<Task> plan_tasks(const Elf& elf, unsigned threads) {
+// `registered`: the offsets of registered containers, sorted; where a walk may start.
+std::vector<Task> plan_tasks(const Elf& elf, unsigned threads, const std::vector<std::uint64_t>& registered) {
   std::uint64_t scanned = 0;
   for (const auto& s : elf.sections)
     if (is_visited(s) && !is_walked(s)) scanned += s.size;
   // A few parts per thread, so one slow part does not leave the others idle.
-  const std::uint64_t part = threads > 1 ? std::max<std::uint64_t>(kMinPart, scanned / (threads * 4ULL)) : UINT64_MAX;
+  const std::uint64_t parts_wanted = threads > 1 ? threads * 4ULL : 1;
+  const std::uint64_t part = threads > 1 ? std::max<std::uint64_t>(kMinPart, scanned / parts_wanted) : UINT64_MAX;
   std::vector<Task> tasks;
   for (const auto& s : elf.sections) {
     if (!is_visited(s)) continue;
+    const std::uint64_t end = s.offset + s.size;
     if (is_walked(s)) {
-      tasks.push_back({&s, true, s.offset, s.offset + s.size});
+      auto first = std::upper_bound(registered.begin(), registered.end(), s.offset);
+      auto last = std::lower_bound(first, registered.end(), end);
+      const auto n = static_cast<std::size_t>(last - first);
+      const std::size_t step = std::max<std::size_t>(kMinWalkPart, n / parts_wanted);
+      std::uint64_t b = s.offset;
+      for (std::size_t k = step; k + step / 2 < n; k += step) {
+        tasks.push_back({&s, true, b, first[static_cast<std::ptrdiff_t>(k)]});
+        b = tasks.back().stop;
+      }
+      tasks.push_back({&s, true, b, end});
       continue;
     }
-    const std::uint64_t end = s.offset + s.size;
     for (std::uint64_t b = s.offset; b < end;) {
       std::uint64_t e = end - b > part + part / 2 ? b + part : end;  // no sliver at the end
       tasks.push_back({&s, false, b, e});
@@ -450,49 +492,41 @@ std::vector<Task> plan_tasks(const Elf& elf, unsigned threads) {
   return tasks;
 }
 
+// A task's part, from `begin` (its own, or where the parts before it left off).
+ScanResult run_part(ByteReader& in, const Task& t, std::uint64_t begin, const Known& known) {
+  const Section& s = *t.section;
+  return t.walk ? walk_range(in, s, begin, t.stop, placement_of(s))
+                : scan_range(in, begin, t.stop, s.offset + s.size, s.name, Placement::embedded, known);
+}
+
 TaskResult run_task(ByteReader& in, const Task& t, const Known& known) {
   TaskResult r;
   try {
-    const Section& s = *t.section;
-    if (t.walk)
-      r.scan.found = walk_section(in, s, placement_of(s), known);
-    else
-      r.scan = scan_range(in, t.begin, t.starts_end, s.offset + s.size, s.name, Placement::embedded, known);
+    r.scan = run_part(in, t, t.begin, known);
   } catch (...) {
     r.error = std::current_exception();
   }
   return r;
 }
 
-// Runs the tasks on up to `threads` threads, each with its own reader; results by task index.
+// Runs the tasks on up to `threads` threads; results by task index.
 std::vector<TaskResult> run_tasks(ByteReader& in, const std::vector<Task>& tasks, const Known& known, unsigned threads) {
   std::vector<TaskResult> results(tasks.size());
-  std::atomic<std::size_t> next{0};
-  auto work = [&](ByteReader& reader) {
-    for (std::size_t i; (i = next++) < tasks.size();) results[i] = run_task(reader, tasks[i], known);
-  };
-  std::vector<ByteReader> readers;
-  for (unsigned t = 1; t < std::min<std::size_t>(threads, tasks.size()); ++t) {
-    auto r = in.sibling();
-    if (!r) break;  // fewer threads, same result
-    readers.push_back(std::move(*r));
-  }
-  std::vector<std::thread> pool;
-  for (auto& r : readers) pool.emplace_back(work, std::ref(r));
-  work(in);
-  for (auto& t : pool) t.join();
+  parallel_for(in, tasks.size(), threads,
+               [&](ByteReader& reader, std::size_t i) { results[i] = run_task(reader, tasks[i], known); });
   return results;
 }
 
-// Puts the parts of one scanned section back into what one scan from its start finds. A part
-// scanned from its own start agrees with the whole scan from the first container it found at or
-// after where the previous parts left off, provided nothing it found before that runs past
-// that point; otherwise (a container straddling parts, a false match inside one, an error) the
-// part is scanned again from there, on this thread.
-void merge_scanned(ByteReader& in, const std::vector<Task>& tasks, std::vector<TaskResult>& results, std::size_t first,
-                   std::size_t last, const Known& known, std::vector<Container>& out) {
-  const Section& s = *tasks[first].section;
-  std::uint64_t pos = s.offset;
+// Puts the parts of one section back into what one walk or scan from its start finds. Both go
+// from a position deterministically: a part agrees with the whole from the first container it
+// found at or after where the previous parts left off, provided nothing it found before that
+// runs past that point (the bytes between were then zeros to the walk, no valid container to
+// the scan). Otherwise (a container across parts, a false match inside one, a registration
+// that is no container's start, an error) the part is read again from there, on this thread,
+// which raises a real error as one read from the start would.
+void merge_parts(ByteReader& in, const std::vector<Task>& tasks, std::vector<TaskResult>& results, std::size_t first,
+                 std::size_t last, const Known& known, std::vector<Container>& out) {
+  std::uint64_t pos = tasks[first].section->offset;
   for (std::size_t i = first; i < last; ++i) {
     auto& r = results[i];
     if (!r.error) {
@@ -505,32 +539,33 @@ void merge_scanned(ByteReader& in, const std::vector<Task>& tasks, std::vector<T
         continue;
       }
     }
-    auto again = scan_range(in, pos, tasks[i].starts_end, s.offset + s.size, s.name, Placement::embedded, known);
+    auto again = run_part(in, tasks[i], pos, known);
     for (auto& c : again.found) out.push_back(std::move(c));
-    pos = again.resume;
+    pos = std::max(pos, again.resume);
   }
 }
 
 std::vector<Container> read_all(ByteReader& in, const Elf& elf, ScanMode mode, unsigned threads) {
   if (elf.sections.empty()) return scan_section(in, 0, in.size(), "(whole file)", Placement::embedded);
   Known known;
+  std::vector<std::uint64_t> registered;
   if (mode == ScanMode::registered) {
     auto regs = read_registrations(in, elf, RelocationUse::when_needed);
-    if (regs) known = known_containers(in, elf, *regs);
+    if (regs) {
+      known = known_containers(in, elf, *regs, threads);
+      for (const auto& r : *regs)
+        if (auto off = file_offset_of(elf, r.address())) registered.push_back(*off);
+      std::sort(registered.begin(), registered.end());
+      registered.erase(std::unique(registered.begin(), registered.end()), registered.end());
+    }
   }
-  const auto tasks = plan_tasks(elf, threads);
+  const auto tasks = plan_tasks(elf, threads, registered);
   auto results = run_tasks(in, tasks, known, threads);
   std::vector<Container> out;
   for (std::size_t i = 0; i < tasks.size();) {
-    if (tasks[i].walk) {
-      if (results[i].error) std::rethrow_exception(results[i].error);
-      for (auto& c : results[i].scan.found) out.push_back(std::move(c));
-      ++i;
-      continue;
-    }
     std::size_t j = i + 1;
     while (j < tasks.size() && tasks[j].section == tasks[i].section) ++j;
-    merge_scanned(in, tasks, results, i, j, known, out);
+    merge_parts(in, tasks, results, i, j, known, out);
     i = j;
   }
   return out;

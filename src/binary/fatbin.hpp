@@ -65,8 +65,9 @@ std::string image_name(EntryKind kind, int sm, arch::Variant variant);
 
 // How read_containers finds the containers of .nv_fatbin and __nv_relfatbin.
 enum class ScanMode : std::uint8_t {
-  // Those .nvFatBinSegment registers are parsed where its pointers say and skipped by the
-  // walk and the scan; the rest is read as in `full`. Same result, fewer bytes read.
+  // Those .nvFatBinSegment registers in scanned sections are parsed where its pointers say
+  // and skipped by the scan; in .nv_fatbin they are where a walk may start, so a walk is
+  // split into parts for threads. The rest is read as in `full`. Same result, fewer bytes read.
   registered,
   // Every container by walking .nv_fatbin and __nv_relfatbin and scanning every other data
   // section: the reference the registered mode is tested against.

@@ -776,3 +776,69 @@ TEST_CASE("a data section scanned in parts on threads gives what one scan gives"
   REQUIRE(report->files.size() == 1);
   CHECK(describe(report->files[0].containers) == describe(*one));
 }
+
+TEST_CASE("a walk split at registered containers gives what one walk gives, registrations that are no start included",
+          "[binary]") {
+  // 300 containers in .nv_fatbin, some apart by zero padding. Each is registered, and so is a
+  // bogus address beside each: inside its entry header for most, in the padding before it for
+  // some. read_all starts parts of the walk at registered offsets; those that are no container's
+  // start must be read again from where the parts before them left off.
+  Buf fat;
+  std::vector<std::uint64_t> starts, bogus;
+  for (std::uint32_t k = 0; k < 300; ++k) {
+    if (k % 7 == 3) {
+      bogus.push_back(fat.size() + 8);  // in the padding
+      fat += Buf(32, '\0');
+    } else if (k > 0) {
+      bogus.push_back(fat.size() - 40);  // inside the previous container's entry
+    }
+    starts.push_back(fat.size());
+    fat += test::container({test::entry({.kind = 2, .sm = 50 + k % 70, .payload = Buf(8 * (k % 13), 'p')})});
+  }
+  Buf seg(24 * (starts.size() + bogus.size()), '\0');
+  Buf file = test::elf({{".text", Buf(32, '\xc3'), 1, 0x6}, {".nv_fatbin", fat}, {".nvFatBinSegment", seg, 1, 0x3}});
+  // The builder leaves every sh_addr 0: give each section its file offset as address.
+  auto elf0 = read_elf(bytes_of(file));
+  REQUIRE(elf0);
+  std::uint64_t shoff = 0;
+  std::memcpy(&shoff, file.data() + 0x28, 8);
+  for (std::size_t i = 1; i < elf0->sections.size(); ++i)
+    test::put64(file, static_cast<std::size_t>(shoff + 64 * i + 0x10), elf0->sections[i].offset);
+  auto elf = read_elf(bytes_of(file));
+  REQUIRE(elf);
+  const Section* fs = elf->find(".nv_fatbin");
+  const Section* ss = elf->find(".nvFatBinSegment");
+  REQUIRE(fs);
+  REQUIRE(ss);
+  std::size_t w = 0;
+  for (auto rel : starts) {
+    test::put32(file, ss->offset + 24 * w, 0x466243B1);
+    test::put32(file, ss->offset + 24 * w + 4, 1);
+    test::put64(file, ss->offset + 24 * w + 8, fs->addr + rel);
+    ++w;
+  }
+  for (auto rel : bogus) {
+    test::put32(file, ss->offset + 24 * w, 0x466243B1);
+    test::put32(file, ss->offset + 24 * w + 4, 1);
+    test::put64(file, ss->offset + 24 * w + 8, fs->addr + rel);
+    ++w;
+  }
+  auto full = read_containers(bytes_of(file), *elf, ScanMode::full);
+  REQUIRE(full);
+  REQUIRE(full->size() == 300);
+  for (unsigned threads : {1u, 2u, 3u, 4u, 8u}) {
+    INFO(threads << " threads");
+    auto parts = read_containers(bytes_of(file), *elf, ScanMode::registered, threads);
+    REQUIRE(parts);
+    CHECK(describe(*parts) == describe(*full));
+  }
+  // A part that starts at a real container yet meets a malformed one still fails the walk, with
+  // the error one walk from the start gives.
+  Buf broken = file;
+  test::put32(broken, static_cast<std::size_t>(fs->offset + starts[250]), 0x12345678);
+  auto one = read_containers(bytes_of(broken), *elf, ScanMode::full);
+  REQUIRE_FALSE(one);
+  auto split = read_containers(bytes_of(broken), *elf, ScanMode::registered, 4);
+  REQUIRE_FALSE(split);
+  CHECK(split.error().message == one.error().message);
+}
