@@ -672,6 +672,16 @@ TEST_CASE("a shared object's registered container is found through its RELATIVE 
   CHECK(names(report.runtime_images(), EntryKind::sass) == std::set<std::string>{"sm_90"});
 }
 
+// The ELF builder leaves every sh_addr 0: gives each section its file offset as address.
+static void addresses_at_offsets(Buf& file) {
+  auto elf = read_elf(bytes_of(file));
+  REQUIRE(elf);
+  std::uint64_t shoff = 0;
+  std::memcpy(&shoff, file.data() + 0x28, 8);
+  for (std::size_t i = 1; i < elf->sections.size(); ++i)
+    test::put64(file, static_cast<std::size_t>(shoff + 64 * i + 0x10), elf->sections[i].offset);
+}
+
 TEST_CASE("registrations that point nowhere change nothing", "[binary]") {
   // A fatbin in .nv_fatbin and one in .rodata; the segment registers the first, a wrapper
   // with another magic, and an address outside the file.
@@ -689,13 +699,7 @@ TEST_CASE("registrations that point nowhere change nothing", "[binary]") {
                         {".nv_fatbin", one},
                         {".rodata", rodata},
                         {".nvFatBinSegment", seg, 1, 0x3}});
-  // The builder leaves every sh_addr 0: give each section its file offset as address.
-  auto elf0 = read_elf(bytes_of(file));
-  REQUIRE(elf0);
-  std::uint64_t shoff = 0;
-  std::memcpy(&shoff, file.data() + 0x28, 8);
-  for (std::size_t i = 1; i < elf0->sections.size(); ++i)
-    test::put64(file, static_cast<std::size_t>(shoff + 64 * i + 0x10), elf0->sections[i].offset);
+  addresses_at_offsets(file);
   auto elf = read_elf(bytes_of(file));
   REQUIRE(elf);
   const Section* fat = elf->find(".nv_fatbin");
@@ -797,13 +801,7 @@ TEST_CASE("a walk split at registered containers gives what one walk gives, regi
   }
   Buf seg(24 * (starts.size() + bogus.size()), '\0');
   Buf file = test::elf({{".text", Buf(32, '\xc3'), 1, 0x6}, {".nv_fatbin", fat}, {".nvFatBinSegment", seg, 1, 0x3}});
-  // The builder leaves every sh_addr 0: give each section its file offset as address.
-  auto elf0 = read_elf(bytes_of(file));
-  REQUIRE(elf0);
-  std::uint64_t shoff = 0;
-  std::memcpy(&shoff, file.data() + 0x28, 8);
-  for (std::size_t i = 1; i < elf0->sections.size(); ++i)
-    test::put64(file, static_cast<std::size_t>(shoff + 64 * i + 0x10), elf0->sections[i].offset);
+  addresses_at_offsets(file);
   auto elf = read_elf(bytes_of(file));
   REQUIRE(elf);
   const Section* fs = elf->find(".nv_fatbin");

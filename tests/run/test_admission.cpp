@@ -59,9 +59,9 @@ TEST_CASE("a compile waits until its share fits", "[run][admission]") {
   CHECK(admitted.load());
 }
 
-TEST_CASE("a killed compile releases its share", "[run][admission]") {
-  test::TempDir tmp;
-  const auto dir = tmp.path() / "adm";
+// A child process admitted for 100 MB of `dir`'s budget of 100, holding it until killed; returns
+// once it holds the share.
+static pid_t fork_holder(const std::filesystem::path& dir) {
   int ready[2];
   REQUIRE(::pipe(ready) == 0);
   pid_t pid = ::fork();
@@ -78,6 +78,13 @@ TEST_CASE("a killed compile releases its share", "[run][admission]") {
   REQUIRE(::read(ready[0], &c, 1) == 1);
   ::close(ready[0]);
   REQUIRE(c == 'y');
+  return pid;
+}
+
+TEST_CASE("a killed compile releases its share", "[run][admission]") {
+  test::TempDir tmp;
+  const auto dir = tmp.path() / "adm";
+  pid_t pid = fork_holder(dir);
   CHECK(admitted_mb(dir) == 100);
   ::kill(pid, SIGKILL);
   int status = 0;
@@ -366,22 +373,7 @@ TEST_CASE("admission: a release wakes a waiter through inotify, not its poll", "
 TEST_CASE("admission: a holder killed while a compile waits releases its share to the waiter", "[run][admission]") {
   test::TempDir tmp;
   const auto dir = tmp.path() / "adm";
-  int ready[2];
-  REQUIRE(::pipe(ready) == 0);
-  pid_t pid = ::fork();  // before any thread of this test
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    auto a = admit({dir, 100, 100});
-    char c = a ? 'y' : 'n';
-    (void)!::write(ready[1], &c, 1);
-    ::pause();  // holds the share until killed
-    ::_exit(0);
-  }
-  ::close(ready[1]);
-  char c = 0;
-  REQUIRE(::read(ready[0], &c, 1) == 1);
-  ::close(ready[0]);
-  REQUIRE(c == 'y');
+  pid_t pid = fork_holder(dir);  // before any thread of this test
   auto waiter = sleepy_waiter(dir, 100, 50);
   until_waiter_looked(dir);
   // Killed without cleaning up: the kernel closes its slot file (IN_CLOSE_WRITE), the waiter
