@@ -58,6 +58,14 @@ std::string gcc_library(const test::TempDir& dir, bool cuda, const std::string& 
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
+// A gcc-built library linking libcudart by the toolkit's path, for the tests that repair it
+// with patchelf; `skip` says why not where gcc, the toolkit or patchelf is missing.
+std::string library_to_repair(const test::TempDir& dir, std::string& skip) {
+  auto so = gcc_library(dir, true, "/usr/local/cuda/lib64", skip);
+  if (skip.empty() && test::which("patchelf").empty()) skip = "no patchelf (scripts/install-deps installs it)";
+  return so;
+}
+
 // A wheel as a build leaves it (RECORD written by normalize_wheel, as the pipeline's would be).
 fs::path write_wheel(const test::TempDir& dir, const std::string& sub, const std::string& library,
                      const std::string& requires_dist = "") {
@@ -133,8 +141,7 @@ TEST_CASE("portable: a library linking libcudart by the toolkit's path fails val
           "[stages][portable][closure]") {
   test::TempDir dir;
   std::string skip;
-  auto so = gcc_library(dir, true, "/usr/local/cuda/lib64", skip);
-  if (skip.empty() && test::which("patchelf").empty()) skip = "no patchelf (scripts/install-deps installs it)";
+  auto so = library_to_repair(dir, skip);
   if (!skip.empty()) {
     WARN("##archbuild-skip## " << skip);
     return;
@@ -187,8 +194,7 @@ TEST_CASE("portable: a CUDA 12 build depends on the nvidia-*-cu12 packages, each
           "[stages][portable][closure]") {
   test::TempDir dir;
   std::string skip;
-  auto so = gcc_library(dir, true, "/usr/local/cuda/lib64", skip);
-  if (skip.empty() && test::which("patchelf").empty()) skip = "no patchelf (scripts/install-deps installs it)";
+  auto so = library_to_repair(dir, skip);
   if (!skip.empty()) {
     WARN("##archbuild-skip## " << skip);
     return;
@@ -238,8 +244,7 @@ TEST_CASE("portable: a CUDA 12 build depends on the nvidia-*-cu12 packages, each
 TEST_CASE("portable: the repair is deterministic and a second repair changes nothing", "[stages][portable][reproducible]") {
   test::TempDir dir;
   std::string skip;
-  auto so = gcc_library(dir, true, "/usr/local/cuda/lib64", skip);
-  if (skip.empty() && test::which("patchelf").empty()) skip = "no patchelf";
+  auto so = library_to_repair(dir, skip);
   if (!skip.empty()) {
     WARN("##archbuild-skip## " << skip);
     return;
