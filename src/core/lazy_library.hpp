@@ -54,7 +54,7 @@ class LazySymbol;
 // A function of a LazyLibrary, called like the function: resolved on the first call (loading the
 // library if needed) and cached. Throws Failure (exit 3) when the library or function is missing.
 // Pointer is the C function's pointer type (`decltype(&::git_clone)`); glibc's are noexcept.
-// Variadic C functions have no specialisation: forwarding `...` is not possible.
+// A variadic C function matches no specialisation (`...` cannot be forwarded): it fails to compile.
 template <class R, class... Args, bool NoExcept>
 class LazySymbol<R (*)(Args...) noexcept(NoExcept)> {
  public:
