@@ -1,7 +1,5 @@
 #include "binary/inspect.hpp"
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -11,6 +9,7 @@
 #include <memory>
 #include <tuple>
 
+#include "binary/archive_api.hpp"
 #include "binary/elf.hpp"
 #include "binary/mapped_file.hpp"
 

@@ -5,7 +5,8 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <openssl/evp.h>
+
+#include "core/crypto_api.hpp"
 
 namespace archbuild {
 

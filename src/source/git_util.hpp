@@ -6,15 +6,16 @@
 #include <memory>
 #include <string>
 
-#include <git2.h>
-
 #include "core/error.hpp"
+#include "source/git_api.hpp"
 
 namespace archbuild::source::detail {
 
 void init_libgit2();  // once per process
 
-template <class T, void (*Free)(T*)>
+// Free: a reference, not a function pointer: libgit2's functions are LazySymbol objects
+// (source/git_api.hpp), whose address is known only once the library is loaded.
+template <class T, const auto& Free>
 struct Deleter {
   void operator()(T* p) const {
     if (p) Free(p);

@@ -1,9 +1,5 @@
 #include "stages/reproducible.hpp"
 
-#include <archive.h>
-#include <archive_entry.h>
-#include <openssl/evp.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <ctime>
@@ -14,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "binary/archive_api.hpp"
+#include "core/crypto_api.hpp"
 #include "core/sha256.hpp"
 
 namespace archbuild::stages {

@@ -1,17 +1,16 @@
 #include "validate/wheel_check.hpp"
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <fmt/format.h>
-#include <openssl/evp.h>
 
 #include <algorithm>
 #include <memory>
 #include <regex>
 #include <set>
 
+#include "binary/archive_api.hpp"
 #include "binary/elf.hpp"
 #include "binary/mapped_file.hpp"
+#include "core/crypto_api.hpp"
 #include "core/sha256.hpp"
 #include "core/text.hpp"
 

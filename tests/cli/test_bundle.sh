@@ -34,7 +34,7 @@ done
 
 # A clean environment: no PATH entries from the build, no ARCHBUILD_* variables.
 run() { env -i HOME="$tmp/home" PATH=/usr/bin:/bin ARCHBUILD_NVML_LIBRARY=/nonexistent ARCHBUILD_CUDA_LIBRARY=/nonexistent \
-  "$exe" --cache-dir "$tmp/cache" "$@"; }
+  ${LD_DEBUG:+LD_DEBUG=$LD_DEBUG} "$exe" --cache-dir "$tmp/cache" "$@"; }
 out=$(run arch 90 sm_120 --format torch) || fail "arch exit $?"
 [ "$out" = "9.0;12.0" ] || fail "arch printed '$out'"
 out=$(run inspect "$src/tests/data/binaries/multi.so" --json) || fail "inspect exit $?"
@@ -42,6 +42,39 @@ echo "$out" | grep -q '"sass"' || fail "inspect printed no sass: $out"
 out=$(run plan --sm 90 --recipe torch-2.9 --python /usr/bin/python3 --json) || fail "plan exit $?"
 echo "$out" | grep -q "\"$root/share/archbuild/recipes/torch-2.9.toml\"" ||
   fail "plan did not read the bundle's recipes: $(echo "$out" | grep -o '"[^"]*torch-2.9.toml"' | head -1)"
+# The libraries archbuild opens on first use (not in its NEEDED entries, so not in ldd's list) come
+# from the bundle too, through bin/archbuild's RUNPATH: libarchive for a zip; libgit2 for a clone of
+# a local repository, and libcrypto for the build key. LD_DEBUG=libs names each library initialised.
+for lib in $(awk '{print $1}' "$build/src/lazy-libraries.txt"); do
+  [ -f "$root/lib/$lib" ] || fail "$lib (opened on first use) is not bundled"
+  grep -q "^  $lib\$" "$root/BUNDLE.txt" || fail "BUNDLE.txt does not list $lib"
+done
+from_bundle() {  # LOG LIBRARY: LIBRARY was initialised, from the bundle's lib/
+  grep -q "calling init: .*/$2" "$1" || fail "$2 was not loaded: $(grep -c . "$1") lines in $1"
+  grep "calling init: .*/$2" "$1" | grep -Fvq "calling init: $root/" &&
+    fail "$2 from the host, not the bundle: $(grep "calling init: .*/$2" "$1")"
+  return 0
+}
+printf 'PK\003\004not a zip' > "$tmp/bad.whl"
+status=0
+LD_DEBUG=libs run inspect "$tmp/bad.whl" 2> "$tmp/zip.log" >/dev/null || status=$?
+[ "$status" = 2 ] || fail "inspect of a bad zip: exit $status, expected 2: $(grep -v '^ *[0-9]*:' "$tmp/zip.log")"
+from_bundle "$tmp/zip.log" libarchive.so
+if command -v git >/dev/null; then
+  "$src/tests/support/make-example-repos" "$tmp/repos" > "$tmp/repos.txt"
+  commit=$(sed -n 's/^minitorch_commit=//p' "$tmp/repos.txt")
+  status=0
+  LD_DEBUG=libs run plan --sm 90 --recipe "$root/share/archbuild/examples/minitorch/recipe.toml" \
+    --source-url "file://$tmp/repos/minitorch" --ref v0.1.0 --python /usr/bin/python3 --json \
+    2> "$tmp/clone.log" > "$tmp/clone.json" || status=$?
+  [ "$status" = 0 ] || fail "plan --ref (a clone): exit $status: $(grep -v '^ *[0-9]*:' "$tmp/clone.log" | tail -3)"
+  grep -q "\"commit\": \"$commit\"" "$tmp/clone.json" || fail "plan --ref did not resolve v0.1.0 to $commit"
+  from_bundle "$tmp/clone.log" libgit2.so
+  from_bundle "$tmp/clone.log" libcrypto.so
+else
+  echo "no git CLI to make a repository: the clone through the bundled libgit2 not checked"
+fi
+
 # Reached through a symlink elsewhere (an install into /usr/local/bin): the data is still found.
 mkdir "$tmp/bin" && ln -s "$exe" "$tmp/bin/archbuild"
 env -i HOME="$tmp/home" PATH="$tmp/bin:/usr/bin:/bin" archbuild gpus H100 >/dev/null || fail "through a symlink: exit $?"
