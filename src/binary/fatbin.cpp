@@ -253,6 +253,7 @@ ScanResult walk_range(ByteReader& in, const Section& s, std::uint64_t begin, std
        it != registered.end() && *it < stop; ++it)
     starts.push_back(*it);
   auto parsed = parse_batched(in, s, starts, placement);
+  r.found.reserve(starts.size());
   std::uint64_t p = begin;
   while (p < stop) {
     auto at = std::lower_bound(starts.begin(), starts.end(), p);
@@ -682,6 +683,9 @@ std::vector<Container> read_all(ByteReader& in, const Elf& elf, ScanMode mode, u
   const auto tasks = plan_tasks(elf, threads, reg.offsets);
   auto results = run_tasks(in, tasks, reg, threads);
   std::vector<Container> out;
+  std::size_t found = 0;
+  for (const auto& r : results) found += r.scan.found.size();
+  out.reserve(found);
   for (std::size_t i = 0; i < tasks.size();) {
     std::size_t j = i + 1;
     while (j < tasks.size() && tasks[j].section == tasks[i].section) ++j;
