@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 
@@ -36,7 +37,10 @@ namespace {
 // Reads per submission: enough that the system call is negligible, small enough that the
 // ring's memory (a few pages) costs nothing to set up.
 constexpr unsigned kRingEntries = 256;
+std::atomic<bool> io_uring_allowed{true};
 }  // namespace
+
+void ByteReader::allow_io_uring(bool allowed) { io_uring_allowed = allowed; }
 
 ByteReader::ByteReader(Bytes memory) : memory_(memory), size_(memory.size()) {}
 
@@ -117,7 +121,7 @@ void ByteReader::read_batch(std::span<const BatchRead> reads) {
   for (const auto& r : reads)
     if (!fits(r.offset, r.length, size_))
       throw Malformed(fmt::format("range of {} bytes at offset {} runs past the end of the data", r.length, r.offset));
-  if (fd_ < 0 || reads.size() < 2 || ring_refused_) {
+  if (fd_ < 0 || reads.size() < 2 || ring_refused_ || !io_uring_allowed) {
     for (const auto& r : reads) read(r.offset, r.length, r.out);
     return;
   }

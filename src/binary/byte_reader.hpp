@@ -64,6 +64,9 @@ class ByteReader {
   };
   // Every read must lie within the input (Malformed otherwise, before anything is read).
   void read_batch(std::span<const BatchRead> reads);
+  // Whether read_batch may use io_uring (default yes): off, every reader reads as where the
+  // kernel refuses it. For tests of that path.
+  static void allow_io_uring(bool allowed);
 
  private:
   ByteReader() = default;

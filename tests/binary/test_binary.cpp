@@ -851,6 +851,13 @@ TEST_CASE("read_batch reads what single reads read, from a file and from memory"
   auto file = ByteReader::open(path);
   REQUIRE(file);
   ByteReader memory(bytes_of(content));
+  // io_uring where the kernel allows it, and the pread path of kernels that refuse it.
+  struct Restore {
+    ~Restore() { ByteReader::allow_io_uring(true); }
+  } restore;
+  bool ring = GENERATE(true, false);
+  ByteReader::allow_io_uring(ring);
+  INFO((ring ? "io_uring allowed" : "io_uring refused"));
   for (ByteReader* in : {&*file, &memory}) {
     std::vector<ByteReader::BatchRead> reads;
     std::vector<std::uint8_t> out(1000 * 300);
@@ -906,6 +913,12 @@ TEST_CASE("a walk whose headers are read in batches from a file gives what one w
   REQUIRE(full->size() == 700);
   test::TempDir dir;
   auto path = dir.write("fat.so", file);
+  struct Restore {
+    ~Restore() { ByteReader::allow_io_uring(true); }
+  } restore;
+  bool ring = GENERATE(true, false);
+  ByteReader::allow_io_uring(ring);
+  INFO((ring ? "io_uring allowed" : "io_uring refused"));
   for (unsigned threads : {1u, 3u}) {
     INFO(threads << " threads");
     auto reader = ByteReader::open(path);
