@@ -682,6 +682,26 @@ static void addresses_at_offsets(Buf& file) {
     test::put64(file, static_cast<std::size_t>(shoff + 64 * i + 0x10), elf->sections[i].offset);
 }
 
+// An ELF file with `fat` as .nv_fatbin and a .nvFatBinSegment registering each of `offsets`
+// (relative to .nv_fatbin's start), in that order.
+static Buf registering_file(const Buf& fat, const std::vector<std::uint64_t>& offsets) {
+  Buf seg(24 * offsets.size(), '\0');
+  Buf file = test::elf({{".text", Buf(32, '\xc3'), 1, 0x6}, {".nv_fatbin", fat}, {".nvFatBinSegment", seg, 1, 0x3}});
+  addresses_at_offsets(file);
+  auto elf = read_elf(bytes_of(file));
+  REQUIRE(elf);
+  const Section* fs = elf->find(".nv_fatbin");
+  const Section* ss = elf->find(".nvFatBinSegment");
+  REQUIRE(fs);
+  REQUIRE(ss);
+  for (std::size_t w = 0; w < offsets.size(); ++w) {
+    test::put32(file, ss->offset + 24 * w, 0x466243B1);
+    test::put32(file, ss->offset + 24 * w + 4, 1);
+    test::put64(file, ss->offset + 24 * w + 8, fs->addr + offsets[w]);
+  }
+  return file;
+}
+
 TEST_CASE("registrations that point nowhere change nothing", "[binary]") {
   // A fatbin in .nv_fatbin and one in .rodata; the segment registers the first, a wrapper
   // with another magic, and an address outside the file.
@@ -799,28 +819,13 @@ TEST_CASE("a walk split at registered containers gives what one walk gives, regi
     starts.push_back(fat.size());
     fat += test::container({test::entry({.kind = 2, .sm = 50 + k % 70, .payload = Buf(8 * (k % 13), 'p')})});
   }
-  Buf seg(24 * (starts.size() + bogus.size()), '\0');
-  Buf file = test::elf({{".text", Buf(32, '\xc3'), 1, 0x6}, {".nv_fatbin", fat}, {".nvFatBinSegment", seg, 1, 0x3}});
-  addresses_at_offsets(file);
+  std::vector<std::uint64_t> registered = starts;
+  registered.insert(registered.end(), bogus.begin(), bogus.end());
+  Buf file = registering_file(fat, registered);
   auto elf = read_elf(bytes_of(file));
   REQUIRE(elf);
   const Section* fs = elf->find(".nv_fatbin");
-  const Section* ss = elf->find(".nvFatBinSegment");
   REQUIRE(fs);
-  REQUIRE(ss);
-  std::size_t w = 0;
-  for (auto rel : starts) {
-    test::put32(file, ss->offset + 24 * w, 0x466243B1);
-    test::put32(file, ss->offset + 24 * w + 4, 1);
-    test::put64(file, ss->offset + 24 * w + 8, fs->addr + rel);
-    ++w;
-  }
-  for (auto rel : bogus) {
-    test::put32(file, ss->offset + 24 * w, 0x466243B1);
-    test::put32(file, ss->offset + 24 * w + 4, 1);
-    test::put64(file, ss->offset + 24 * w + 8, fs->addr + rel);
-    ++w;
-  }
   auto full = read_containers(bytes_of(file), *elf, ScanMode::full);
   REQUIRE(full);
   REQUIRE(full->size() == 300);
@@ -841,6 +846,12 @@ TEST_CASE("a walk split at registered containers gives what one walk gives, regi
   CHECK(split.error().message == one.error().message);
 }
 
+// read_batch with io_uring allowed or not (the path of kernels that refuse it), for one test.
+struct IoUring {
+  explicit IoUring(bool allowed) { ByteReader::allow_io_uring(allowed); }
+  ~IoUring() { ByteReader::allow_io_uring(true); }
+};
+
 TEST_CASE("read_batch reads what single reads read, from a file and from memory", "[binary]") {
   // More reads than one io_uring submission holds (256), of every small length, anywhere in
   // the file, the last byte included; a read past the end is refused before anything is read.
@@ -852,11 +863,8 @@ TEST_CASE("read_batch reads what single reads read, from a file and from memory"
   REQUIRE(file);
   ByteReader memory(bytes_of(content));
   // io_uring where the kernel allows it, and the pread path of kernels that refuse it.
-  struct Restore {
-    ~Restore() { ByteReader::allow_io_uring(true); }
-  } restore;
-  bool ring = GENERATE(true, false);
-  ByteReader::allow_io_uring(ring);
+  const bool ring = GENERATE(true, false);
+  IoUring io_uring(ring);
   INFO((ring ? "io_uring allowed" : "io_uring refused"));
   for (ByteReader* in : {&*file, &memory}) {
     std::vector<ByteReader::BatchRead> reads;
@@ -894,30 +902,16 @@ TEST_CASE("a walk whose headers are read in batches from a file gives what one w
                                      .payload = Buf(8 * ((k * 31 + e * 17) % 90), 'p')}));
     fat += test::container(entries);
   }
-  Buf seg(24 * starts.size(), '\0');
-  Buf file = test::elf({{".text", Buf(32, '\xc3'), 1, 0x6}, {".nv_fatbin", fat}, {".nvFatBinSegment", seg, 1, 0x3}});
-  addresses_at_offsets(file);
+  Buf file = registering_file(fat, starts);
   auto elf = read_elf(bytes_of(file));
   REQUIRE(elf);
-  const Section* fs = elf->find(".nv_fatbin");
-  const Section* ss = elf->find(".nvFatBinSegment");
-  REQUIRE(fs);
-  REQUIRE(ss);
-  for (std::size_t w = 0; w < starts.size(); ++w) {
-    test::put32(file, ss->offset + 24 * w, 0x466243B1);
-    test::put32(file, ss->offset + 24 * w + 4, 1);
-    test::put64(file, ss->offset + 24 * w + 8, fs->addr + starts[w]);
-  }
   auto full = read_containers(bytes_of(file), *elf, ScanMode::full);
   REQUIRE(full);
   REQUIRE(full->size() == 700);
   test::TempDir dir;
   auto path = dir.write("fat.so", file);
-  struct Restore {
-    ~Restore() { ByteReader::allow_io_uring(true); }
-  } restore;
-  bool ring = GENERATE(true, false);
-  ByteReader::allow_io_uring(ring);
+  const bool ring = GENERATE(true, false);
+  IoUring io_uring(ring);
   INFO((ring ? "io_uring allowed" : "io_uring refused"));
   for (unsigned threads : {1u, 3u}) {
     INFO(threads << " threads");
