@@ -4,10 +4,12 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <liburing.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 
@@ -19,6 +21,26 @@ namespace {
 constexpr std::size_t kWindow = 256;
 
 }  // namespace
+
+struct ByteReader::Ring {
+  io_uring ring{};
+  bool ok = false;
+  explicit Ring(unsigned entries) { ok = io_uring_queue_init(entries, &ring, 0) == 0; }
+  ~Ring() {
+    if (ok) io_uring_queue_exit(&ring);
+  }
+  Ring(const Ring&) = delete;
+  Ring& operator=(const Ring&) = delete;
+};
+
+namespace {
+// Reads per submission: enough that the system call is negligible, small enough that the
+// ring's memory (a few pages) costs nothing to set up.
+constexpr unsigned kRingEntries = 256;
+std::atomic<bool> io_uring_allowed{true};
+}  // namespace
+
+void ByteReader::allow_io_uring(bool allowed) { io_uring_allowed = allowed; }
 
 ByteReader::ByteReader(Bytes memory) : memory_(memory), size_(memory.size()) {}
 
@@ -45,6 +67,8 @@ ByteReader::ByteReader(ByteReader&& other) noexcept
     : memory_(other.memory_),
       fd_(other.fd_),
       size_(other.size_),
+      ring_(std::move(other.ring_)),
+      ring_refused_(other.ring_refused_),
       window_(std::move(other.window_)),
       window_offset_(other.window_offset_),
       window_length_(other.window_length_) {
@@ -58,6 +82,8 @@ ByteReader& ByteReader::operator=(ByteReader&& other) noexcept {
     memory_ = other.memory_;
     fd_ = other.fd_;
     size_ = other.size_;
+    ring_ = std::move(other.ring_);
+    ring_refused_ = other.ring_refused_;
     window_ = std::move(other.window_);
     window_offset_ = other.window_offset_;
     window_length_ = other.window_length_;
@@ -68,6 +94,7 @@ ByteReader& ByteReader::operator=(ByteReader&& other) noexcept {
 }
 
 ByteReader::~ByteReader() {
+  ring_.reset();  // before the descriptor it reads
   if (fd_ >= 0) ::close(fd_);
 }
 
@@ -87,6 +114,60 @@ void ByteReader::read(std::uint64_t offset, std::size_t length, std::uint8_t* ou
     out += n;
     offset += static_cast<std::uint64_t>(n);
     length -= static_cast<std::size_t>(n);
+  }
+}
+
+void ByteReader::read_batch(std::span<const BatchRead> reads) {
+  for (const auto& r : reads)
+    if (!fits(r.offset, r.length, size_))
+      throw Malformed(fmt::format("range of {} bytes at offset {} runs past the end of the data", r.length, r.offset));
+  if (fd_ < 0 || reads.size() < 2 || ring_refused_ || !io_uring_allowed) {
+    for (const auto& r : reads) read(r.offset, r.length, r.out);
+    return;
+  }
+  if (!ring_) {
+    auto ring = std::make_unique<Ring>(kRingEntries);
+    if (!ring->ok) {
+      ring_refused_ = true;
+      for (const auto& r : reads) read(r.offset, r.length, r.out);
+      return;
+    }
+    ring_ = std::move(ring);
+  }
+  io_uring* ring = &ring_->ring;
+  for (std::size_t first = 0; first < reads.size(); first += kRingEntries) {
+    const std::size_t n = std::min<std::size_t>(kRingEntries, reads.size() - first);
+    for (std::size_t i = first; i < first + n; ++i) {
+      io_uring_sqe* sqe = io_uring_get_sqe(ring);  // the ring has room: it was drained
+      io_uring_prep_read(sqe, fd_, reads[i].out, reads[i].length, reads[i].offset);
+      io_uring_sqe_set_data64(sqe, i);
+    }
+    int submitted = io_uring_submit_and_wait(ring, static_cast<unsigned>(n));
+    if (submitted < 0 && submitted != -EINTR) {
+      // Refused at the first submission (a seccomp filter can allow setup and not this): the
+      // queued reads are dropped with the ring, and every read goes through pread from now on.
+      ring_.reset();
+      ring_refused_ = true;
+      for (std::size_t i = first; i < reads.size(); ++i) read(reads[i].offset, reads[i].length, reads[i].out);
+      return;
+    }
+    for (std::size_t pending = n; pending > 0;) {
+      io_uring_cqe* cqe = nullptr;
+      if (io_uring_peek_cqe(ring, &cqe) != 0) {
+        int w = io_uring_submit_and_wait(ring, 1);
+        if (w < 0 && w != -EINTR)
+          throw Malformed(fmt::format("cannot read the file: io_uring: {}", std::strerror(-w)));
+        continue;
+      }
+      const auto& r = reads[static_cast<std::size_t>(io_uring_cqe_get_data64(cqe))];
+      const int res = cqe->res;
+      io_uring_cqe_seen(ring, cqe);
+      --pending;
+      // A failed or short read (EINTR, EAGAIN, a file that shrank) is finished with pread,
+      // which retries or raises the error as one read alone would.
+      const std::uint32_t done = res > 0 ? static_cast<std::uint32_t>(res) : 0;
+      if (done < r.length) read(r.offset + done, r.length - done, r.out + done);
+    }
   }
 }
 

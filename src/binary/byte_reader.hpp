@@ -7,6 +7,8 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
+#include <span>
 #include <vector>
 
 #include "binary/bytes.hpp"
@@ -51,11 +53,29 @@ class ByteReader {
   // Copies [offset, offset + length) into `out` (the scan's large reads). Throws as view does.
   void read(std::uint64_t offset, std::size_t length, std::uint8_t* out) const;
 
+  // Many small reads at once (a walk's container and entry headers). From a file they go
+  // through io_uring where the kernel allows it: a system call per batch of 256 instead of
+  // one per read, which on the hosts measured (bench/inspect) made libcublasLt's 8,500 header
+  // reads 4x faster. Where io_uring is refused (seccomp, old kernels), pread one by one.
+  struct BatchRead {
+    std::uint64_t offset = 0;
+    std::uint32_t length = 0;
+    std::uint8_t* out = nullptr;
+  };
+  // Every read must lie within the input (Malformed otherwise, before anything is read).
+  void read_batch(std::span<const BatchRead> reads);
+  // Whether read_batch may use io_uring (default yes): off, every reader reads as where the
+  // kernel refuses it. For tests of that path.
+  static void allow_io_uring(bool allowed);
+
  private:
   ByteReader() = default;
   Bytes memory_;
   int fd_ = -1;
   std::uint64_t size_ = 0;
+  struct Ring;  // this reader's io_uring (one per thread: a ring is not shared)
+  std::unique_ptr<Ring> ring_;
+  bool ring_refused_ = false;
   std::vector<std::uint8_t> window_;
   std::uint64_t window_offset_ = 0;
   std::size_t window_length_ = 0;

@@ -682,6 +682,26 @@ static void addresses_at_offsets(Buf& file) {
     test::put64(file, static_cast<std::size_t>(shoff + 64 * i + 0x10), elf->sections[i].offset);
 }
 
+// An ELF file with `fat` as .nv_fatbin and a .nvFatBinSegment registering each of `offsets`
+// (relative to .nv_fatbin's start), in that order.
+static Buf registering_file(const Buf& fat, const std::vector<std::uint64_t>& offsets) {
+  Buf seg(24 * offsets.size(), '\0');
+  Buf file = test::elf({{".text", Buf(32, '\xc3'), 1, 0x6}, {".nv_fatbin", fat}, {".nvFatBinSegment", seg, 1, 0x3}});
+  addresses_at_offsets(file);
+  auto elf = read_elf(bytes_of(file));
+  REQUIRE(elf);
+  const Section* fs = elf->find(".nv_fatbin");
+  const Section* ss = elf->find(".nvFatBinSegment");
+  REQUIRE(fs);
+  REQUIRE(ss);
+  for (std::size_t w = 0; w < offsets.size(); ++w) {
+    test::put32(file, ss->offset + 24 * w, 0x466243B1);
+    test::put32(file, ss->offset + 24 * w + 4, 1);
+    test::put64(file, ss->offset + 24 * w + 8, fs->addr + offsets[w]);
+  }
+  return file;
+}
+
 TEST_CASE("registrations that point nowhere change nothing", "[binary]") {
   // A fatbin in .nv_fatbin and one in .rodata; the segment registers the first, a wrapper
   // with another magic, and an address outside the file.
@@ -799,28 +819,13 @@ TEST_CASE("a walk split at registered containers gives what one walk gives, regi
     starts.push_back(fat.size());
     fat += test::container({test::entry({.kind = 2, .sm = 50 + k % 70, .payload = Buf(8 * (k % 13), 'p')})});
   }
-  Buf seg(24 * (starts.size() + bogus.size()), '\0');
-  Buf file = test::elf({{".text", Buf(32, '\xc3'), 1, 0x6}, {".nv_fatbin", fat}, {".nvFatBinSegment", seg, 1, 0x3}});
-  addresses_at_offsets(file);
+  std::vector<std::uint64_t> registered = starts;
+  registered.insert(registered.end(), bogus.begin(), bogus.end());
+  Buf file = registering_file(fat, registered);
   auto elf = read_elf(bytes_of(file));
   REQUIRE(elf);
   const Section* fs = elf->find(".nv_fatbin");
-  const Section* ss = elf->find(".nvFatBinSegment");
   REQUIRE(fs);
-  REQUIRE(ss);
-  std::size_t w = 0;
-  for (auto rel : starts) {
-    test::put32(file, ss->offset + 24 * w, 0x466243B1);
-    test::put32(file, ss->offset + 24 * w + 4, 1);
-    test::put64(file, ss->offset + 24 * w + 8, fs->addr + rel);
-    ++w;
-  }
-  for (auto rel : bogus) {
-    test::put32(file, ss->offset + 24 * w, 0x466243B1);
-    test::put32(file, ss->offset + 24 * w + 4, 1);
-    test::put64(file, ss->offset + 24 * w + 8, fs->addr + rel);
-    ++w;
-  }
   auto full = read_containers(bytes_of(file), *elf, ScanMode::full);
   REQUIRE(full);
   REQUIRE(full->size() == 300);
@@ -839,4 +844,94 @@ TEST_CASE("a walk split at registered containers gives what one walk gives, regi
   auto split = read_containers(bytes_of(broken), *elf, ScanMode::registered, 4);
   REQUIRE_FALSE(split);
   CHECK(split.error().message == one.error().message);
+}
+
+// read_batch with io_uring allowed or not (the path of kernels that refuse it), for one test.
+struct IoUring {
+  explicit IoUring(bool allowed) { ByteReader::allow_io_uring(allowed); }
+  ~IoUring() { ByteReader::allow_io_uring(true); }
+};
+
+TEST_CASE("read_batch reads what single reads read, from a file and from memory", "[binary]") {
+  // More reads than one io_uring submission holds (256), of every small length, anywhere in
+  // the file, the last byte included; a read past the end is refused before anything is read.
+  Buf content(1 << 20, '\0');
+  for (std::size_t i = 0; i < content.size(); ++i) content[i] = static_cast<char>((i * 2654435761u) >> 13);
+  test::TempDir dir;
+  auto path = dir.write("data.bin", content);
+  auto file = ByteReader::open(path);
+  REQUIRE(file);
+  ByteReader memory(bytes_of(content));
+  // io_uring where the kernel allows it, and the pread path of kernels that refuse it.
+  const bool ring = GENERATE(true, false);
+  IoUring io_uring(ring);
+  INFO((ring ? "io_uring allowed" : "io_uring refused"));
+  for (ByteReader* in : {&*file, &memory}) {
+    std::vector<ByteReader::BatchRead> reads;
+    std::vector<std::uint8_t> out(1000 * 300);
+    for (std::size_t k = 0; k < 1000; ++k) {
+      std::uint32_t len = static_cast<std::uint32_t>(1 + (k * 7) % 300);
+      std::uint64_t off = k == 999 ? content.size() - len : (k * 104729) % (content.size() - len);
+      reads.push_back({off, len, out.data() + k * 300});
+    }
+    in->read_batch(reads);
+    for (const auto& r : reads) {
+      INFO("read at " << r.offset << " of " << r.length);
+      REQUIRE(std::memcmp(r.out, content.data() + r.offset, r.length) == 0);
+    }
+    std::uint8_t spare[8] = {};
+    std::vector<ByteReader::BatchRead> past{{0, 8, spare}, {content.size() - 4, 8, spare}};
+    CHECK_THROWS_AS(in->read_batch(past), Malformed);
+    CHECK(spare[0] == 0);
+  }
+}
+
+TEST_CASE("a walk whose headers are read in batches from a file gives what one walk gives", "[binary]") {
+  // 700 registered containers of 1 to 5 entries each (more than one io_uring submission holds),
+  // entry headers within the first read of a container and far beyond it, zero padding between
+  // some; read through a file (the batched reads), on 1 and 3 threads, against one walk in memory.
+  Buf fat;
+  std::vector<std::uint64_t> starts;
+  for (std::uint32_t k = 0; k < 700; ++k) {
+    if (k % 9 == 4) fat += Buf(16, '\0');
+    starts.push_back(fat.size());
+    std::vector<Buf> entries;
+    for (std::uint32_t e = 0; e <= k % 5; ++e)
+      entries.push_back(test::entry({.kind = static_cast<std::uint16_t>(e % 2 ? 1 : 2),
+                                     .sm = 50 + (k + e) % 70,
+                                     .payload = Buf(8 * ((k * 31 + e * 17) % 90), 'p')}));
+    fat += test::container(entries);
+  }
+  Buf file = registering_file(fat, starts);
+  auto elf = read_elf(bytes_of(file));
+  REQUIRE(elf);
+  auto full = read_containers(bytes_of(file), *elf, ScanMode::full);
+  REQUIRE(full);
+  REQUIRE(full->size() == 700);
+  test::TempDir dir;
+  auto path = dir.write("fat.so", file);
+  const bool ring = GENERATE(true, false);
+  IoUring io_uring(ring);
+  INFO((ring ? "io_uring allowed" : "io_uring refused"));
+  for (unsigned threads : {1u, 3u}) {
+    INFO(threads << " threads");
+    auto reader = ByteReader::open(path);
+    REQUIRE(reader);
+    auto batched = read_containers(*reader, *elf, ScanMode::registered, threads);
+    REQUIRE(batched);
+    CHECK(describe(*batched) == describe(*full));
+  }
+  // A bad entry deep in a registered container (its fourth) fails the batched walk with the
+  // error one walk gives.
+  Buf broken = file;
+  test::put16(broken, static_cast<std::size_t>(full->at(603).entries.at(3).offset), 77);
+  auto one = read_containers(bytes_of(broken), *elf, ScanMode::full);
+  REQUIRE_FALSE(one);
+  CHECK_THAT(one.error().message, Catch::Matchers::Contains("unknown kind 77"));
+  auto broken_path = dir.write("broken.so", broken);
+  auto reader = ByteReader::open(broken_path);
+  REQUIRE(reader);
+  auto batched = read_containers(*reader, *elf, ScanMode::registered, 3);
+  REQUIRE_FALSE(batched);
+  CHECK(batched.error().message == one.error().message);
 }
