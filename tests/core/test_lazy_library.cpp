@@ -28,6 +28,19 @@ constinit LazySymbol<decltype(&::getpid)> lazy_getpid{kLibc, "getpid"};
 constinit LazySymbol<int (*)(const char*)> lazy_atoi{kLibc, "atoi"};
 constinit LazySymbol<int (*)(int)> not_in_libc{kLibc, "archbuild_no_such_function"};
 
+// The message of the Failure `call` throws, checked to be a missing tool (exit 3).
+template <class Call>
+std::string missing_tool_thrown(Call call) {
+  try {
+    call();
+  } catch (const Failure& f) {
+    CHECK(f.error.exit == Exit::missing_tool);
+    return f.error.message;
+  }
+  FAIL("no Failure thrown");
+  return {};
+}
+
 }  // namespace
 
 TEST_CASE("lazy library: a soname that does not exist is a missing tool naming the soname and the fix",
@@ -42,13 +55,7 @@ TEST_CASE("lazy library: a soname that does not exist is a missing tool naming t
   CHECK(m.find('\n') == std::string::npos);
 
   // A call cannot return a Result: it throws Failure, which main turns into exit 3.
-  try {
-    missing_function(1);
-    FAIL("no Failure thrown");
-  } catch (const Failure& f) {
-    CHECK(f.error.exit == Exit::missing_tool);
-    CHECK_THAT(f.error.message, Catch::Contains("libarchbuild-no-such-library.so.7"));
-  }
+  CHECK_THAT(missing_tool_thrown([] { missing_function(1); }), Catch::Contains("libarchbuild-no-such-library.so.7"));
   // Still missing on the next call (nothing half-cached).
   CHECK_THROWS_AS(missing_function(1), Failure);
 }
@@ -63,13 +70,8 @@ TEST_CASE("lazy library: a present library's functions resolve once and are call
   CHECK(p("7") == 7);
   CHECK(lazy_atoi.get() == p);
 
-  try {
-    not_in_libc(1);
-    FAIL("no Failure thrown");
-  } catch (const Failure& f) {
-    CHECK(f.error.exit == Exit::missing_tool);
-    CHECK_THAT(f.error.message, Catch::Contains("libc.so.6 has no function archbuild_no_such_function"));
-  }
+  CHECK_THAT(missing_tool_thrown([] { not_in_libc(1); }),
+             Catch::Contains("libc.so.6 has no function archbuild_no_such_function"));
 }
 
 TEST_CASE("lazy library: sha256 through the lazily loaded libcrypto", "[core][lazy]") {
