@@ -1,0 +1,77 @@
+// core/heap: the heap on transparent huge pages.
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "core/heap.hpp"
+
+using namespace archbuild;
+
+namespace {
+
+std::string thp_mode() {
+  std::ifstream in("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string line;
+  std::getline(in, line);
+  return line;  // "always [madvise] never"; empty without transparent huge pages
+}
+
+struct Mapping {
+  std::string name;      // "[heap]", a path, or empty for anonymous mmaps
+  std::string vm_flags;  // "rd wr mr mw me ac hg"
+};
+
+// The mapping of this process that holds `address`, from /proc/self/smaps.
+Mapping mapping_of(const void* address) {
+  const auto a = reinterpret_cast<std::uintptr_t>(address);
+  std::ifstream in("/proc/self/smaps");
+  std::string line;
+  bool inside = false;
+  Mapping m;
+  while (std::getline(in, line)) {
+    std::uintptr_t begin = 0, end = 0;
+    char dash = 0;
+    std::istringstream fields(line);
+    if (fields >> std::hex >> begin >> dash >> end && dash == '-') {
+      if (inside) break;  // the next mapping began without VmFlags: nothing more to read
+      inside = begin <= a && a < end;
+      if (inside) {
+        std::string perms, offset, device, inode;
+        fields >> perms >> offset >> device >> inode;
+        std::getline(fields >> std::ws, m.name);
+      }
+      continue;
+    }
+    if (inside && line.rfind("VmFlags:", 0) == 0) {
+      m.vm_flags = line.substr(8);
+      return m;
+    }
+  }
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("the heap serves allocations up to 32 MiB from memory advised onto huge pages", "[heap]") {
+  const std::string mode = thp_mode();
+  if (mode.empty() || mode.find("[never]") != std::string::npos) {
+    WARN("##archbuild-skip## transparent huge pages are off on this kernel (" +
+         (mode.empty() ? std::string("no /sys/kernel/mm/transparent_hugepage") : mode) + ")");
+    return;
+  }
+  REQUIRE(use_huge_pages_for_heap());
+  // 4 MiB: glibc's default would mmap it apart from the heap (threshold 128 KiB), on 4 KiB pages.
+  void* block = std::malloc(std::size_t{4} << 20);
+  REQUIRE(block != nullptr);
+  std::memset(block, 1, std::size_t{4} << 20);
+  const Mapping m = mapping_of(static_cast<char*>(block) + (std::size_t{2} << 20));
+  std::free(block);
+  INFO("mapping: '" << m.name << "', VmFlags:" << m.vm_flags);
+  CHECK(m.name == "[heap]");
+  CHECK((" " + m.vm_flags + " ").find(" hg ") != std::string::npos);
+}
