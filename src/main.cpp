@@ -8,7 +8,6 @@
 
 #include "cli/context.hpp"
 #include "core/error.hpp"
-#include "core/heap.hpp"
 
 namespace {
 
@@ -57,7 +56,6 @@ std::string_view named_command(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   using namespace archbuild;
-  use_huge_pages_for_heap();  // page faults were a third of inspect's time (core/heap.hpp)
   cli::Context ctx;
   CLI::App app{"archbuild: PyTorch wheels built for your GPU's compute capability, and proof they run there",
                "archbuild"};

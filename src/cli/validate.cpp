@@ -12,6 +12,7 @@
 #include "cli/context.hpp"
 #include "cli/host.hpp"
 #include "cli/validate_common.hpp"
+#include "core/heap.hpp"
 #include "core/text.hpp"
 #include "recipe/recipe.hpp"
 #include "validate/installed.hpp"
@@ -98,6 +99,7 @@ void run_installed(const ValidateArgs& a, const std::vector<arch::Arch>& targets
 }
 
 void run_validate(const ValidateArgs& a, Context& ctx) {
+  use_huge_pages_for_heap();  // reads the wheel's binaries as inspect does (cli/inspect.cpp)
   auto targets = sm_option(a.sm);
   if (a.wheel.empty() == a.installed.empty())
     throw Failure(Error::bad_input("give either WHEEL or --installed DIST (not both)"));

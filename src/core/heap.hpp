@@ -15,7 +15,8 @@
 
 namespace archbuild {
 
-// Call first in main, before threads start. Returns whether the kernel took the advice.
+// Call before any thread starts, in the commands that read large binaries (inspect, validate).
+// Returns whether the kernel took the advice.
 bool use_huge_pages_for_heap();
 
 }  // namespace archbuild
