@@ -6,12 +6,15 @@
 
 #include <algorithm>
 #include <climits>
+#include <deque>
 #include <cstring>
 #include <atomic>
 #include <exception>
 #include <map>
 #include <optional>
 #include <thread>
+
+#include "core/spread_thread.hpp"
 
 namespace archbuild::binary {
 
@@ -519,10 +522,9 @@ void parallel_for(ByteReader& in, std::size_t count, unsigned threads, Fn fn) {
     if (!r) break;
     readers.push_back(std::move(*r));
   }
-  std::vector<std::thread> pool;
-  for (auto& r : readers) pool.emplace_back(work, std::ref(r));
+  std::deque<SpreadThread> pool;  // joined when it goes out of scope
+  for (auto& r : readers) pool.emplace_back([&work, &r] { work(r); });
   work(in);
-  for (auto& t : pool) t.join();
 }
 
 // The registered containers in scanned sections that parse, keyed by offset: the scan skips

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <deque>
 #include <optional>
 #include <thread>
 #include <memory>
@@ -12,6 +13,7 @@
 #include "binary/archive_api.hpp"
 #include "binary/elf.hpp"
 #include "binary/mapped_file.hpp"
+#include "core/spread_thread.hpp"
 
 namespace archbuild::binary {
 
@@ -296,10 +298,11 @@ Result<Inspection> inspect_path(const fs::path& path, const InspectOptions& opti
     std::size_t threads = std::min<std::size_t>(
         files.size(), options.threads ? options.threads
                                       : std::min<std::size_t>(kMaxThreads, std::max(1u, std::thread::hardware_concurrency())));
-    std::vector<std::thread> pool;
-    for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(work);
-    work();
-    for (auto& t : pool) t.join();
+    {
+      std::deque<SpreadThread> pool;  // joined at the end of this block
+      for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+      work();
+    }
     std::size_t elf_files = 0;
     for (std::size_t i = 0; i < files.size(); ++i) {
       auto& o = outcomes[i];
