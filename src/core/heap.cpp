@@ -23,9 +23,12 @@ bool use_huge_pages_for_heap() {
   void* block = std::malloc(std::size_t{16} << 20);
   if (block == nullptr) return false;
   const auto start = reinterpret_cast<std::uintptr_t>(block);
-  const std::uintptr_t first = (start + kHugePage - 1) & ~(kHugePage - 1);
-  const std::uintptr_t last = reinterpret_cast<std::uintptr_t>(::sbrk(0)) & ~(kHugePage - 1);
+  const auto brk = reinterpret_cast<std::uintptr_t>(::sbrk(0));
   std::free(block);
+  // Where brk could not grow, malloc maps the block elsewhere: nothing here is the heap's.
+  if (brk < start || brk - start < (std::uintptr_t{16} << 20)) return false;
+  const std::uintptr_t first = (start + kHugePage - 1) & ~(kHugePage - 1);
+  const std::uintptr_t last = brk & ~(kHugePage - 1);
   // The bytes up to the first 2 MiB boundary are taken once, never freed, so that what is
   // allocated next comes from the huge pages above them (a few KiB of them are touched).
   if (first - start > 64) {
