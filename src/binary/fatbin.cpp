@@ -6,13 +6,11 @@
 
 #include <algorithm>
 #include <climits>
-#include <deque>
 #include <cstring>
 #include <atomic>
 #include <exception>
 #include <map>
 #include <optional>
-#include <thread>
 
 #include "core/spread_thread.hpp"
 
@@ -522,9 +520,7 @@ void parallel_for(ByteReader& in, std::size_t count, unsigned threads, Fn fn) {
     if (!r) break;
     readers.push_back(std::move(*r));
   }
-  std::deque<SpreadThread> pool;  // joined when it goes out of scope
-  for (auto& r : readers) pool.emplace_back([&work, &r] { work(r); });
-  work(in);
+  run_spread(readers.size() + 1, [&](std::size_t k) { work(k == 0 ? in : readers[k - 1]); });
 }
 
 // The registered containers in scanned sections that parse, keyed by offset: the scan skips

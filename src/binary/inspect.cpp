@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <deque>
 #include <optional>
 #include <thread>
 #include <memory>
@@ -298,11 +297,7 @@ Result<Inspection> inspect_path(const fs::path& path, const InspectOptions& opti
     std::size_t threads = std::min<std::size_t>(
         files.size(), options.threads ? options.threads
                                       : std::min<std::size_t>(kMaxThreads, std::max(1u, std::thread::hardware_concurrency())));
-    {
-      std::deque<SpreadThread> pool;  // joined at the end of this block
-      for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(work);
-      work();
-    }
+    run_spread(threads, [&](std::size_t) { work(); });
     std::size_t elf_files = 0;
     for (std::size_t i = 0; i < files.size(); ++i) {
       auto& o = outcomes[i];

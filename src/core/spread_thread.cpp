@@ -1,5 +1,6 @@
 #include "core/spread_thread.hpp"
 
+#include <deque>
 #include <exception>
 #include <system_error>
 
@@ -45,5 +46,12 @@ void SpreadThread::join() {
 }
 
 SpreadThread::~SpreadThread() { join(); }
+
+void run_spread(std::size_t n, const std::function<void(std::size_t)>& work) {
+  if (n == 0) return;
+  std::deque<SpreadThread> others;  // joined when it goes out of scope
+  for (std::size_t k = 1; k < n; ++k) others.emplace_back([&work, k] { work(k); });
+  work(0);
+}
 
 }  // namespace archbuild

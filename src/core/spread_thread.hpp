@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <cstddef>
 #include <functional>
 
 namespace archbuild {
@@ -39,5 +40,9 @@ class SpreadThread {
   pthread_t id_{};
   bool started_ = false;
 };
+
+// Runs work(k) for every k in [0, n): k = 0 on the calling thread, the others each on a
+// SpreadThread. Returns when all have returned.
+void run_spread(std::size_t n, const std::function<void(std::size_t)>& work);
 
 }  // namespace archbuild

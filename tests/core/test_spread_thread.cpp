@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <deque>
+#include <vector>
 
 #include "core/spread_thread.hpp"
 
@@ -41,4 +42,17 @@ TEST_CASE("spread threads: more threads than CPUs all run and are joined", "[spr
     for (int i = 0; i < 8; ++i) pool.emplace_back([&] { ++done; });
   }
   CHECK(done == 8);
+}
+
+TEST_CASE("run_spread runs every index once, the first on the calling thread", "[spread]") {
+  std::vector<std::atomic<int>> runs(6);
+  std::atomic<bool> zero_here{false};
+  const auto caller = pthread_self();
+  run_spread(runs.size(), [&](std::size_t k) {
+    ++runs[k];
+    if (k == 0) zero_here = pthread_equal(pthread_self(), caller) != 0;
+  });
+  for (auto& r : runs) CHECK(r == 1);
+  CHECK(zero_here);
+  run_spread(0, [](std::size_t) { FAIL("nothing to run"); });
 }
