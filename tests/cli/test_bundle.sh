@@ -28,9 +28,13 @@ ldd "$exe" | grep -q 'not found' && fail "unresolved: $(ldd "$exe" | grep 'not f
 foreign=$(ldd "$exe" | awk '$2 == "=>" {print $1, $3}' |
   grep -Ev '^(libc|libm|libdl|libpthread|librt|libresolv|libstdc\+\+|libgcc_s)\.so' | grep -Fv " $root/bin/../lib/" | grep -Fv " $root/lib/" || true)
 [ -z "$foreign" ] || fail "libraries from the host, not the bundle: $foreign"
-for needed in libgit2 libarchive libfmt; do
+for needed in libgit2 libarchive; do
   ls "$root/lib/" | grep -q "^$needed" || fail "$needed is not bundled"
 done
+# The C++ runtime and the libraries Debian ships as archives are inside the binary (only the
+# libraries opened on first use may still need the host's libstdc++: libarchive's ICU does).
+needed=$(readelf -d "$exe" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | grep -Ev '^(libc|libm|ld-linux.*)\.so' || true)
+[ -z "$needed" ] || fail "bin/archbuild needs more than glibc (libc, libm, the loader): $needed"
 
 # A clean environment: no PATH entries from the build, no ARCHBUILD_* variables.
 run() { env -i HOME="$tmp/home" PATH=/usr/bin:/bin ARCHBUILD_NVML_LIBRARY=/nonexistent ARCHBUILD_CUDA_LIBRARY=/nonexistent \
