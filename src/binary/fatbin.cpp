@@ -12,6 +12,7 @@
 #include <map>
 #include <optional>
 
+#include "binary/magic_search.hpp"
 #include "core/spread_thread.hpp"
 
 namespace archbuild::binary {
@@ -300,34 +301,6 @@ bool is_scanned(const Section& s) {
   return std::find(std::begin(kSkipped), std::end(kSkipped), s.name) == std::end(kSkipped);
 }
 
-// The first q in [p, stop) where base[q] == 0x50 and base[q + 3] == 0xBA (the magic's first and
-// last bytes), or `stop`; base[stop + 2] must be readable. Scanning large data sections is
-// most of inspect's time: 64 positions per step with GCC/Clang vector extensions, built twice
-// (target_clones) so x86-64 CPUs with AVX2 take 32-byte vectors and others SSE2 (NEON on
-// aarch64). memchr on one byte stops too often (every ~300 bytes in libcublasLt's .rodata)
-// and glibc's memmem is slow on a 4-byte needle.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-__attribute__((target_clones("avx2", "default")))
-#endif
-std::uint64_t find_magic_candidate(const std::uint8_t* base, std::uint64_t p, std::uint64_t stop) {
-  using v32 = std::uint8_t __attribute__((vector_size(32)));
-  using u64x4 = std::uint64_t __attribute__((vector_size(32)));
-  const v32 first = v32{} + std::uint8_t{0x50};
-  const v32 last = v32{} + std::uint8_t{0xBA};
-  while (stop - p >= 64) {
-    v32 a0, b0, a1, b1;
-    std::memcpy(&a0, base + p, 32);
-    std::memcpy(&b0, base + p + 3, 32);
-    std::memcpy(&a1, base + p + 32, 32);
-    std::memcpy(&b1, base + p + 35, 32);
-    auto hit = reinterpret_cast<u64x4>(((a0 == first) & (b0 == last)) | ((a1 == first) & (b1 == last)));
-    if ((hit[0] | hit[1] | hit[2] | hit[3]) != 0) break;
-    p += 64;
-  }
-  for (; p < stop; ++p)
-    if (base[p] == 0x50 && base[p + 3] == 0xBA) return p;
-  return stop;
-}
 
 }  // namespace
 
