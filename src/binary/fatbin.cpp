@@ -301,7 +301,6 @@ bool is_scanned(const Section& s) {
   return std::find(std::begin(kSkipped), std::end(kSkipped), s.name) == std::end(kSkipped);
 }
 
-
 }  // namespace
 
 std::string_view to_string(EntryKind k) {
