@@ -30,7 +30,7 @@ struct EnvArgs {
 };
 
 // The torch the interpreter would import, from its version file (no import).
-std::optional<extenv::TorchSeen> probe_torch(const std::string& python) {
+std::optional<extenv::TorchSeen> torch_version_seen(const std::string& python) {
   auto exe = run::find_program(python);
   if (!exe)
     throw Failure(Error::missing_tool(fmt::format("--python {}: no such interpreter{}", python,
@@ -72,7 +72,7 @@ void run_env(const EnvArgs& a, Context& ctx) {
   auto toolkits = toolchain::discover_toolkits(host_env, probe);
   if (!toolkits.empty()) in.toolkit = toolkits.front();
   in.compilers = toolchain::discover_compilers(host_env, probe);
-  in.torch = probe_torch(a.python);
+  in.torch = torch_version_seen(a.python);
   in.host = plan::HostResources::current();
 
   auto env = extenv::compute(req, in).take();
