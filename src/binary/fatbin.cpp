@@ -164,17 +164,23 @@ using Known = std::map<std::uint64_t, Container>;
 // would read it, with their headers read in rounds of batched reads: every container's header
 // with its first entry header, then every unfinished container's next entry header, and so on.
 // One read after another, libcublasLt's 2,800 containers and 5,700 entries cost 8,500 system
-// calls; in rounds they cost a few dozen. A start that does not parse is nullopt: the walk
-// reads it again where it reaches it, and raises the error a walk raises.
+// calls; in rounds they cost a few dozen. A container that ends by the next start within
+// kWholeRead bytes (most of libcublasLt's: 2,435 of 2,782) is read whole in the first round,
+// and all its entry headers with it: 2,272 fewer reads of ~1 us each, for 5.9 MB copied.
+// A start that does not parse is nullopt: the walk reads it again where it reaches it, and
+// raises the error a walk raises.
 std::vector<std::optional<Container>> parse_batched(ByteReader& in, const Section& s,
                                                     const std::vector<std::uint64_t>& starts, Placement placement) {
   const std::uint64_t limit = s.offset + s.size;
-  // Reads go in chunks through one small buffer: a fresh page costs a fault, and faults are
+  // Reads go in batches through one buffer, reused: a fresh page costs a fault, and faults are
   // dear on the VMs measured (12-15 us each).
   constexpr std::size_t kChunk = 256;
   constexpr std::size_t kFirst = kContainerHeader + kEntryHeaderMin;  // a header and its first entry's
-  std::vector<std::uint8_t> buf(kChunk * kFirst);
+  constexpr std::size_t kWholeRead = 16 << 10;
+  constexpr std::size_t kBatchBytes = 256 << 10;
+  std::vector<std::uint8_t> buf(std::max(kBatchBytes, kChunk * kEntryHeaderMin));
   std::vector<ByteReader::BatchRead> reads;
+  std::vector<std::size_t> read_of;  // the container each read of the first round is for
   std::vector<std::optional<Container>> out(starts.size());
   struct Cursor {
     std::size_t index = 0;
@@ -190,24 +196,22 @@ std::vector<std::optional<Container>> parse_batched(ByteReader& in, const Sectio
     else
       out[i].reset();  // parse_entry's error, which the walk raises
   };
-  for (std::size_t first = 0; first < starts.size(); first += kChunk) {
-    reads.clear();
-    for (std::size_t i = first; i < std::min(starts.size(), first + kChunk); ++i)
-      if (starts[i] < limit && limit - starts[i] >= kContainerHeader)
-        reads.push_back({starts[i], static_cast<std::uint32_t>(std::min<std::uint64_t>(kFirst, limit - starts[i])),
-                         buf.data() + (i - first) * kFirst});
+  // The first round's reads of what is queued: each container's header and the entry headers
+  // its read holds.
+  auto first_round = [&] {
     in.read_batch(reads);
-    for (const auto& r : reads) {
-      const std::size_t i = first + static_cast<std::size_t>(r.out - buf.data()) / kFirst;
+    for (std::size_t k = 0; k < reads.size(); ++k) {
+      const auto& r = reads[k];
+      const std::size_t i = read_of[k];
       try {
         Bytes h(r.out, r.length);
         out[i] = container_from_header(h, starts[i], limit, s.name, placement);
         Container& c = *out[i];
+        const std::uint64_t end = c.offset + c.size;
         std::uint64_t next = starts[i] + load<std::uint16_t>(h, 6);
-        // The first entry's header came with the container's unless that has a longer header.
-        if (next < c.offset + c.size && next - starts[i] + kEntryHeaderMin <= r.length) {
-          Entry en = entry_from_header(h.subspan(static_cast<std::size_t>(next - starts[i]), kEntryHeaderMin), next,
-                                       c.offset + c.size);
+        while (next < end && next - starts[i] + kEntryHeaderMin <= r.length) {
+          Entry en =
+              entry_from_header(h.subspan(static_cast<std::size_t>(next - starts[i]), kEntryHeaderMin), next, end);
           next += en.header_size + en.stored_size;
           c.entries.push_back(en);
         }
@@ -216,7 +220,26 @@ std::vector<std::optional<Container>> parse_batched(ByteReader& in, const Sectio
         out[i].reset();
       }
     }
+    reads.clear();
+    read_of.clear();
+  };
+  std::size_t used = 0;
+  for (std::size_t i = 0; i < starts.size(); ++i) {
+    if (starts[i] >= limit || limit - starts[i] < kContainerHeader) continue;
+    // Up to the next start when that is near (a hint only: the headers decide what is parsed).
+    const std::uint64_t room = limit - starts[i];
+    const std::uint64_t gap = i + 1 < starts.size() && starts[i + 1] > starts[i] ? starts[i + 1] - starts[i] : 0;
+    const std::size_t length = static_cast<std::size_t>(
+        std::min<std::uint64_t>(room, gap > kFirst && gap <= kWholeRead ? gap : kFirst));
+    if (reads.size() == kChunk || used + length > buf.size()) {
+      first_round();
+      used = 0;
+    }
+    reads.push_back({starts[i], static_cast<std::uint32_t>(length), buf.data() + used});
+    read_of.push_back(i);
+    used += length;
   }
+  if (!reads.empty()) first_round();
   while (!open.empty()) {
     still.clear();
     for (std::size_t first = 0; first < open.size(); first += kChunk) {

@@ -888,18 +888,23 @@ TEST_CASE("read_batch reads what single reads read, from a file and from memory"
 
 TEST_CASE("a walk whose headers are read in batches from a file gives what one walk gives", "[binary]") {
   // 700 registered containers of 1 to 5 entries each (more than one io_uring submission holds),
-  // entry headers within the first read of a container and far beyond it, zero padding between
-  // some; read through a file (the batched reads), on 1 and 3 threads, against one walk in memory.
+  // zero padding between some; read through a file (the batched reads), on 1 and 3 threads,
+  // against one walk in memory. Most are small, read whole with the next start as the bound;
+  // every 7th is over 16 KiB, its entry headers read round by round; every 11th has a
+  // registration 200 bytes in (no container's start), so its first read stops there and holds
+  // some of its entry headers only.
   Buf fat;
   std::vector<std::uint64_t> starts;
   for (std::uint32_t k = 0; k < 700; ++k) {
     if (k % 9 == 4) fat += Buf(16, '\0');
     starts.push_back(fat.size());
+    if (k % 11 == 5) starts.push_back(fat.size() + 200);
     std::vector<Buf> entries;
     for (std::uint32_t e = 0; e <= k % 5; ++e)
-      entries.push_back(test::entry({.kind = static_cast<std::uint16_t>(e % 2 ? 1 : 2),
-                                     .sm = 50 + (k + e) % 70,
-                                     .payload = Buf(8 * ((k * 31 + e * 17) % 90), 'p')}));
+      entries.push_back(test::entry(
+          {.kind = static_cast<std::uint16_t>(e % 2 ? 1 : 2),
+           .sm = 50 + (k + e) % 70,
+           .payload = Buf(k % 7 == 3 && e == 0 ? 20000 : 8 * ((k * 31 + e * 17) % 90), 'p')}));
     fat += test::container(entries);
   }
   Buf file = registering_file(fat, starts);
