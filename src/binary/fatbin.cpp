@@ -5,6 +5,7 @@
 #include <zstd.h>
 
 #include <algorithm>
+#include <memory>
 #include <climits>
 #include <cstring>
 #include <atomic>
@@ -178,7 +179,10 @@ std::vector<std::optional<Container>> parse_batched(ByteReader& in, const Sectio
   constexpr std::size_t kFirst = kContainerHeader + kEntryHeaderMin;  // a header and its first entry's
   constexpr std::size_t kWholeRead = 16 << 10;
   constexpr std::size_t kBatchBytes = 256 << 10;
-  std::vector<std::uint8_t> buf(std::max(kBatchBytes, kChunk * kEntryHeaderMin));
+  // Not zeroed: every byte parsed was read first. Untouched pages cost nothing.
+  constexpr std::size_t kBufBytes = std::max(kBatchBytes, kChunk * kEntryHeaderMin);
+  const auto buf_owner = std::make_unique_for_overwrite<std::uint8_t[]>(kBufBytes);
+  std::uint8_t* const buf = buf_owner.get();
   std::vector<ByteReader::BatchRead> reads;
   std::vector<std::size_t> read_of;  // the container each read of the first round is for
   std::vector<std::optional<Container>> out(starts.size());
@@ -231,11 +235,11 @@ std::vector<std::optional<Container>> parse_batched(ByteReader& in, const Sectio
     const std::uint64_t gap = i + 1 < starts.size() && starts[i + 1] > starts[i] ? starts[i + 1] - starts[i] : 0;
     const std::size_t length = static_cast<std::size_t>(
         std::min<std::uint64_t>(room, gap > kFirst && gap <= kWholeRead ? gap : kFirst));
-    if (reads.size() == kChunk || used + length > buf.size()) {
+    if (reads.size() == kChunk || used + length > kBufBytes) {
       first_round();
       used = 0;
     }
-    reads.push_back({starts[i], static_cast<std::uint32_t>(length), buf.data() + used});
+    reads.push_back({starts[i], static_cast<std::uint32_t>(length), buf + used});
     read_of.push_back(i);
     used += length;
   }
@@ -246,13 +250,13 @@ std::vector<std::optional<Container>> parse_batched(ByteReader& in, const Sectio
       const std::size_t n = std::min(kChunk, open.size() - first);
       reads.clear();
       for (std::size_t k = 0; k < n; ++k)
-        reads.push_back({open[first + k].next, kEntryHeaderMin, buf.data() + k * kEntryHeaderMin});
+        reads.push_back({open[first + k].next, kEntryHeaderMin, buf + k * kEntryHeaderMin});
       in.read_batch(reads);
       for (std::size_t k = 0; k < n; ++k) {
         const Cursor cur = open[first + k];
         Container& c = *out[cur.index];
         try {
-          Entry en = entry_from_header(Bytes(buf.data() + k * kEntryHeaderMin, kEntryHeaderMin), cur.next,
+          Entry en = entry_from_header(Bytes(buf + k * kEntryHeaderMin, kEntryHeaderMin), cur.next,
                                        c.offset + c.size);
           c.entries.push_back(en);
           go_on(cur.index, cur.next + en.header_size + en.stored_size, still);
