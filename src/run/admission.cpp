@@ -8,6 +8,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
+#include <functional>
+#include <iterator>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -241,48 +244,100 @@ void append_record(const fs::path& file, const CompileRecord& r) {
   if (f.fd >= 0) (void)!::write(f.fd, line.data(), line.size());
 }
 
+namespace {
+
+// One line of a records file (tab-separated: the 4-, 8- and 10-field forms), or nullopt.
+std::optional<CompileRecord> parse_record(std::string_view line) {
+  std::vector<std::string_view> f;
+  for (std::size_t at = 0;;) {
+    const auto tab = line.find('\t', at);
+    f.push_back(line.substr(at, tab == std::string_view::npos ? std::string_view::npos : tab - at));
+    if (tab == std::string_view::npos) break;
+    at = tab + 1;
+  }
+  if (f.size() != 4 && f.size() != 8 && f.size() != 10) return std::nullopt;
+  auto number = [](std::string_view v, auto& out) {
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+    return ec == std::errc() && end == v.data() + v.size();
+  };
+  CompileRecord r;
+  r.source = std::string(f[0]);
+  if (!number(f[1], r.peak_kb) || !number(f[2], r.waited_ms) || !number(f[3], r.exit_code)) return std::nullopt;
+  if (f.size() >= 8) {
+    r.output = std::string(f[4]);
+    if (!number(f[5], r.expect_mb)) return std::nullopt;
+    r.basis = std::string(f[6]);
+    r.lang = std::string(f[7]);
+  }
+  if (f.size() == 10) {
+    unsigned threads = 1;
+    if (!number(f[8], r.wall_ms) || !number(f[9], threads)) return std::nullopt;
+    r.threads = std::max(1u, threads);
+  }
+  return r;
+}
+
+// The whole file in one read (empty when it cannot be read).
+std::string read_text(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary | std::ios::ate);
+  if (!in) return {};
+  std::string text(static_cast<std::size_t>(std::max<std::streamoff>(0, in.tellg())), '\0');
+  in.seekg(0);
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(std::max<std::streamsize>(0, in.gcount())));
+  return text;
+}
+
+}  // namespace
+
 std::vector<CompileRecord> read_records(const fs::path& file) {
   std::vector<CompileRecord> out;
-  std::ifstream in(file);
-  std::string line;
-  while (std::getline(in, line)) {
-    std::vector<std::string> f;
-    std::size_t at = 0;
-    for (;;) {
-      auto tab = line.find('\t', at);
-      f.push_back(line.substr(at, tab == std::string::npos ? std::string::npos : tab - at));
-      if (tab == std::string::npos) break;
-      at = tab + 1;
-    }
-    if (f.size() != 4 && f.size() != 8 && f.size() != 10) continue;
-    CompileRecord r;
-    r.source = f[0];
-    try {
-      r.peak_kb = std::stoull(f[1]);
-      r.waited_ms = std::stoull(f[2]);
-      r.exit_code = std::stoi(f[3]);
-      if (f.size() >= 8) {
-        r.output = f[4];
-        r.expect_mb = std::stoull(f[5]);
-        r.basis = f[6];
-        r.lang = f[7];
-      }
-      if (f.size() == 10) {
-        r.wall_ms = std::stoull(f[8]);
-        r.threads = std::max(1u, static_cast<unsigned>(std::stoul(f[9])));
-      }
-    } catch (const std::exception&) {
-      continue;
-    }
-    out.push_back(std::move(r));
+  const std::string text = read_text(file);
+  std::string_view rest = text;
+  while (!rest.empty()) {
+    const auto nl = rest.find('\n');
+    if (auto r = parse_record(rest.substr(0, nl))) out.push_back(std::move(*r));
+    if (nl == std::string_view::npos) break;
+    rest.remove_prefix(nl + 1);
   }
   return out;
 }
 
 std::optional<Measurement> measured(const fs::path& file, const std::string& source) {
+  // Every compile of a build asks. Parsing all 10,000 records of a large project took 26 ms of
+  // each, and reading the file into one fresh 1.5 MB string another 6 (its pages' first
+  // touches): it goes through one 64 KiB buffer, and only the lines that begin with the source
+  // are parsed.
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return std::nullopt;
+  const std::string key = source + '\t';
+  const std::boyer_moore_horspool_searcher search(key.begin(), key.end());
   std::optional<Measurement> m;
-  for (const auto& r : read_records(file))
-    if (r.source == source && r.exit_code == 0) m = Measurement{(r.peak_kb + 1023) / 1024, r.wall_ms, r.threads};
+  std::vector<char> buf(64 << 10);
+  std::size_t kept = 0;  // the start of a line not yet complete, moved to the front
+  for (bool more = true; more;) {
+    if (kept == buf.size()) buf.resize(buf.size() * 2);  // a line longer than the buffer
+    in.read(buf.data() + kept, static_cast<std::streamsize>(buf.size() - kept));
+    const std::size_t filled = kept + static_cast<std::size_t>(in.gcount());
+    more = in.gcount() > 0;
+    // Complete lines only, unless the file ends without a newline.
+    const auto last_nl = std::find(std::make_reverse_iterator(buf.begin() + static_cast<std::ptrdiff_t>(filled)),
+                                   buf.rend(), '\n');
+    const auto done = more ? last_nl.base() : buf.begin() + static_cast<std::ptrdiff_t>(filled);
+    for (auto at = buf.begin();;) {
+      at = std::search(at, done, search);
+      if (at == done) break;
+      const auto line = at;
+      at += static_cast<std::ptrdiff_t>(key.size());
+      if (line != buf.begin() && line[-1] != '\n') continue;  // the end of a longer path
+      const auto line_end = std::find(line, done, '\n');
+      auto r = parse_record(std::string_view(&*line, static_cast<std::size_t>(line_end - line)));
+      if (r && r->source == source && r->exit_code == 0)
+        m = Measurement{(r->peak_kb + 1023) / 1024, r->wall_ms, r->threads};
+    }
+    kept = static_cast<std::size_t>(buf.begin() + static_cast<std::ptrdiff_t>(filled) - done);
+    std::copy(done, buf.begin() + static_cast<std::ptrdiff_t>(filled), buf.begin());
+  }
   return m;
 }
 

@@ -10,6 +10,8 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <fstream>
+#include <map>
+#include <string>
 #include <future>
 #include <memory>
 #include <thread>
@@ -106,6 +108,50 @@ TEST_CASE("measured peaks are recorded and read back per source", "[run][admissi
   CHECK(measured(file, "a.cu")->mb == 5);
   CHECK(measured(file, "b.cpp")->mb == 1);
   CHECK(read_records(file).size() == 4);
+  // Only a whole source at the start of a line matches: not the end of a longer path, not the
+  // start of another name; a damaged line is skipped, not half read.
+  append_record(file, {"x/a.cu", 900 << 10, 0, 0});
+  append_record(file, {"a.cu.bak", 800 << 10, 0, 0});
+  { std::ofstream(file, std::ios::app) << "a.cu\t77x\t0\t0\n" << "b.cpp\t7000\t0"; }
+  CHECK(measured(file, "a.cu")->mb == 5);
+  CHECK(measured(file, "x/a.cu")->mb == 900);
+  CHECK(measured(file, "a.cu.bak")->mb == 800);
+  CHECK(measured(file, "b.cpp")->mb == 1);
+  CHECK_FALSE(measured(file, "x/"));
+  CHECK(read_records(file).size() == 6);
+}
+
+TEST_CASE("measured peaks: a file larger than the read buffer gives what parsing every record gives",
+          "[run][admission]") {
+  // ~400 KB of records (several 64 KiB blocks, lines across their ends), sources measured again
+  // later with other peaks, one path of 100 KB (longer than the buffer); each source's answer
+  // against the last successful record read_records gives for it.
+  test::TempDir tmp;
+  const auto file = tmp.path() / "peaks.tsv";
+  const auto name = [](int i) { return "aten/src/ATen/native/cuda/k" + std::to_string(i) + ".cu"; };
+  for (int i = 0; i < 4000; ++i) {
+    CompileRecord r{name(i % 3000), static_cast<std::uint64_t>(i + 1) << 10, 0, i % 13 == 0 ? 1 : 0};
+    r.output = "o.o";
+    r.wall_ms = static_cast<std::uint64_t>(i);
+    append_record(file, r);
+  }
+  const std::string long_path(100000, 'p');
+  append_record(file, {long_path, 7 << 10, 0, 0});
+  append_record(file, {name(5), 9 << 10, 0, 0});
+  std::map<std::string, std::uint64_t> expected;
+  for (const auto& r : read_records(file))
+    if (r.exit_code == 0) expected[r.source] = (r.peak_kb + 1023) / 1024;
+  REQUIRE(expected.size() > 2800);  // some only ever failed
+  for (int i = 0; i < 3000; ++i) {
+    INFO(name(i));
+    auto m = measured(file, name(i));
+    if (expected.count(name(i)))
+      CHECK((m && m->mb == expected[name(i)]));
+    else
+      CHECK_FALSE(m);
+  }
+  CHECK(measured(file, long_path)->mb == 7);
+  CHECK(measured(file, name(5))->mb == 9);
 }
 
 TEST_CASE("run_measured reports the exit status and the peak memory", "[run][admission]") {
