@@ -125,23 +125,27 @@ TEST_CASE("measured peaks: a file larger than the read buffer gives what parsing
           "[run][admission]") {
   // ~400 KB of records (several 64 KiB blocks, lines across their ends), sources measured again
   // later with other peaks, one path of 100 KB (longer than the buffer); each source's answer
-  // against the last successful record read_records gives for it.
+  // against the last successful record written for it, and every record read back.
   test::TempDir tmp;
   const auto file = tmp.path() / "peaks.tsv";
   const auto name = [](int i) { return "aten/src/ATen/native/cuda/k" + std::to_string(i) + ".cu"; };
+  std::map<std::string, std::uint64_t> expected;
   for (int i = 0; i < 4000; ++i) {
     CompileRecord r{name(i % 3000), static_cast<std::uint64_t>(i + 1) << 10, 0, i % 13 == 0 ? 1 : 0};
     r.output = "o.o";
     r.wall_ms = static_cast<std::uint64_t>(i);
     append_record(file, r);
+    if (r.exit_code == 0) expected[r.source] = static_cast<std::uint64_t>(i + 1);
   }
   const std::string long_path(100000, 'p');
   append_record(file, {long_path, 7 << 10, 0, 0});
   append_record(file, {name(5), 9 << 10, 0, 0});
-  std::map<std::string, std::uint64_t> expected;
-  for (const auto& r : read_records(file))
-    if (r.exit_code == 0) expected[r.source] = (r.peak_kb + 1023) / 1024;
+  expected[name(5)] = 9;
   REQUIRE(expected.size() > 2800);  // some only ever failed
+  const auto all = read_records(file);
+  REQUIRE(all.size() == 4002);
+  CHECK(all[3999].source == name(999));
+  CHECK(all[4000].source == long_path);
   for (int i = 0; i < 3000; ++i) {
     INFO(name(i));
     auto m = measured(file, name(i));
