@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <exception>
 
 namespace archbuild::binary {
 
@@ -151,12 +152,21 @@ void ByteReader::read_batch(std::span<const BatchRead> reads) {
       for (std::size_t i = first; i < reads.size(); ++i) read(reads[i].offset, reads[i].length, reads[i].out);
       return;
     }
+    // Every completion of the submission is reaped before an error is raised: the ring serves
+    // this reader's next batch, which must not take this one's completions for its own, and no
+    // read still in flight may write into buffers that the caller frees as the error unwinds.
+    std::exception_ptr failed;
     for (std::size_t pending = n; pending > 0;) {
       io_uring_cqe* cqe = nullptr;
       if (io_uring_peek_cqe(ring, &cqe) != 0) {
         int w = io_uring_submit_and_wait(ring, 1);
-        if (w < 0 && w != -EINTR)
+        if (w < 0 && w != -EINTR) {
+          // What is in flight can no longer be waited for: the ring is closed (the kernel
+          // cancels its reads) and this reader reads with pread from now on.
+          ring_.reset();
+          ring_refused_ = true;
           throw Malformed(fmt::format("cannot read the file: io_uring: {}", std::strerror(-w)));
+        }
         continue;
       }
       const auto& r = reads[static_cast<std::size_t>(io_uring_cqe_get_data64(cqe))];
@@ -166,8 +176,15 @@ void ByteReader::read_batch(std::span<const BatchRead> reads) {
       // A failed or short read (EINTR, EAGAIN, a file that shrank) is finished with pread,
       // which retries or raises the error as one read alone would.
       const std::uint32_t done = res > 0 ? static_cast<std::uint32_t>(res) : 0;
-      if (done < r.length) read(r.offset + done, r.length - done, r.out + done);
+      if (done < r.length && !failed) {
+        try {
+          read(r.offset + done, r.length - done, r.out + done);
+        } catch (...) {
+          failed = std::current_exception();
+        }
+      }
     }
+    if (failed) std::rethrow_exception(failed);
   }
 }
 
