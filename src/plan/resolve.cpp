@@ -362,6 +362,316 @@ std::vector<std::string> required_tools(const recipe::Recipe& r) {
   return out;
 }
 
+namespace {
+
+// The recipes resolution may choose from (abstract ones are bases, not builds), newest release
+// first: that is the one resolution prefers.
+std::vector<const Recipe*> candidate_recipes(const std::vector<Recipe>& all) {
+  std::vector<const Recipe*> recipes;
+  for (const auto& r : all)
+    if (!r.abstract) recipes.push_back(&r);
+  std::stable_sort(recipes.begin(), recipes.end(), [](const Recipe* a, const Recipe* b) {
+    if (a->torch_version() != b->torch_version()) return a->torch_version() > b->torch_version();
+    return a->version > b->version;
+  });
+  return recipes;
+}
+
+// Rule torch-version (and torch-pairing, for dependents): --torch names a release some recipe is
+// for. The refusal when none is.
+std::optional<std::string> torch_version_rule(const Request& req, const std::vector<const Recipe*>& recipes,
+                                              std::vector<Rule>& rules) {
+  if (!req.torch) return std::nullopt;
+  bool any = std::any_of(recipes.begin(), recipes.end(),
+                         [&](const Recipe* r) { return r->torch_version().starts_with(*req.torch); });
+  if (any) return std::nullopt;
+  if (auto why = pairing_refusal(recipes, *req.torch)) {
+    rules.push_back({"torch-pairing", "", false, *why});
+    return "rule torch-pairing: " + *why;
+  }
+  std::set<Version> lines;
+  for (const Recipe* r : recipes) lines.insert(line_of(*r));
+  rules.push_back({"torch-version", "", false, fmt::format("no recipe for torch {}", req.torch->str())});
+  return fmt::format("rule torch-version: no recipe ({}) is for torch {}; they cover torch {}", req.recipe_label,
+                     req.torch->str(), join_versions(std::vector<Version>(lines.begin(), lines.end())));
+}
+
+// What resolution knows of the request as it relaxes it for a way out.
+struct Relaxing {
+  const Request& req;
+  const Inputs& in;
+  const std::vector<const Recipe*>& recipes;
+  const std::vector<arch::Arch>& archs;
+  const toolchain::Python* default_python;  // the default python3, when there is one
+  std::optional<Version> default_py;        // its release, when --python is not given
+};
+
+// No pair passes: the refusal names the rules that failed and the way out, the smallest
+// relaxation of what was asked that works.
+std::string infeasible_refusal(const Relaxing& x, const Evaluator& ev, const std::vector<Pair>& pairs,
+                               const std::vector<Failure>& recipe_level) {
+  const Request& req = x.req;
+  std::string why = explain(pairs, pairs.empty() ? recipe_level : std::vector<Failure>{});
+  if (pairs.empty() && recipe_level.empty()) why = "no recipe matches the request";
+  std::vector<std::string> outs;
+  if (req.torch) {
+    auto ps = ev.pairs({std::nullopt, req.cuda, req.python});
+    if (auto f = Evaluator::passing(ps); !f.empty()) outs.push_back(suggest_torch(f, x.recipes));
+  }
+  if (req.cuda) {
+    auto ps = ev.pairs({req.torch, std::nullopt, req.python});
+    if (auto f = Evaluator::passing(ps); !f.empty()) outs.push_back(suggest_cuda(f, *req.cuda));
+  }
+  auto py_way = [&](const Constraints& c) {
+    Evaluator loose(req, x.in, x.recipes, x.archs, std::nullopt);
+    auto ps = loose.pairs(c);
+    auto f = Evaluator::passing(ps);
+    return f.empty() ? std::string()
+                     : suggest_python(f, x.default_python ? std::optional(x.default_python->release()) : std::nullopt) +
+                           (req.python ? "" : ", installed alongside the default python3 " + x.default_py->str());
+  };
+  if (req.python || x.default_py)
+    if (auto s = py_way({req.torch, req.cuda, std::nullopt}); !s.empty()) outs.push_back(s);
+  if (outs.empty() && (req.torch || req.cuda || req.python)) {
+    Evaluator loose(req, x.in, x.recipes, x.archs, std::nullopt);
+    auto ps = loose.pairs({});
+    if (auto f = Evaluator::passing(ps); !f.empty())
+      outs.push_back(fmt::format("drop --torch/--cuda/--python: {} can build it", f.front()->subject()));
+  }
+  if (outs.empty())
+    for (const auto& p : pairs)
+      if (!p.failed.empty() && std::all_of(p.failed.begin(), p.failed.end(),
+                                           [](const Failure& f) { return f.rule == "source-url"; })) {
+        outs.push_back(fmt::format("give --source-url URL, the repository to fetch {} from", p.recipe->name));
+        break;
+      }
+  std::string way = outs.empty()
+                        ? "no recipe archbuild knows can build this; write one (--recipe FILE) for a release and "
+                          "CUDA that support it"
+                        : text::join(outs, ", or ");
+  return fmt::format("cannot build {}: {}. Way out: {}", arch_names(x.archs), why, way);
+}
+
+struct Choice {
+  const Pair* pair = nullptr;
+  const toolchain::Toolkit* installed = nullptr;  // its CUDA, installed here
+};
+
+// The newest recipe that passes; within it, a pair whose CUDA is installed (and whose nvcc lists
+// the targets: rule nvcc-arch-list) before the recipe's preferred CUDA.
+Choice choose_pair(const std::vector<const Pair*>& feasible, const std::vector<toolchain::Toolkit>& toolkits,
+                   const std::vector<arch::Arch>& archs, std::vector<Rule>& rules) {
+  const Recipe* chosen_recipe = feasible.front()->recipe;
+  for (const Pair* p : feasible) {
+    if (p->recipe != chosen_recipe) continue;
+    for (const auto& tk : toolkits) {
+      if (tk.release() != p->cuda) continue;
+      std::vector<std::string> unlisted;
+      for (const auto& a : archs)
+        if (!tk.lists(a.cc)) unlisted.push_back("compute_" + std::to_string(a.cc.sm()));
+      if (!unlisted.empty()) {
+        rules.push_back({"nvcc-arch-list", p->subject(), false,
+                         fmt::format("`{} --list-gpu-arch` lacks {}", tk.nvcc.string(), text::join(unlisted, ", "))});
+        continue;
+      }
+      return {p, &tk};
+    }
+  }
+  for (const Pair* p : feasible)
+    if (p->recipe == chosen_recipe) return {p, nullptr};
+  return {feasible.front(), nullptr};  // not reached: the first feasible pair is of chosen_recipe
+}
+
+// The rules after the choice: what the chosen pair needs installed. Each adds its rules to R;
+// what is missing (exit 3, the choice stands) goes to `missing`.
+struct Installed {
+  const Request& req;
+  const Inputs& in;
+  const Recipe& recipe;
+  const Toolchain& tc;
+  std::string subject;
+  Resolution& R;
+  std::vector<std::string>& missing;
+};
+
+// Rule toolkit-installed: the chosen CUDA is installed, or where to get it (or which installed
+// CUDA another recipe could use instead).
+void toolkit_rule(const Installed& x, const Choice& choice, const std::vector<const Pair*>& feasible) {
+  if (const toolchain::Toolkit* installed = choice.installed) {
+    x.R.toolkit = *installed;
+    std::string listed = installed->listed ? "; nvcc --list-gpu-arch confirms the targets" : "";
+    x.R.rules.push_back({"toolkit-installed", x.subject, true,
+                         fmt::format("CUDA {} at {} ({}){}", installed->version.str(), installed->root.string(),
+                                     installed->found_by, listed)});
+    return;
+  }
+  std::vector<std::string> have;
+  for (const auto& tk : x.in.host.toolkits) have.push_back(tk.version.str());
+  std::string alt;
+  for (const Pair* p : feasible)
+    for (const auto& tk : x.in.host.toolkits)
+      if (alt.empty() && tk.release() == p->cuda)
+        alt = fmt::format(" (or use the installed CUDA {}: --torch {} --cuda {})", tk.version.str(),
+                          line_of(*p->recipe).str(), p->cuda.str());
+  x.R.rules.push_back({"toolkit-installed", x.subject, false,
+                       fmt::format("CUDA {} is not installed (found: {})", x.tc.cuda.str(),
+                                   have.empty() ? "none" : text::join(have, ", "))});
+  x.missing.push_back(fmt::format("CUDA {} is not installed: install it (e.g. to /usr/local/cuda-{}) or point "
+                                  "CUDA_HOME at it{}",
+                                  x.tc.cuda.str(), x.tc.cuda.str(), alt));
+}
+
+// Rule host-compiler: the newest GCC (then Clang) the CUDA release accepts. The user's
+// CUDAHOSTCXX is a decision to honour or refuse, never to override: the refusal when it cannot
+// be honoured.
+std::optional<std::string> host_compiler_rule(const Installed& x) {
+  const Toolchain& tc = x.tc;
+  Resolution& R = x.R;
+  const toolchain::Host& host = x.in.host;
+  std::vector<std::string> rejected;
+  if (host.cudahostcxx) {
+    const toolchain::Compiler* hc = nullptr;
+    for (const auto& c : host.compilers)
+      if (c.found_by == "CUDAHOSTCXX") hc = &c;
+    if (!hc) {
+      R.rules.push_back({"host-compiler", x.subject, false, "CUDAHOSTCXX is not a GCC or Clang archbuild can run"});
+      return fmt::format("rule host-compiler: CUDAHOSTCXX={} is not a GCC or Clang archbuild can run. Way "
+                         "out: point CUDAHOSTCXX at a g++ that CUDA {} accepts, or unset it",
+                         *host.cudahostcxx, tc.cuda.str());
+    }
+    auto picked = pick_compiler({*hc}, tc, x.recipe, rejected);
+    if (!picked) {
+      std::vector<toolchain::Compiler> others;
+      for (const auto& c : host.compilers)
+        if (c.found_by != "CUDAHOSTCXX") others.push_back(c);
+      std::vector<std::string> unused;
+      auto alt = pick_compiler(others, tc, x.recipe, unused);
+      R.rules.push_back({"host-compiler", x.subject, false, rejected.front()});
+      return fmt::format("rule host-compiler: CUDAHOSTCXX={}: {}. Way out: {}", *host.cudahostcxx,
+                         rejected.front().substr(rejected.front().find(": ") + 2),
+                         alt ? fmt::format("CUDAHOSTCXX={} ({}) or unset CUDAHOSTCXX", alt->path.string(), alt->name())
+                             : fmt::format("point CUDAHOSTCXX at g++ {} or older", tc.gcc.max ? tc.gcc.max->str() : ""));
+    }
+    R.compiler = picked;
+  } else {
+    R.compiler = pick_compiler(host.compilers, tc, x.recipe, rejected);
+  }
+  for (const auto& rej : rejected) R.rules.push_back({"host-compiler", x.subject, false, "not accepted: " + rej});
+  if (R.compiler) {
+    R.rules.push_back({"host-compiler", x.subject, true,
+                       fmt::format("{} at {} ({}) is accepted by CUDA {}", R.compiler->name(),
+                                   R.compiler->path.string(), R.compiler->found_by, tc.cuda.str())});
+  } else {
+    std::string newest = tc.gcc.max ? tc.gcc.max->str() : "";
+    x.missing.push_back(fmt::format("no host compiler CUDA {} accepts{}: install g++-{} and set CUDAHOSTCXX=/usr/bin/g++-{}",
+                                    tc.cuda.str(),
+                                    rejected.empty() ? " (no g++ or clang++ on PATH)" : " (" + text::join(rejected, "; ") + ")",
+                                    newest, newest));
+  }
+  return std::nullopt;
+}
+
+// Rule python-modules: the chosen interpreter imports what the driver's steps import (a pyenv
+// python3 without `wheel` fails only at the package step, after the whole build: say so now,
+// with where the module comes from). Without --python, the default python3 lacking them gives
+// way to another interpreter of the same release that has them (nothing chosen before changes);
+// an explicit --python is never replaced.
+void python_modules_rule(const Installed& x) {
+  Resolution& R = x.R;
+  const auto& others = x.in.host.other_pythons;
+  std::vector<std::string> needed = probed_modules(x.recipe, R.notes);
+  std::vector<std::string> lacking;
+  for (const auto& m : needed)
+    if (!R.python->has_module(m)) lacking.push_back(m);
+  auto has_all = [&](const toolchain::Python& py) {
+    return std::all_of(needed.begin(), needed.end(), [&](const std::string& m) { return py.has_module(m); });
+  };
+  if (!lacking.empty() && !x.req.python) {
+    for (const auto& other : others) {
+      if (!has_all(other) || other.release() != R.python->release()) continue;
+      R.rules.push_back({"python-default", x.subject, true,
+                         fmt::format("{} lacks {}; {} (Python {}) has them: building with it (--python chooses)",
+                                     R.python->path.string(), text::join(lacking, ", "), other.path.string(),
+                                     other.version.str())});
+      R.python = other;
+      lacking.clear();
+      break;
+    }
+  }
+  if (auto rule = lacking.empty() ? std::nullopt : venv_installs(*R.python, lacking, x.subject)) {
+    R.rules.push_back(*rule);
+    return;
+  }
+  if (lacking.empty()) {
+    if (!needed.empty())
+      R.rules.push_back({"python-modules", x.subject, true,
+                         fmt::format("{} can import {}", R.python->path.string(), text::join(needed, ", "))});
+    return;
+  }
+  std::vector<std::string> packages;
+  for (const auto& m : lacking) packages.push_back(toolchain::debian_package_for_module(m));
+  std::string alternative;
+  for (const auto& other : others)
+    if (has_all(other))
+      alternative = fmt::format(", or use --python {} (Python {}, which has them)", other.path.string(),
+                                other.version.str());
+  std::string detail = fmt::format("{} (Python {}) lacks the module{} {} that {} needs", R.python->path.string(),
+                                   R.python->version.str(), lacking.size() > 1 ? "s" : "", text::join(lacking, ", "),
+                                   fmt::format("the {} driver", recipe::to_string(x.recipe.driver)));
+  R.rules.push_back({"python-modules", x.subject, false, detail});
+  x.missing.push_back(fmt::format("{}: install {} (Debian) or `{} -m pip install {}`{}", detail,
+                                  text::join(packages, " "), R.python->path.string(), text::join(lacking, " "),
+                                  alternative));
+}
+
+// Rule python-installed: the interpreter of --python's release, else the default python3; then
+// its modules.
+void python_rule(const Installed& x, const toolchain::Python* default_python) {
+  Resolution& R = x.R;
+  if (x.req.python) {
+    for (const auto& py : x.in.host.pythons)
+      if (py.release() == *x.req.python) {
+        R.python = py;
+        break;
+      }
+  } else if (default_python) {
+    R.python = *default_python;
+  }
+  if (!R.python) {
+    std::string want = x.req.python ? x.req.python->str() : x.recipe.python.back().str();
+    R.rules.push_back({"python-installed", x.subject, false,
+                       fmt::format("no python{} on PATH, among pyenv's versions or in /usr/bin", want)});
+    x.missing.push_back(fmt::format("python{} is not on PATH, among pyenv's versions or in /usr/bin: install it, or "
+                                    "give its path (supported by {}: {})",
+                                    want, x.recipe.name, join_versions(x.recipe.python)));
+    return;
+  }
+  R.rules.push_back({"python-installed", x.subject, true,
+                     fmt::format("Python {} at {} ({})", R.python->version.str(), R.python->path.string(),
+                                 R.python->found_by)});
+  python_modules_rule(x);
+}
+
+// Rule tool-installed: the programs the build runs are on PATH.
+void tools_rule(const Installed& x) {
+  for (const auto& t : required_tools(x.recipe)) {
+    auto it = x.in.host.tools.find(t);
+    if (it != x.in.host.tools.end()) {
+      x.R.tools[t] = it->second;
+      if (auto v = x.in.host.tool_versions.find(t); v != x.in.host.tool_versions.end()) x.R.tool_versions[t] = v->second;
+      x.R.rules.push_back({"tool-installed", x.subject, true, fmt::format("{} at {}", t, it->second.string())});
+    } else {
+      x.R.rules.push_back({"tool-installed", x.subject, false, fmt::format("{} is not on PATH", t)});
+      x.missing.push_back(fmt::format("{} is not on PATH: install it", t));
+    }
+  }
+}
+
+}  // namespace
+
+// The request's rules first (targets, torch version), then every (recipe, CUDA) pair's static
+// rules (Evaluator); the newest passing pair is chosen, and the rules of what it needs installed
+// run for it alone.
 Resolution resolve(const Request& req, const Inputs& in) {
   Resolution R;
   R.source_url = req.source_url;
@@ -379,41 +689,17 @@ Resolution resolve(const Request& req, const Inputs& in) {
   R.archs = archs;
   R.rules.push_back({"targets", "", true, arch_names(archs)});
 
-  std::vector<const Recipe*> recipes;
-  for (const auto& r : in.recipes)
-    if (!r.abstract) recipes.push_back(&r);
-  // Newest release first: that is the one resolution prefers.
-  std::stable_sort(recipes.begin(), recipes.end(), [](const Recipe* a, const Recipe* b) {
-    if (a->torch_version() != b->torch_version()) return a->torch_version() > b->torch_version();
-    return a->version > b->version;
-  });
+  std::vector<const Recipe*> recipes = candidate_recipes(in.recipes);
   if (recipes.empty()) return refuse(fmt::format("no recipe to resolve from ({})", req.recipe_label));
-
-  if (req.torch) {
-    bool any = std::any_of(recipes.begin(), recipes.end(),
-                           [&](const Recipe* r) { return r->torch_version().starts_with(*req.torch); });
-    if (!any) {
-      if (auto why = pairing_refusal(recipes, *req.torch)) {
-        R.rules.push_back({"torch-pairing", "", false, *why});
-        return refuse("rule torch-pairing: " + *why);
-      }
-      std::set<Version> lines;
-      for (const Recipe* r : recipes) lines.insert(line_of(*r));
-      R.rules.push_back({"torch-version", "", false, fmt::format("no recipe for torch {}", req.torch->str())});
-      return refuse(fmt::format("rule torch-version: no recipe ({}) is for torch {}; they cover torch {}",
-                                req.recipe_label, req.torch->str(),
-                                join_versions(std::vector<Version>(lines.begin(), lines.end()))));
-    }
-  }
+  if (auto refusal = torch_version_rule(req, recipes, R.rules)) return refuse(*refusal);
 
   const toolchain::Python* default_python = in.host.pythons.empty() ? nullptr : &in.host.pythons.front();
   std::optional<Version> default_py;
   if (!req.python && default_python) default_py = default_python->release();
 
   Evaluator ev(req, in, recipes, archs, default_py);
-  Constraints asked{req.torch, req.cuda, req.python};
   std::vector<Failure> recipe_level;
-  std::vector<Pair> pairs = ev.pairs(asked, &recipe_level);
+  std::vector<Pair> pairs = ev.pairs({req.torch, req.cuda, req.python}, &recipe_level);
   for (const auto& p : pairs) {
     for (const auto& ok : p.passed) R.rules.push_back(ok);
     for (const auto& f : p.failed) R.rules.push_back({f.rule, p.subject(), false, f.detail});
@@ -421,239 +707,24 @@ Resolution resolve(const Request& req, const Inputs& in) {
   for (const auto& f : recipe_level) R.rules.push_back({f.rule, "", false, f.problem});
 
   std::vector<const Pair*> feasible = Evaluator::passing(pairs);
-  if (feasible.empty()) {
-    std::string why = explain(pairs, pairs.empty() ? recipe_level : std::vector<Failure>{});
-    if (pairs.empty() && recipe_level.empty()) why = "no recipe matches the request";
-    // The way out: the smallest relaxation of what was asked that works.
-    std::vector<std::string> outs;
-    if (req.torch) {
-      auto ps = ev.pairs({std::nullopt, req.cuda, req.python});
-      if (auto f = Evaluator::passing(ps); !f.empty()) outs.push_back(suggest_torch(f, recipes));
-    }
-    if (req.cuda) {
-      auto ps = ev.pairs({req.torch, std::nullopt, req.python});
-      if (auto f = Evaluator::passing(ps); !f.empty()) outs.push_back(suggest_cuda(f, *req.cuda));
-    }
-    auto py_way = [&](const Constraints& c) {
-      Evaluator loose(req, in, recipes, archs, std::nullopt);
-      auto ps = loose.pairs(c);
-      auto f = Evaluator::passing(ps);
-      return f.empty() ? std::string()
-                       : suggest_python(f, default_python ? std::optional(default_python->release()) : std::nullopt) +
-                             (req.python ? "" : ", installed alongside the default python3 " + default_py->str());
-    };
-    if (req.python || default_py)
-      if (auto s = py_way({req.torch, req.cuda, std::nullopt}); !s.empty()) outs.push_back(s);
-    if (outs.empty() && (req.torch || req.cuda || req.python)) {
-      Evaluator loose(req, in, recipes, archs, std::nullopt);
-      auto ps = loose.pairs({});
-      if (auto f = Evaluator::passing(ps); !f.empty())
-        outs.push_back(fmt::format("drop --torch/--cuda/--python: {} can build it", f.front()->subject()));
-    }
-    if (outs.empty())
-      for (const auto& p : pairs)
-        if (!p.failed.empty() && std::all_of(p.failed.begin(), p.failed.end(),
-                                             [](const Failure& f) { return f.rule == "source-url"; })) {
-          outs.push_back(fmt::format("give --source-url URL, the repository to fetch {} from", p.recipe->name));
-          break;
-        }
-    std::string way = outs.empty()
-                          ? "no recipe archbuild knows can build this; write one (--recipe FILE) for a release and "
-                            "CUDA that support it"
-                          : text::join(outs, ", or ");
-    return refuse(fmt::format("cannot build {}: {}. Way out: {}", arch_names(archs), why, way));
-  }
+  if (feasible.empty())
+    return refuse(infeasible_refusal({req, in, recipes, archs, default_python, default_py}, ev, pairs, recipe_level));
 
-  // Newest recipe first; within it, an installed toolkit before the recipe's preferred CUDA.
-  const Recipe* chosen_recipe = feasible.front()->recipe;
-  const Pair* chosen = nullptr;
-  const toolchain::Toolkit* installed = nullptr;
-  for (const Pair* p : feasible) {
-    if (p->recipe != chosen_recipe) continue;
-    for (const auto& tk : in.host.toolkits) {
-      if (tk.release() != p->cuda) continue;
-      std::vector<std::string> unlisted;
-      for (const auto& a : archs)
-        if (!tk.lists(a.cc)) unlisted.push_back("compute_" + std::to_string(a.cc.sm()));
-      if (!unlisted.empty()) {
-        R.rules.push_back({"nvcc-arch-list", p->subject(), false,
-                           fmt::format("`{} --list-gpu-arch` lacks {}", tk.nvcc.string(), text::join(unlisted, ", "))});
-        continue;
-      }
-      chosen = p;
-      installed = &tk;
-      break;
-    }
-    if (chosen) break;
-  }
-  if (!chosen) {
-    for (const Pair* p : feasible)
-      if (p->recipe == chosen_recipe) {
-        chosen = p;
-        break;
-      }
-  }
-  const Recipe& r = *chosen->recipe;
-  const Toolchain& tc = *chosen->tc;
-  R.recipe = r;
-  R.toolchain = tc;
+  const Choice choice = choose_pair(feasible, in.host.toolkits, archs, R.rules);
+  R.recipe = *choice.pair->recipe;
+  R.toolchain = *choice.pair->tc;
   std::vector<std::string> missing;
-  const std::string subj = chosen->subject();
-  if (installed) {
-    R.toolkit = *installed;
-    std::string listed = installed->listed ? "; nvcc --list-gpu-arch confirms the targets" : "";
-    R.rules.push_back({"toolkit-installed", subj, true,
-                       fmt::format("CUDA {} at {} ({}){}", installed->version.str(), installed->root.string(),
-                                   installed->found_by, listed)});
-  } else {
-    std::vector<std::string> have;
-    for (const auto& tk : in.host.toolkits) have.push_back(tk.version.str());
-    std::string alt;
-    for (const Pair* p : feasible)
-      for (const auto& tk : in.host.toolkits)
-        if (alt.empty() && tk.release() == p->cuda)
-          alt = fmt::format(" (or use the installed CUDA {}: --torch {} --cuda {})", tk.version.str(),
-                            line_of(*p->recipe).str(), p->cuda.str());
-    R.rules.push_back({"toolkit-installed", subj, false,
-                       fmt::format("CUDA {} is not installed (found: {})", tc.cuda.str(),
-                                   have.empty() ? "none" : text::join(have, ", "))});
-    missing.push_back(fmt::format("CUDA {} is not installed: install it (e.g. to /usr/local/cuda-{}) or point "
-                                  "CUDA_HOME at it{}",
-                                  tc.cuda.str(), tc.cuda.str(), alt));
-  }
-
-  // Host compiler: the user's CUDAHOSTCXX is a decision to honour or refuse, never to override.
-  std::vector<std::string> rejected;
-  if (in.host.cudahostcxx) {
-    const toolchain::Compiler* hc = nullptr;
-    for (const auto& c : in.host.compilers)
-      if (c.found_by == "CUDAHOSTCXX") hc = &c;
-    if (!hc) {
-      R.rules.push_back({"host-compiler", subj, false, "CUDAHOSTCXX is not a GCC or Clang archbuild can run"});
-      return refuse(fmt::format("rule host-compiler: CUDAHOSTCXX={} is not a GCC or Clang archbuild can run. Way "
-                                "out: point CUDAHOSTCXX at a g++ that CUDA {} accepts, or unset it",
-                                *in.host.cudahostcxx, tc.cuda.str()));
-    }
-    auto picked = pick_compiler({*hc}, tc, r, rejected);
-    if (!picked) {
-      std::vector<toolchain::Compiler> others;
-      for (const auto& c : in.host.compilers)
-        if (c.found_by != "CUDAHOSTCXX") others.push_back(c);
-      std::vector<std::string> unused;
-      auto alt = pick_compiler(others, tc, r, unused);
-      R.rules.push_back({"host-compiler", subj, false, rejected.front()});
-      return refuse(fmt::format("rule host-compiler: CUDAHOSTCXX={}: {}. Way out: {}", *in.host.cudahostcxx,
-                                rejected.front().substr(rejected.front().find(": ") + 2),
-                                alt ? fmt::format("CUDAHOSTCXX={} ({}) or unset CUDAHOSTCXX", alt->path.string(),
-                                                  alt->name())
-                                    : fmt::format("point CUDAHOSTCXX at g++ {} or older", tc.gcc.max ? tc.gcc.max->str() : "")));
-    }
-    R.compiler = picked;
-  } else {
-    R.compiler = pick_compiler(in.host.compilers, tc, r, rejected);
-  }
-  for (const auto& rej : rejected) R.rules.push_back({"host-compiler", subj, false, "not accepted: " + rej});
-  if (R.compiler) {
-    R.rules.push_back({"host-compiler", subj, true,
-                       fmt::format("{} at {} ({}) is accepted by CUDA {}", R.compiler->name(),
-                                   R.compiler->path.string(), R.compiler->found_by, tc.cuda.str())});
-  } else {
-    std::string newest = tc.gcc.max ? tc.gcc.max->str() : "";
-    missing.push_back(fmt::format("no host compiler CUDA {} accepts{}: install g++-{} and set CUDAHOSTCXX=/usr/bin/g++-{}",
-                                  tc.cuda.str(),
-                                  rejected.empty() ? " (no g++ or clang++ on PATH)" : " (" + text::join(rejected, "; ") + ")",
-                                  newest, newest));
-  }
-
-  // Python.
-  if (req.python) {
-    for (const auto& py : in.host.pythons)
-      if (py.release() == *req.python) {
-        R.python = py;
-        break;
-      }
-  } else if (default_python) {
-    R.python = *default_python;
-  }
-  if (R.python) {
-    R.rules.push_back({"python-installed", subj, true,
-                       fmt::format("Python {} at {} ({})", R.python->version.str(), R.python->path.string(),
-                                   R.python->found_by)});
-    // The modules the driver's steps import: a pyenv python3 without `wheel` fails only at the
-    // package step, after the whole build; say so now, with where the module comes from.
-    // Which modules: recipe data (build.python_modules), else the driver's default.
-    std::vector<std::string> needed = probed_modules(r, R.notes);
-    std::vector<std::string> lacking;
-    for (const auto& m : needed)
-      if (!R.python->has_module(m)) lacking.push_back(m);
-    // No --python: the default python3 (a pyenv one, say) lacks what the steps import, and another
-    // interpreter of the same release has it: build with that one, and say so. Same release, so
-    // nothing chosen above changes; an explicit --python is never replaced.
-    if (!lacking.empty() && !req.python) {
-      for (const auto& other : in.host.other_pythons) {
-        bool has_all = std::all_of(needed.begin(), needed.end(), [&](const std::string& m) { return other.has_module(m); });
-        if (!has_all || other.release() != R.python->release()) continue;
-        R.rules.push_back({"python-default", subj, true,
-                           fmt::format("{} lacks {}; {} (Python {}) has them: building with it (--python chooses)",
-                                       R.python->path.string(), text::join(lacking, ", "), other.path.string(),
-                                       other.version.str())});
-        R.python = other;
-        lacking.clear();
-        break;
-      }
-    }
-    if (auto rule = lacking.empty() ? std::nullopt : venv_installs(*R.python, lacking, subj)) {
-      R.rules.push_back(*rule);
-      lacking.clear();
-      needed.clear();
-    }
-    if (lacking.empty()) {
-      if (!needed.empty())
-        R.rules.push_back({"python-modules", subj, true,
-                           fmt::format("{} can import {}", R.python->path.string(), text::join(needed, ", "))});
-    } else {
-      std::vector<std::string> packages;
-      for (const auto& m : lacking) packages.push_back(toolchain::debian_package_for_module(m));
-      std::string alternative;
-      for (const auto& other : in.host.other_pythons) {
-        bool has_all = std::all_of(needed.begin(), needed.end(), [&](const std::string& m) { return other.has_module(m); });
-        if (has_all) alternative = fmt::format(", or use --python {} (Python {}, which has them)", other.path.string(),
-                                               other.version.str());
-      }
-      std::string detail = fmt::format("{} (Python {}) lacks the module{} {} that {} needs", R.python->path.string(),
-                                       R.python->version.str(), lacking.size() > 1 ? "s" : "", text::join(lacking, ", "),
-                                       fmt::format("the {} driver", recipe::to_string(r.driver)));
-      R.rules.push_back({"python-modules", subj, false, detail});
-      missing.push_back(fmt::format("{}: install {} (Debian) or `{} -m pip install {}`{}", detail,
-                                    text::join(packages, " "), R.python->path.string(), text::join(lacking, " "),
-                                    alternative));
-    }
-  } else {
-    std::string want = req.python ? req.python->str() : r.python.back().str();
-    R.rules.push_back({"python-installed", subj, false,
-                       fmt::format("no python{} on PATH, among pyenv's versions or in /usr/bin", want)});
-    missing.push_back(fmt::format("python{} is not on PATH, among pyenv's versions or in /usr/bin: install it, or "
-                                  "give its path (supported by {}: {})", want, r.name, join_versions(r.python)));
-  }
-
-  // The programs the build runs.
-  for (const auto& t : required_tools(r)) {
-    auto it = in.host.tools.find(t);
-    if (it != in.host.tools.end()) {
-      R.tools[t] = it->second;
-      if (auto v = in.host.tool_versions.find(t); v != in.host.tool_versions.end()) R.tool_versions[t] = v->second;
-      R.rules.push_back({"tool-installed", subj, true, fmt::format("{} at {}", t, it->second.string())});
-    } else {
-      R.rules.push_back({"tool-installed", subj, false, fmt::format("{} is not on PATH", t)});
-      missing.push_back(fmt::format("{} is not on PATH: install it", t));
-    }
-  }
+  const Installed x{req, in, *choice.pair->recipe, *choice.pair->tc, choice.pair->subject(), R, missing};
+  toolkit_rule(x, choice, feasible);
+  if (auto refusal = host_compiler_rule(x)) return refuse(*refusal);
+  python_rule(x, default_python);
+  tools_rule(x);
 
   // The list in the syntax of this release's reader.
-  recipe::ArchListText printed = recipe::print_arch_list(r.arch, archs);
+  recipe::ArchListText printed = recipe::print_arch_list(x.recipe.arch, archs);
   R.arch_list = printed.text;
   for (auto& n : printed.notes) R.notes.push_back(n);
-  R.rules.push_back({"arch-list", subj, true, fmt::format("{}={}", r.arch.env, R.arch_list)});
+  R.rules.push_back({"arch-list", x.subject, true, fmt::format("{}={}", x.recipe.arch.env, R.arch_list)});
 
   if (!missing.empty()) {
     R.status = Exit::missing_tool;
