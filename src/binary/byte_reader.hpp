@@ -68,12 +68,15 @@ class ByteReader {
   // kernel refuses it. For tests of that path.
   static void allow_io_uring(bool allowed);
 
+  // An io_uring (byte_reader.cpp). A reader's is taken from the rings other readers are done
+  // with where there is one, and given back for the next; a ring serves one thread at a time.
+  struct Ring;
+
  private:
   ByteReader() = default;
   Bytes memory_;
   int fd_ = -1;
   std::uint64_t size_ = 0;
-  struct Ring;  // this reader's io_uring (one per thread: a ring is not shared)
   std::unique_ptr<Ring> ring_;
   bool ring_refused_ = false;
   std::vector<std::uint8_t> window_;

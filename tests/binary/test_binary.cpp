@@ -738,6 +738,53 @@ TEST_CASE("registrations that point nowhere change nothing", "[binary]") {
   CHECK(full->at(1).section == ".rodata");
 }
 
+TEST_CASE("registrations into sections whose addresses overlap change nothing", "[binary]") {
+  // A crafted file: .data claims .rodata's addresses. The registration's address is in both; the
+  // first section in header order that holds it decides (the lookup's fallback where sections
+  // overlap), and whichever it is, the containers found are a full scan's.
+  Buf two = test::container({test::entry({1, 120})});
+  Buf three = test::container({test::entry({2, 86})});
+  Buf seg(24, '\0');
+  test::put32(seg, 0, 0x466243B1);
+  test::put32(seg, 4, 1);
+  for (bool data_first : {false, true}) {
+    std::vector<test::SectionSpec> specs = {{".text", Buf(32, '\xc3'), 1, 0x6},
+                                            {".rodata", Buf(100, 'x') + two + Buf(50, 'y')},
+                                            {".data", Buf(60, 'z') + three + Buf(90, 'w'), 1, 0x3},
+                                            {".nvFatBinSegment", seg, 1, 0x3}};
+    if (data_first) std::swap(specs[1], specs[2]);
+    Buf file = test::elf(specs);
+    addresses_at_offsets(file);
+    auto elf = read_elf(bytes_of(file));
+    REQUIRE(elf);
+    const Section* ro = elf->find(".rodata");
+    const Section* data = elf->find(".data");
+    REQUIRE(ro);
+    REQUIRE(data);
+    // .data's address becomes .rodata's; the registration points at `two` (100 bytes in).
+    std::uint64_t shoff = 0;
+    std::memcpy(&shoff, file.data() + 0x28, 8);
+    const std::size_t data_index = data_first ? 2 : 3;
+    test::put64(file, static_cast<std::size_t>(shoff + 64 * data_index + 0x10), ro->addr);
+    test::put64(file, static_cast<std::size_t>(elf->find(".nvFatBinSegment")->offset + 8), ro->addr + 100);
+    elf = read_elf(bytes_of(file));
+    REQUIRE(elf);
+    INFO((data_first ? ".data first" : ".rodata first"));
+    ByteReader in(bytes_of(file));
+    auto regs = read_registrations(in, *elf);
+    REQUIRE(regs);
+    CHECK(regs->size() == 1);
+    auto full = read_containers(bytes_of(file), *elf, ScanMode::full);
+    REQUIRE(full);
+    REQUIRE(full->size() == 2);
+    for (unsigned threads : {1u, 4u}) {
+      auto fast = read_containers(in, *elf, ScanMode::registered, threads);
+      REQUIRE(fast);
+      CHECK(describe(*fast) == describe(*full));
+    }
+  }
+}
+
 TEST_CASE("a data section scanned in parts on threads gives what one scan gives", "[binary]") {
   // 48 MiB of data: read_all cuts it into 8 MiB parts (its minimum part) for 2 to 8 threads, so
   // the placements below sit on the parts' boundaries, offsets relative to the section.
