@@ -672,6 +672,13 @@ TEST_CASE("a shared object's registered container is found through its RELATIVE 
   CHECK(names(report.runtime_images(), EntryKind::sass) == std::set<std::string>{"sm_90"});
 }
 
+// The section `name` of `elf`, which the test's file has.
+static const Section& section_of(const Elf& elf, const char* name) {
+  const Section* s = elf.find(name);
+  REQUIRE(s);
+  return *s;
+}
+
 // The ELF builder leaves every sh_addr 0: gives each section its file offset as address.
 static void addresses_at_offsets(Buf& file) {
   auto elf = read_elf(bytes_of(file));
@@ -757,16 +764,13 @@ TEST_CASE("registrations into sections whose addresses overlap change nothing", 
     addresses_at_offsets(file);
     auto elf = read_elf(bytes_of(file));
     REQUIRE(elf);
-    const Section* ro = elf->find(".rodata");
-    const Section* data = elf->find(".data");
-    REQUIRE(ro);
-    REQUIRE(data);
     // .data's address becomes .rodata's; the registration points at `two` (100 bytes in).
+    const std::uint64_t ro = section_of(*elf, ".rodata").addr;
     std::uint64_t shoff = 0;
     std::memcpy(&shoff, file.data() + 0x28, 8);
     const std::size_t data_index = data_first ? 2 : 3;
-    test::put64(file, static_cast<std::size_t>(shoff + 64 * data_index + 0x10), ro->addr);
-    test::put64(file, static_cast<std::size_t>(elf->find(".nvFatBinSegment")->offset + 8), ro->addr + 100);
+    test::put64(file, static_cast<std::size_t>(shoff + 64 * data_index + 0x10), ro);
+    test::put64(file, static_cast<std::size_t>(section_of(*elf, ".nvFatBinSegment").offset + 8), ro + 100);
     elf = read_elf(bytes_of(file));
     REQUIRE(elf);
     INFO((data_first ? ".data first" : ".rodata first"));
@@ -899,21 +903,31 @@ struct IoUring {
   ~IoUring() { ByteReader::allow_io_uring(true); }
 };
 
+// A temporary file of 1 MiB whose bytes differ from their neighbours (what a read got is checked
+// against them byte for byte), and a reader of it.
+struct PatternedFile {
+  static Buf patterned() {
+    Buf content(1 << 20, '\0');
+    for (std::size_t i = 0; i < content.size(); ++i) content[i] = static_cast<char>((i * 2654435761u) >> 13);
+    return content;
+  }
+  const Buf content = patterned();
+  test::TempDir dir;
+  const fs::path path = dir.write("data.bin", content);
+  ByteReader reader = ByteReader::open(path).take();
+};
+
 TEST_CASE("read_batch reads what single reads read, from a file and from memory", "[binary]") {
   // More reads than one io_uring submission holds (256), of every small length, anywhere in
   // the file, the last byte included; a read past the end is refused before anything is read.
-  Buf content(1 << 20, '\0');
-  for (std::size_t i = 0; i < content.size(); ++i) content[i] = static_cast<char>((i * 2654435761u) >> 13);
-  test::TempDir dir;
-  auto path = dir.write("data.bin", content);
-  auto file = ByteReader::open(path);
-  REQUIRE(file);
+  PatternedFile f;
+  const Buf& content = f.content;
   ByteReader memory(bytes_of(content));
   // io_uring where the kernel allows it, and the pread path of kernels that refuse it.
   const bool ring = GENERATE(true, false);
   IoUring io_uring(ring);
   INFO((ring ? "io_uring allowed" : "io_uring refused"));
-  for (ByteReader* in : {&*file, &memory}) {
+  for (ByteReader* in : {&f.reader, &memory}) {
     std::vector<ByteReader::BatchRead> reads;
     std::vector<std::uint8_t> out(1000 * 300);
     for (std::size_t k = 0; k < 1000; ++k) {
@@ -937,13 +951,10 @@ TEST_CASE("a batch that fails part-way leaves the reader's next batches right", 
   // A file that shrinks while it is read: the first read of a batch of 300 finds its end, the
   // 299 others succeed. Their completions must not be left in the reader's io_uring for the
   // next batch, of 2 reads, to take as its own (indices up to 299 into 2 reads).
-  Buf content(1 << 20, '\0');
-  for (std::size_t i = 0; i < content.size(); ++i) content[i] = static_cast<char>((i * 2654435761u) >> 11);
-  test::TempDir dir;
-  auto path = dir.write("shrinks.bin", content);
-  auto in = ByteReader::open(path);
-  REQUIRE(in);
-  fs::resize_file(path, content.size() / 2);
+  PatternedFile f;
+  const Buf& content = f.content;
+  ByteReader* in = &f.reader;
+  fs::resize_file(f.path, content.size() / 2);
   const bool ring = GENERATE(true, false);
   IoUring io_uring(ring);
   INFO((ring ? "io_uring allowed" : "io_uring refused"));
