@@ -86,4 +86,45 @@ std::string join(const std::vector<std::string>& parts, std::string_view sep) {
   return out;
 }
 
+std::string quoted(std::string_view s, std::size_t max) {
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out = "\"";
+  std::size_t n = std::min(s.size(), max);
+  for (std::size_t i = 0; i < n; ++i) {
+    auto c = static_cast<unsigned char>(s[i]);
+    // A UTF-8 sequence passes whole when it is well formed and fits before the cut.
+    std::size_t len = c >= 0xF0 && c < 0xF5 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c < 0xE0 ? 2 : 1;
+    if (c >= 0x80 && len > 1 && i + len <= n) {
+      bool ok = true;
+      for (std::size_t k = 1; k < len; ++k) ok = ok && (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
+      // U+0080..U+009F are C1 controls (0x9b is a CSI to some terminals): escaped as bytes.
+      ok = ok && !(c == 0xC2 && static_cast<unsigned char>(s[i + 1]) < 0xA0);
+      if (ok) {
+        out.append(s.substr(i, len));
+        i += len - 1;
+        continue;
+      }
+    }
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c < 0x20 || c >= 0x7f) {
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  out += '"';
+  if (s.size() > n) out += "…(" + std::to_string(s.size() - n) + " more bytes)";
+  return out;
+}
+
 }  // namespace archbuild::text

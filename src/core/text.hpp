@@ -19,5 +19,10 @@ std::size_t edit_distance(std::string_view a, std::string_view b);
 std::vector<std::string> nearest(std::string_view word, const std::vector<std::string>& candidates,
                                  std::size_t limit = 3);
 std::string join(const std::vector<std::string>& parts, std::string_view sep);
+// What a user typed (or a path, a file's content), fit for an error line: in double quotes,
+// control characters and non-UTF-8 bytes escaped (\n, \x1b), a quote or backslash escaped, and
+// cut to `max` input bytes with "…(N more bytes)" after it, so no escape sequence reaches the
+// terminal and a 100 KB argument gives a short line.
+std::string quoted(std::string_view s, std::size_t max = 200);
 
 }  // namespace archbuild::text

@@ -20,6 +20,23 @@ TEST_CASE("text helpers", "[core]") {
   CHECK(text::join({"a", "b"}, ", ") == "a, b");
 }
 
+TEST_CASE("text::quoted: a user's string in an error is quoted, escaped and bounded", "[core]") {
+  CHECK(text::quoted("sm_90") == "\"sm_90\"");
+  CHECK(text::quoted("a\"b\\c") == "\"a\\\"b\\\\c\"");
+  CHECK(text::quoted("\x1b[31mred\n") == "\"\\x1b[31mred\\n\"");
+  CHECK(text::quoted("caf\xc3\xa9") == "\"caf\xc3\xa9\"");          // UTF-8 passes
+  CHECK(text::quoted("\xc2\x9b2J") == "\"\\xc2\\x9b2J\"");          // a C1 CSI does not
+  CHECK(text::quoted("\xff\xfe") == "\"\\xff\\xfe\"");              // bytes that are not UTF-8
+  std::string big(100000, 'x');
+  auto q = text::quoted(big);
+  CHECK(q.size() < 260);
+  CHECK(q.find("99800 more bytes") != std::string::npos);
+  // Every byte value: the result holds no control character at all.
+  std::string all;
+  for (int c = 0; c < 256; ++c) all += static_cast<char>(c);
+  for (unsigned char c : text::quoted(all, 1000)) CHECK((c >= 0x20 && c != 0x7f));
+}
+
 TEST_CASE("sha256 of known vectors", "[core]") {
   CHECK(sha256_hex("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
   CHECK(sha256_hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
