@@ -68,98 +68,31 @@ Built built_state(const Context& ctx, const std::string& key) {
   return b;
 }
 
-// The tree's contract, read from the commit's blobs in the mirror (no checkout, no network).
-struct TreeContract {
-  std::optional<contract::Contract> contract;
-  std::vector<contract::Finding> findings;
-  std::string commit;
-  std::string note;  // why there is none: not fetched yet, or the tree's own error
-};
-
-TreeContract tree_contract(const Context& ctx, const plan::Plan& p) {
-  TreeContract t;
-  auto dir = store::choose_cache_dir(ctx.cache_dir);
-  if (!dir) {
-    t.note = "fetch to see the tree's contract (no cache directory: " + dir.error().message + ")";
-    return t;
-  }
-  store::Layout layout(dir->dir);
-  auto files = source::open_commit_files(layout.git_mirror(p->url), p->commit.value_or(p->tag));
-  if (!files) {
-    t.note = fmt::format("fetch to see the tree's contract ({} @ {} is not in the cache yet)", p->url, p->tag);
-    return t;
-  }
-  t.commit = files->commit;
-  auto c = contract::read_contract({files->read, files->list, fmt::format("{}@{}", p->url, files->commit.substr(0, 12))});
-  if (!c) {
-    t.note = c.error().message;
-    return t;
-  }
-  t.findings = contract::check(*c, stages::contract_expectation(p));
-  t.contract = std::move(*c);
-  return t;
-}
-
 // The plan of a resolution, shown: the human block on stdout, or its document returned (--json).
 // --check's verdict goes to ctx.exit.
 Planned plan_resolved(const PlanArgs& args, const plan::Resolution& r, const plan::PlanOptions& budget, Context& ctx) {
-  plan::PlanOptions opts;
-  if (args.jobs) opts.jobs = args.jobs;
-  opts.env = env_from_args(args.resolve);
-  opts.without = args.resolve.without;
-  opts.memory_budget_mb = budget.memory_budget_mb;
-  opts.memory_budget_text = budget.memory_budget_text;
-  if (r.local_dir() || !args.resolve.ref.empty()) {
-    auto dir = store::choose_cache_dir(ctx.cache_dir).take();
-    opts.source = choose_source(r, args.resolve, store::Layout(dir.dir), args.offline, ctx);
-  }
-  // The build venv, when the tree's requirements can be read (a local tree, a mirrored commit):
-  // its versions are in the key, so `plan` makes or reuses it as `wheel` would.
-  VenvChoice venv;
-  auto venv_dir = store::choose_cache_dir(ctx.cache_dir);
-  if (!args.no_venv_because.empty()) {
-    venv.note = args.no_venv_because;
-  } else if (auto& dir = venv_dir) {
-    // `plan` shows what a build would meet: a venv that cannot be made is said (and `wheel`
-    // stops on it, exit 3), the plan is still printed.
-    try {
-      venv = choose_build_venv(r, opts.source, args.resolve, store::Layout(dir->dir), ctx);
-      opts.venv = venv.venv;
-    } catch (const Failure& f) {
-      venv.note = "cannot be made (`wheel` stops here, exit 3): " + f.error.message;
-      warn(ctx, "build venv " + venv.note);
-    }
-  } else {
-    venv.note = "unknown (no cache directory: " + venv_dir.error().message + ")";
-  }
-  opts.library_facts = gather_libraries(r, opts.env, venv_site_packages(opts.venv));
-  std::vector<std::string> fetch_notes;
-  if (!r.recipe.fetches.empty()) {
-    if (auto dir = store::choose_cache_dir(ctx.cache_dir)) {
-      auto fr = resolve_fetches(r, opts.source, planned_env(r, opts), store::Layout(dir->dir), args.offline, false, ctx);
-      opts.fetches = fr.resolved;
-      fetch_notes = fr.notes;
-    } else {
-      fetch_notes.push_back("the fetches' pins are read once the tree is in the cache (no cache directory: " +
-                            dir.error().message + ")");
-    }
-  }
-  plan::Plan p = plan::make_plan(r, opts).take();
+  // The one answer: what prepare() says would stop `wheel` is what `plan` shows and --check
+  // exits with (the first stop's status, as `wheel` would).
+  prepare::Request q = prepare_request(args.resolve, args.jobs ? std::optional(args.jobs) : std::nullopt, args.offline, false);
+  q.memory_budget_mb = budget.memory_budget_mb;
+  q.memory_budget_text = budget.memory_budget_text;
+  q.no_venv_because = args.no_venv_because;
+  prepare::Prepared prep = prepare_from_args(r, q, ctx).take();
+  const plan::Plan& p = prep.plan;
+  const prepare::TreeContract& tree = prep.tree;
+  const plan::HostCheck& host = prep.host;
+  const std::vector<std::string>& fetch_notes = prep.fetch_notes;
+  if (!p->venv && prep.venv_note.starts_with("cannot be made")) warn(ctx, "build venv " + prep.venv_note);
   Built built = built_state(ctx, p->key);
   if (!built.problem.empty()) warn(ctx, "cannot tell whether the key is built: " + built.problem);
-  TreeContract tree = tree_contract(ctx, p);
-  // What would stop `wheel` before it starts: an expected library missing, the host too small.
-  auto cache = store::choose_cache_dir(ctx.cache_dir);
-  plan::HostCheck host = plan::check_host(p, host_figures(cache ? cache->dir : std::filesystem::path()));
   std::vector<Error> blockers;
-  if (auto e = plan::missing_libraries(p->libraries)) blockers.push_back(*e);
-  if (auto e = host.error()) blockers.push_back(*e);
+  for (const auto& st : prep.stops) blockers.push_back(st.error);
   Planned shown;
   shown.built_wheel = built.wheel;
   auto finish = [&] {
     if (!args.check || blockers.empty() || built.wheel) return;
     for (const auto& b : blockers) error_line(ctx, b.message);
-    ctx.exit = Exit::missing_tool;
+    ctx.exit = blockers.front().exit;  // `wheel` stops at the first, with its status
   };
 
   if (ctx.json) {
@@ -184,8 +117,14 @@ Planned plan_resolved(const PlanArgs& args, const plan::Resolution& r, const pla
     for (const auto& e : blockers) b.push_back(e.message);
     doc["ready"] = blockers.empty();
     doc["blockers"] = b;
+    nlohmann::json stops = nlohmann::json::array();
+    for (const auto& st : prep.stops)
+      stops.push_back({{"rule", st.rule}, {"exit", static_cast<int>(st.error.exit)}, {"message", st.error.message}});
+    doc["stops"] = stops;
+    doc["would_exit"] = built.wheel || prep.stops.empty() ? 0 : static_cast<int>(prep.stops.front().error.exit);
     doc["fetch_notes"] = fetch_notes;
-    if (!p->venv) doc["build_venv_note"] = venv.note;
+    doc["notes"] = prep.notes;
+    if (!p->venv) doc["build_venv_note"] = prep.venv_note;
     shown.doc = std::move(doc);
     finish();
     return shown;
@@ -219,7 +158,7 @@ Planned plan_resolved(const PlanArgs& args, const plan::Resolution& r, const pla
     out(fmt::format("  in the key    {}", shaping.empty() ? "(none of numpy, cmake, ninja, setuptools, scikit-build-core, torch)"
                                                           : text::join(shaping, ", ")));
   } else {
-    out("build venv " + venv.note);
+    out("build venv " + prep.venv_note);
   }
   out(fmt::format("arch list  {}={}", rc.arch.env, r.arch_list));
   out(fmt::format("jobs       {}", p->jobs.rule()));
@@ -279,7 +218,8 @@ Planned plan_resolved(const PlanArgs& args, const plan::Resolution& r, const pla
   else
     out("built      unknown (no cache directory)");
   if (tree.contract) {
-    out(fmt::format("contract   the tree at {} (read from the mirror):", tree.commit.substr(0, 12)));
+    out(tree.commit.empty() ? fmt::format("contract   the local tree {}:", tree.origin)
+                            : fmt::format("contract   the tree at {} (read from the mirror):", tree.commit.substr(0, 12)));
     for (const auto& l : contract::describe(*tree.contract)) out("  " + l);
     for (const auto& f : tree.findings)
       out(fmt::format("  check {:<14} {}  {}", f.rule, f.ok ? "ok    " : "REFUSE", f.message));
@@ -288,6 +228,7 @@ Planned plan_resolved(const PlanArgs& args, const plan::Resolution& r, const pla
   }
   if (ctx.verbosity > 0) print_resolution(r, ctx);
   for (const auto& n : r.notes) note(ctx, "note: " + n);
+  for (const auto& n : prep.notes) note(ctx, "note: " + n);
   finish();
   return shown;
 }

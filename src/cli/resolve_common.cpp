@@ -71,6 +71,9 @@ void add_plan_options(CLI::App& cmd, ResolveArgs& a) {
                  "A torch wheel to build against (torchvision, an extension): installed into the build venv with "
                  "--no-deps after its requirements; its sha256 is in the key and the wheel pins torch==<its version>")
       ->check(CLI::ExistingFile);
+  cmd.add_flag("--allow-release-mismatch", a.allow_release_mismatch,
+               "Build a tree (--source, --ref) with a recipe of another release line on purpose (otherwise a stop, "
+               "exit 2, naming both)");
 }
 
 void memory_budget_from_args(const ResolveArgs& a, plan::PlanOptions& opts) {
@@ -84,140 +87,43 @@ void memory_budget_from_args(const ResolveArgs& a, plan::PlanOptions& opts) {
   opts.memory_budget_text = a.memory_budget;
 }
 
-plan::LibraryFacts gather_libraries(const plan::Resolution& r, const std::map<std::string, std::string>& env_args,
-                                    const std::vector<std::filesystem::path>& site_packages) {
-  plan::LibrarySearch search;
-  const auto& allow = plan::build_env_allowlist();
-  for (char** e = environ; e && *e; ++e) {
-    std::string entry(*e);
-    auto eq = entry.find('=');
-    if (eq == std::string::npos) continue;
-    std::string name = entry.substr(0, eq);
-    if (plan::env_allowed(allow, name)) search.env[name] = entry.substr(eq + 1);
-  }
-  for (const auto& [k, v] : env_args) search.env[k] = v;
-  if (r.toolkit) {
-    search.toolkit_root = r.toolkit->root;
-    search.toolkit_label = "CUDA " + r.toolkit->version.str();
-  }
-  search.site_packages = site_packages;
-  auto specs = recipe::load_shipped_library_specs();
-  if (!specs) throw Failure(specs.error());
-  return plan::probe_libraries(recipe::merge_specs(std::move(*specs), r.recipe.libraries.define), search);
+prepare::Cache cache_of(const Context& ctx) {
+  prepare::Cache c;
+  if (auto dir = store::choose_cache_dir(ctx.cache_dir)) c.layout.emplace(dir->dir);
+  else c.missing_because = dir.error().message;
+  return c;
 }
 
-std::vector<std::filesystem::path> venv_site_packages(const std::optional<plan::BuildVenv>& venv) {
-  if (!venv) return {};
-  auto parts = text::split_any(venv->interpreter_version, ".");
-  if (parts.size() < 2) return {};
-  return {venv->dir / "lib" / ("python" + parts[0] + "." + parts[1]) / "site-packages"};
+prepare::Request prepare_request(const ResolveArgs& a, std::optional<unsigned> jobs, bool offline, bool for_build) {
+  prepare::Request q;
+  q.ref = a.ref;
+  q.env = env_from_args(a);
+  q.without = a.without;
+  q.index_url = a.index_url;
+  q.find_links = a.find_links;
+  if (!a.torch_wheel.empty()) q.torch_wheel = a.torch_wheel;
+  q.jobs = jobs;
+  plan::PlanOptions budget;
+  memory_budget_from_args(a, budget);
+  q.memory_budget_mb = budget.memory_budget_mb;
+  q.memory_budget_text = budget.memory_budget_text;
+  q.offline = offline;
+  q.for_build = for_build;
+  q.allow_release_mismatch = a.allow_release_mismatch;
+  if (auto lines = plan::select_recipes(std::nullopt))
+    for (const auto& r : *lines) q.recipe_lines.push_back(r.version);
+  return q;
 }
 
-plan::HostFigures host_figures(const std::filesystem::path& cache_dir) {
-  plan::HostFigures h;
-  h.cache_dir = cache_dir;
-  // The cache may not exist yet: measure the nearest folder that does.
-  std::error_code ec;
-  fs::path p = cache_dir;
-  while (!p.empty() && !fs::exists(p, ec) && p != p.parent_path()) p = p.parent_path();
-  auto sp = fs::space(p.empty() ? fs::path("/") : p, ec);
-  if (!ec) h.free_bytes = sp.available;
-  h.mem_available = plan::HostResources::current().mem_available;
-  return h;
-}
-
-namespace {
-
-// Where the plan's tree can be read before planning: the local tree, or the commit's blobs in
-// the mirror.
-std::optional<contract::FileAccess> tree_files(const plan::Resolution& r, const plan::SourceChoice& sc,
-                                               const store::Layout& layout) {
-  if (sc.kind == plan::SourceChoice::Kind::local) return contract::directory_access(sc.dir);
-  std::string ref = sc.kind == plan::SourceChoice::Kind::ref ? sc.commit : r.recipe.source.commit.value_or(r.recipe.source.tag);
-  auto files = source::open_commit_files(layout.git_mirror(r.url()), ref);
-  if (!files) return std::nullopt;
-  return contract::FileAccess{files->read, files->list, fmt::format("{}@{}", r.url(), files->commit.substr(0, 12))};
-}
-
-std::map<std::string, std::string> pip_environment(const plan::Resolution& r, const ResolveArgs& a) {
-  std::map<std::string, std::string> env;
-  for (char** e = environ; e && *e; ++e) {
-    std::string entry(*e);
-    auto eq = entry.find('=');
-    if (eq == std::string::npos || eq == 0) continue;
-    if (plan::env_allowed(plan::build_env_allowlist(), entry.substr(0, eq))) env[entry.substr(0, eq)] = entry.substr(eq + 1);
-  }
-  env["PATH"] = r.python->path.parent_path().string() + ":/usr/local/bin:/usr/bin:/bin";
-  // --index-url / --find-links: pip's own variables, set explicitly (they win over the caller's).
-  if (!a.index_url.empty()) env["PIP_INDEX_URL"] = a.index_url;
-  if (!a.find_links.empty()) {
-    std::error_code ec;
-    bool dir = a.find_links.find("://") == std::string::npos && fs::is_directory(a.find_links, ec);
-    env["PIP_FIND_LINKS"] = dir ? fs::absolute(a.find_links).lexically_normal().string() : a.find_links;
-  }
-  return env;
-}
-
-}  // namespace
-
-void ensure_mirrored(const plan::Resolution& r, const plan::SourceChoice& sc, const store::Layout& layout, bool offline) {
-  if (sc.kind != plan::SourceChoice::Kind::recipe_tag || r.url().empty()) return;
-  if (r.recipe.driver == recipe::Driver::cmake) return;
-  std::string ref = r.recipe.source.commit.value_or(r.recipe.source.tag);
-  if (source::open_commit_files(layout.git_mirror(r.url()), ref)) return;
-  source::SourceOptions so;
-  so.offline = offline;
-  so.cancelled = [] { return run::interrupt_requested(); };
-  if (auto e = layout.create(); !e) throw Failure(e.error());
-  auto info = source::resolve_ref(r.url(), ref, {layout.git_mirror(r.url()), layout.git_mirror_lock(r.url())}, so);
-  if (!info) throw Failure(info.error());
-}
-
-VenvChoice choose_build_venv(const plan::Resolution& r, const plan::SourceChoice& sc, const ResolveArgs& a,
-                             const store::Layout& layout, const Context& ctx) {
-  VenvChoice out;
-  const recipe::Recipe& rc = r.recipe;
-  if (rc.driver == recipe::Driver::cmake || !r.python) {
-    out.note = "none: the cmake driver runs no Python";
-    return out;
-  }
-  auto files = tree_files(r, sc, layout);
-  if (!files) {
-    out.note = "decided once the tree is fetched (its build requirements are read from it): the key shown "
-               "does not hold the venv's versions yet";
-    return out;
-  }
-  auto c = contract::read_contract(*files);
-  if (!c) {
-    out.note = "the tree's contract cannot be read: " + c.error().message;
-    return out;
-  }
-  stages::VenvRequest req;
-  req.interpreter = r.python->path;
-  req.interpreter_version = r.python->version;
-  req.requirements = c->requirements;
-  req.driver_modules = recipe::python_modules(rc);
-  req.host_tools = r.tools;
-  req.host_tool_versions = r.tool_versions;
-  if (c->cmake_minimum) {
-    req.cmake_min = c->cmake_minimum->min;
-    req.cmake_min_where = c->cmake_minimum->where.str();
-  }
-  req.cmake_max = rc.cmake_max;
-  req.env = pip_environment(r, a);
-  if (!a.torch_wheel.empty()) req.wheels.push_back(fs::absolute(a.torch_wheel).lexically_normal());
-  if (!a.index_url.empty()) req.pip_options["index_url"] = a.index_url;
-  if (!a.find_links.empty()) req.pip_options["find_links"] = req.env["PIP_FIND_LINKS"];
+Result<prepare::Prepared> prepare_from_args(const plan::Resolution& r, const prepare::Request& q, const Context& ctx) {
   auto reporter = run::make_reporter(run::ReporterKind::plain, std::cerr);
   run::ProcessRunner runner;
   run::InterruptGuard guard;
-  auto v = stages::prepare_build_venv(req, layout, runner, *reporter);
-  if (!v) throw Failure(v.error());
-  if (ctx.verbosity > 0) note(ctx, fmt::format("build venv {} ({})", v->dir.string(), v->reused ? "reused" : "made now"));
-  out.venv = std::move(*v);
-  return out;
+  prepare::Services s{runner, *reporter};
+  s.note = [&ctx](const std::string& n) { note(ctx, n); };
+  s.verbose = ctx.verbosity > 0;
+  return prepare::prepare(r, q, cache_of(ctx), s);
 }
-
 
 std::map<std::string, std::string> env_from_args(const ResolveArgs& a) {
   std::map<std::string, std::string> out;
@@ -226,166 +132,6 @@ std::map<std::string, std::string> env_from_args(const ResolveArgs& a) {
     if (eq == std::string::npos || eq == 0)
       throw Failure(Error::bad_input(fmt::format("--env '{}': expected NAME=VALUE, e.g. --env USE_NCCL=1", item)));
     out[item.substr(0, eq)] = item.substr(eq + 1);
-  }
-  return out;
-}
-
-plan::SourceChoice choose_source(const plan::Resolution& r, const ResolveArgs& args, const store::Layout& layout,
-                                 bool offline, const Context& ctx) {
-  plan::SourceChoice sc;
-  if (auto dir = r.local_dir()) {
-    if (!args.ref.empty())
-      throw Failure(Error::bad_input("--ref names a commit of a repository; a local tree (--source, source.path) is "
-                                     "built as it is: drop one of them"));
-    note(ctx, fmt::format("reading the local tree {}", dir->string()));
-    auto tree = source::scan_local_tree(*dir);
-    if (!tree) throw Failure(tree.error());
-    sc.kind = plan::SourceChoice::Kind::local;
-    sc.dir = tree->root;
-    sc.content_hash = tree->content_hash;
-    sc.files = tree->entries.size();
-    sc.head = tree->head;
-    std::ifstream in(tree->root / "version.txt");
-    std::stringstream text;
-    if (in) {
-      text << in.rdbuf();
-      sc.tree_version = text.str();
-    }
-    return sc;
-  }
-  if (args.ref.empty()) return sc;
-  std::string url = r.url();
-  source::SourceOptions so;
-  so.offline = offline;
-  so.cancelled = [] { return run::interrupt_requested(); };
-  source::MirrorSlot slot{layout.git_mirror(url), layout.git_mirror_lock(url)};
-  if (auto e = layout.create(); !e) throw Failure(e.error());
-  auto info = source::resolve_ref(url, args.ref, slot, so);
-  if (!info) throw Failure(info.error());
-  sc.kind = plan::SourceChoice::Kind::ref;
-  sc.ref = args.ref;
-  sc.commit = info->commit;
-  sc.ref_is_tag = info->kind == source::RefInfo::Kind::tag;
-  auto version = source::read_file_at(slot.dir, info->commit, "version.txt");
-  if (!version) throw Failure(version.error());
-  sc.tree_version = *version;
-  return sc;
-}
-
-namespace {
-
-// The tag or commit a pin file names: its first line that is neither empty nor a comment.
-std::string pin_of(const std::string& text) {
-  for (const auto& line : text::split_any(text, "\n")) {
-    std::string l = text::trim(line);
-    if (!l.empty() && l[0] != '#') return l;
-  }
-  return "";
-}
-
-}  // namespace
-
-std::map<std::string, std::string> planned_env(const plan::Resolution& r, const plan::PlanOptions& po) {
-  std::map<std::string, std::string> env = po.env;
-  if (auto draft = plan::make_plan(r, po))
-    for (const auto& [k, v] : (*draft)->env) env[k] = v.value;
-  return env;
-}
-
-FetchResolution resolve_fetches(const plan::Resolution& r, const plan::SourceChoice& sc,
-                                const std::map<std::string, std::string>& env, const store::Layout& layout,
-                                bool offline, bool required, const Context& ctx) {
-  FetchResolution out;
-  std::vector<plan::FetchPlan> active;
-  for (auto& f : plan::fetch_plans(r, env))
-    if (f.active()) active.push_back(std::move(f));
-  if (active.empty()) return out;
-  auto give_up = [&](const std::string& why) {
-    if (required) throw Failure(Error::build_failed(why));
-    out.notes.push_back(why);
-  };
-
-  source::SourceOptions so;
-  so.offline = offline;
-  so.cancelled = [] { return run::interrupt_requested(); };
-  so.note = [&ctx](const std::string& n) { note(ctx, n); };
-  // The cache is made only when a mirror is touched (`plan` on a fresh host writes nothing).
-  auto slot_for = [&](const std::string& url) {
-    if (auto e = layout.create(); !e) throw Failure(e.error());
-    return source::MirrorSlot{layout.git_mirror(url), layout.git_mirror_lock(url)};
-  };
-
-  // How the tree's files are read: the local folder, or the commit's blobs in the mirror.
-  std::function<std::optional<std::string>(const std::string&)> read;
-  std::string origin;
-  if (sc.kind == plan::SourceChoice::Kind::local) {
-    read = [dir = sc.dir](const std::string& rel) -> std::optional<std::string> {
-      std::ifstream in(dir / rel);
-      if (!in) return std::nullopt;
-      std::stringstream text;
-      text << in.rdbuf();
-      return text.str();
-    };
-    origin = sc.dir.string();
-  } else {
-    std::string url = r.url(), commit;
-    if (sc.kind == plan::SourceChoice::Kind::ref) {
-      commit = sc.commit;
-    } else if (required) {
-      // The fetch stage would fetch the tag anyway; now, so its pin files can be read.
-      auto info = source::resolve_ref(url, r.recipe.source.tag, slot_for(url), so);
-      if (!info) throw Failure(info.error());
-      commit = info->commit;
-    } else {
-      auto files = source::open_commit_files(layout.git_mirror(url), r.recipe.source.tag);
-      if (!files) {
-        for (const auto& f : active)
-          give_up(fmt::format("fetch {}: pinned by {} in the tree, which is not in the cache yet ({} @ {}); "
-                              "`archbuild wheel` resolves it (the key then holds its commit)",
-                              f.name, text::join(f.pin_files, " or "), url, r.recipe.source.tag));
-        return out;
-      }
-      commit = files->commit;
-    }
-    read = [mirror = layout.git_mirror(url), commit](const std::string& rel) -> std::optional<std::string> {
-      auto text = source::read_file_at(mirror, commit, rel);
-      if (!text) throw Failure(text.error());
-      return *text;
-    };
-    origin = fmt::format("{} at {}", url, commit.substr(0, 12));
-  }
-
-  for (auto& f : active) {
-    std::optional<std::string> text;
-    for (const auto& candidate : f.pin_files)
-      if ((text = read(candidate))) {
-        f.pin_file = candidate;
-        break;
-      }
-    if (!text)
-      throw Failure(Error::bad_input(fmt::format(
-          "{}: [[fetch]] {} names the pin file {}, which the tree ({}) does not have; fix the recipe's pin_file "
-          "(or unless_env) for this tree", r.recipe.file.string(), f.name, text::join(f.pin_files, " or "), origin)));
-    std::string ref = pin_of(*text);
-    if (ref.empty())
-      throw Failure(Error::bad_input(fmt::format("{} ({}): empty; expected the tag or commit of {} that [[fetch]] {} "
-                                                 "checks out", f.pin_file, origin, f.url, f.name)));
-    auto info = source::resolve_ref(f.url, ref, slot_for(f.url), so);
-    if (!info) {
-      if (offline && required) {
-        std::vector<std::string> off;
-        for (const auto& rf : r.recipe.fetches)
-          if (rf.name == f.name)
-            for (const auto& [var, values] : rf.unless_env) off.push_back("--env " + var + "=" + values.front());
-        throw Failure(Error::missing_tool(fmt::format(
-            "offline: the tree pins {} at {} ({}), which the mirror of {} does not have; run once without --offline "
-            "to fetch it{}", f.name, ref, f.pin_file, f.url,
-            off.empty() ? "" : ", or build without it (" + text::join(off, " or ") + ")")));
-      }
-      give_up(fmt::format("fetch {} ({} @ {}, pinned by {}): {}", f.name, f.url, ref, f.pin_file, info.error().message));
-      continue;
-    }
-    out.resolved[f.name] = plan::ResolvedFetch{f.pin_file, ref, info->commit};
   }
   return out;
 }
@@ -472,6 +218,15 @@ plan::Request request_from_args(const ResolveArgs& a) {
     if (!a.source_url.empty())
       throw Failure(Error::bad_input("--source DIR and --source-url URL exclude each other: build a local tree or a repository"));
     req.source_dir = std::filesystem::absolute(a.source_dir).lexically_normal();
+    // The tree chooses: its version.txt's release line picks the torch recipe of that line.
+    if (a.recipe.empty() && !req.torch)
+      if (auto line = prepare::tree_release_line(*req.source_dir))
+        if (auto all = plan::select_recipes(std::nullopt))
+          for (const auto& r : *all)
+            if (r.version.prefix(2) == *line) {
+              req.torch = line;
+              break;
+            }
   }
   req.recipe_label = a.recipe.empty() ? "the torch recipes" : a.recipe;
   return req;

@@ -138,29 +138,18 @@ nlohmann::json manifest_build_report(const nlohmann::json& key_record) {
 WheelOutcome build_one(const WheelArgs& args, const plan::Resolution& r, const plan::PlanOptions& budget, Context& ctx) {
   auto dir = store::choose_cache_dir(ctx.cache_dir).take();
   store::Layout layout(dir.dir);
-  plan::PlanOptions po;
-  if (args.jobs) po.jobs = args.jobs;
-  po.env = env_from_args(args.resolve);
-  po.memory_budget_mb = budget.memory_budget_mb;
-  po.memory_budget_text = budget.memory_budget_text;
-  po.source = choose_source(r, args.resolve, layout, args.offline, ctx);
-  // The tree's build requirements decide the build venv, whose versions are in the key: the
-  // commit is mirrored first, the venv made (or reused) before the plan is fixed.
-  ensure_mirrored(r, po.source, layout, args.offline);
-  po.venv = choose_build_venv(r, po.source, args.resolve, layout, ctx).venv;
-  po.without = args.resolve.without;
-  po.library_facts = gather_libraries(r, po.env, venv_site_packages(po.venv));
-  // Before the plan: the key holds the commits of what the build would download.
-  po.fetches = resolve_fetches(r, po.source, planned_env(r, po), layout, args.offline, true, ctx).resolved;
-  plan::Plan plan = plan::make_plan(r, po).take();
-  // Before hours are spent: the libraries the recipe expects, disk and memory (a finished key is
-  // only a copy, so it is not held to them).
-  plan::HostCheck host = plan::check_host(plan, host_figures(layout.root()));
+  // The one answer (prepare/): the stops `plan` shows are the ones this build stops at, with
+  // the same status; a finished key is only a copy, so it is not held to them.
+  prepare::Request q = prepare_request(args.resolve, args.jobs ? std::optional(args.jobs) : std::nullopt, args.offline, true);
+  q.memory_budget_mb = budget.memory_budget_mb;
+  q.memory_budget_text = budget.memory_budget_text;
+  prepare::Prepared prep = prepare_from_args(r, q, ctx).take();
+  const plan::Plan& plan = prep.plan;
+  const plan::HostCheck& host = prep.host;
+  for (const auto& n : prep.notes) note(ctx, "note: " + n);
   auto finished = store::KeyRecord(layout, plan->key).wheel();
   if (!finished || !*finished) {
-    std::optional<Error> stop = plan::missing_libraries(plan->libraries);
-    if (!stop) stop = host.error();
-    if (stop)
+    if (auto stop = prep.first_stop())
       return failed_with({{"ok", false}, {"key", plan->key}, {"libraries", plan::to_json(plan->libraries)},
                           {"host_check", host.to_json()}}, *stop);
   }

@@ -81,6 +81,23 @@ std::optional<std::string> switched_off(const recipe::LibrarySpec& s, const Libr
   return std::nullopt;
 }
 
+// The host's copy declined by the recipe or --env: a variable the library sets when found (its
+// `on`, USE_SYSTEM_NCCL=1) fixed to another value (USE_SYSTEM_NCCL=0) — the build then uses
+// its own copy, and the plan must not point it at the host's nor say it was found there.
+std::optional<std::string> host_declined(const recipe::LibrarySpec& s, const LibraryInputs& in) {
+  for (const auto& [k, v] : s.on) {
+    auto it = in.fixed_env.find(k);
+    if (it == in.fixed_env.end()) continue;
+    auto want = cmake_truth(v), have = cmake_truth(it->second);
+    if (want && have ? *want != *have : it->second != v) {
+      auto from = in.fixed_from.find(k);
+      return fmt::format("{}={} from {}", k, it->second,
+                         from == in.fixed_from.end() ? std::string("the recipe's [build.env]") : from->second);
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 Result<LibraryPlan> plan_libraries(const LibraryInputs& in) {
@@ -147,9 +164,12 @@ Result<LibraryPlan> plan_libraries(const LibraryInputs& in) {
       out.choices.push_back(std::move(c));
       continue;
     }
+    std::optional<std::string> declined;
+    for (const auto* s : specs)
+      if (!declined) declined = host_declined(*s, in);
     // The first place in preference order (facts are in that order per library), providers in
     // their data order (MKL before OpenBLAS: PyTorch's default BLAS).
-    for (const auto* s : specs) {
+    for (const auto* s : declined ? std::vector<const recipe::LibrarySpec*>{} : specs) {
       auto it = std::find_if(in.facts.found.begin(), in.facts.found.end(),
                              [&](const LibraryCandidate& f) { return f.library == s->name; });
       if (it == in.facts.found.end()) continue;
@@ -169,8 +189,17 @@ Result<LibraryPlan> plan_libraries(const LibraryInputs& in) {
         c.state = LibraryState::source;
         c.reason = fmt::format("not on this host: the build compiles it from {} (a [[fetch]] of the recipe, placed "
                                "through archbuild's mirrors at the commit the tree pins)", f->second);
+        if (declined) c.reason = *declined + ": the host's copy is not used; the build compiles it from " + f->second +
+                                 " (a [[fetch]] of the recipe, placed through archbuild's mirrors at the commit the tree pins)";
         for (const auto* s : specs)
           if (!s->switch_env.empty()) set_keyed(s->switch_env, "1");
+        out.choices.push_back(std::move(c));
+        continue;
+      }
+      if (declined) {
+        c.state = LibraryState::source;
+        c.reason = *declined + ": the host's copy is not used; the build compiles its own (no [[fetch]] of the recipe "
+                               "places it, so the tree's build downloads it)";
         out.choices.push_back(std::move(c));
         continue;
       }

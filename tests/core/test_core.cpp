@@ -25,7 +25,7 @@ TEST_CASE("text::quoted: a user's string in an error is quoted, escaped and boun
   CHECK(text::quoted("a\"b\\c") == "\"a\\\"b\\\\c\"");
   CHECK(text::quoted("\x1b[31mred\n") == "\"\\x1b[31mred\\n\"");
   CHECK(text::quoted("caf\xc3\xa9") == "\"caf\xc3\xa9\"");          // UTF-8 passes
-  CHECK(text::quoted("\xc2\x9b2J") == "\"\\xc2\\x9b2J\"");          // a C1 CSI does not
+  CHECK(text::quoted("\xc2\x9b" "2J") == "\"\\xc2\\x9b2J\"");          // a C1 CSI does not
   CHECK(text::quoted("\xff\xfe") == "\"\\xff\\xfe\"");              // bytes that are not UTF-8
   std::string big(100000, 'x');
   auto q = text::quoted(big);

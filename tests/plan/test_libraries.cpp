@@ -137,6 +137,36 @@ TEST_CASE("libraries: --without switches off and records - the recipe's USE_NCCL
   CHECK(p->without == std::vector<std::string>{"cusparselt", "lapack"});
 }
 
+TEST_CASE("libraries: --env USE_SYSTEM_NCCL=0 declines the host's NCCL - no NCCL_ROOT, not 'found'") {
+  auto in = torch_inputs();
+  in.facts.found = {cand("cudnn", LibraryOrigin::toolkit, "CUDA 13.0", "/usr/local/cuda", "9.19.0"),
+                    cand("nccl", LibraryOrigin::toolkit, "CUDA 13.0", "/usr/local/cuda", "2.28.9")};
+  in.fixed_env = {{"USE_SYSTEM_NCCL", "0"}};
+  in.fixed_from = {{"USE_SYSTEM_NCCL", "--env"}};
+  // With the recipe's NCCL fetch: the build compiles the fetched copy.
+  in.from_fetch = {{"nccl", "third_party/nccl"}};
+  auto p = plan_libraries(in);
+  REQUIRE(p.ok());
+  CHECK(choice(*p, "nccl").state == LibraryState::source);
+  CHECK(contains(choice(*p, "nccl").reason, "USE_SYSTEM_NCCL=0 from --env"));
+  CHECK(contains(choice(*p, "nccl").reason, "third_party/nccl"));
+  CHECK_FALSE(choice(*p, "nccl").from);
+  CHECK(p->path_env.count("NCCL_ROOT") == 0);
+  CHECK(p->path_env.count("NCCL_LIB_DIR") == 0);
+  CHECK(p->keyed_env.count("USE_SYSTEM_NCCL") == 0);  // --env's own value stays
+  CHECK(choice(*p, "cudnn").state == LibraryState::found);  // the others as before
+  // Without a fetch: still not the host's, and said so.
+  in.from_fetch.clear();
+  auto q = plan_libraries(in);
+  REQUIRE(q.ok());
+  CHECK(choice(*q, "nccl").state == LibraryState::source);
+  CHECK(contains(choice(*q, "nccl").reason, "downloads it"));
+  CHECK(q->path_env.count("NCCL_ROOT") == 0);
+  auto missing = missing_libraries(*q);  // cuSPARSELt and a LAPACK are not on this fake host; NCCL is no gap
+  REQUIRE(missing);
+  CHECK_FALSE(contains(missing->message, "nccl"));
+}
+
 TEST_CASE("libraries: an unknown --without name is bad input listing the valid ones") {
   auto in = torch_inputs();
   in.without = {"cudn"};

@@ -1,0 +1,629 @@
+#include "prepare/prepare.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "contract/contract.hpp"
+#include "core/data_dir.hpp"
+#include "core/text.hpp"
+#include "core/toml_load.hpp"
+#include "plan/libraries.hpp"
+#include "plan/library_probe.hpp"
+#include "recipe/library_spec.hpp"
+#include "run/interrupt.hpp"
+#include "source/local.hpp"
+#include "source/source.hpp"
+#include "stages/pipeline.hpp"
+#include "stages/venv.hpp"
+
+namespace archbuild::prepare {
+
+namespace fs = std::filesystem;
+
+std::optional<Error> Prepared::first_stop() const {
+  if (stops.empty()) return std::nullopt;
+  return stops.front().error;
+}
+
+// ---- the parts -------------------------------------------------------------------------------
+
+Result<plan::LibraryFacts> gather_libraries(const plan::Resolution& r, const std::map<std::string, std::string>& env_args,
+                                            const std::vector<fs::path>& site_packages) {
+  plan::LibrarySearch search;
+  const auto& allow = plan::build_env_allowlist();
+  for (char** e = environ; e && *e; ++e) {
+    std::string entry(*e);
+    auto eq = entry.find('=');
+    if (eq == std::string::npos) continue;
+    std::string name = entry.substr(0, eq);
+    if (plan::env_allowed(allow, name)) search.env[name] = entry.substr(eq + 1);
+  }
+  for (const auto& [k, v] : env_args) search.env[k] = v;
+  if (r.toolkit) {
+    search.toolkit_root = r.toolkit->root;
+    search.toolkit_label = "CUDA " + r.toolkit->version.str();
+  }
+  search.site_packages = site_packages;
+  auto specs = recipe::load_shipped_library_specs();
+  if (!specs) return specs.error();
+  return plan::probe_libraries(recipe::merge_specs(std::move(*specs), r.recipe.libraries.define), search);
+}
+
+std::vector<fs::path> venv_site_packages(const std::optional<plan::BuildVenv>& venv) {
+  if (!venv) return {};
+  auto parts = text::split_any(venv->interpreter_version, ".");
+  if (parts.size() < 2) return {};
+  return {venv->dir / "lib" / ("python" + parts[0] + "." + parts[1]) / "site-packages"};
+}
+
+plan::HostFigures host_figures(const fs::path& cache_dir) {
+  plan::HostFigures h;
+  h.cache_dir = cache_dir;
+  // The cache may not exist yet: measure the nearest folder that does.
+  std::error_code ec;
+  fs::path p = cache_dir;
+  while (!p.empty() && !fs::exists(p, ec) && p != p.parent_path()) p = p.parent_path();
+  auto sp = fs::space(p.empty() ? fs::path("/") : p, ec);
+  if (!ec) h.free_bytes = sp.available;
+  h.mem_available = plan::HostResources::current().mem_available;
+  return h;
+}
+
+std::map<std::string, std::string> planned_env(const plan::Resolution& r, const plan::PlanOptions& po) {
+  std::map<std::string, std::string> env = po.env;
+  if (auto draft = plan::make_plan(r, po))
+    for (const auto& [k, v] : (*draft)->env) env[k] = v.value;
+  return env;
+}
+
+std::optional<Version> tree_release_line(const fs::path& dir) {
+  std::ifstream in(dir / "version.txt");
+  std::string line;
+  if (!in || !std::getline(in, line)) return std::nullopt;
+  auto v = contract::release_part(text::trim(line));
+  if (!v || v->size() < 2) return std::nullopt;
+  return v->prefix(2);
+}
+
+namespace {
+
+source::SourceOptions source_options(bool offline, const Services& s) {
+  source::SourceOptions so;
+  so.offline = offline;
+  so.cancelled = [] { return run::interrupt_requested(); };
+  so.note = s.note;
+  return so;
+}
+
+source::MirrorSlot mirror_slot(const store::Layout& layout, const std::string& url) {
+  // The cache is made only when a mirror is touched (`plan` on a fresh host writes nothing).
+  if (auto e = layout.create(); !e) throw Failure(e.error());
+  return source::MirrorSlot{layout.git_mirror(url), layout.git_mirror_lock(url)};
+}
+
+const store::Layout& need_cache(const Cache& cache, const std::string& what) {
+  if (!cache.layout) throw Failure(Error::bad_input(fmt::format("{} needs a cache directory: {}", what, cache.missing_because)));
+  return *cache.layout;
+}
+
+// Where the plan's tree can be read before planning: the local tree, or the commit's blobs in
+// the mirror (nullopt: not mirrored yet).
+std::optional<contract::FileAccess> tree_files(const plan::Resolution& r, const plan::SourceChoice& sc,
+                                               const Cache& cache) {
+  if (sc.kind == plan::SourceChoice::Kind::local) return contract::directory_access(sc.dir);
+  if (!cache.layout || r.url().empty()) return std::nullopt;
+  std::string ref = sc.kind == plan::SourceChoice::Kind::ref ? sc.commit : r.recipe.source.commit.value_or(r.recipe.source.tag);
+  auto files = source::open_commit_files(cache.layout->git_mirror(r.url()), ref);
+  if (!files) return std::nullopt;
+  return contract::FileAccess{files->read, files->list, fmt::format("{}@{}", r.url(), files->commit.substr(0, 12))};
+}
+
+// The recipe's tag (or pinned commit) fetched into the cache's mirror unless it is there (the
+// venv and the contract are read from it). Nothing for a local tree or --ref (already done).
+void ensure_mirrored(const plan::Resolution& r, const plan::SourceChoice& sc, const store::Layout& layout, bool offline,
+                     const Services& s) {
+  if (sc.kind != plan::SourceChoice::Kind::recipe_tag || r.url().empty()) return;
+  if (r.recipe.driver == recipe::Driver::cmake) return;
+  std::string ref = r.recipe.source.commit.value_or(r.recipe.source.tag);
+  if (source::open_commit_files(layout.git_mirror(r.url()), ref)) return;
+  auto info = source::resolve_ref(r.url(), ref, mirror_slot(layout, r.url()), source_options(offline, s));
+  if (!info) throw Failure(info.error());
+}
+
+std::map<std::string, std::string> pip_environment(const plan::Resolution& r, const Request& q) {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    std::string entry(*e);
+    auto eq = entry.find('=');
+    if (eq == std::string::npos || eq == 0) continue;
+    if (plan::env_allowed(plan::build_env_allowlist(), entry.substr(0, eq))) env[entry.substr(0, eq)] = entry.substr(eq + 1);
+  }
+  env["PATH"] = r.python->path.parent_path().string() + ":/usr/local/bin:/usr/bin:/bin";
+  // --index-url / --find-links: pip's own variables, set explicitly (they win over the caller's).
+  if (!q.index_url.empty()) env["PIP_INDEX_URL"] = q.index_url;
+  if (!q.find_links.empty()) {
+    std::error_code ec;
+    bool dir = q.find_links.find("://") == std::string::npos && fs::is_directory(q.find_links, ec);
+    env["PIP_FIND_LINKS"] = dir ? fs::absolute(q.find_links).lexically_normal().string() : q.find_links;
+  }
+  return env;
+}
+
+// The build venv from the tree's requirements. A venv that cannot be made is a stop (exit 3),
+// never the end of the preparation: `plan` still shows the rest.
+struct VenvOutcome {
+  std::optional<plan::BuildVenv> venv;
+  std::string note;
+  std::optional<Error> stop;
+};
+
+VenvOutcome build_venv(const plan::Resolution& r, const contract::Contract& c, const Request& q, const store::Layout& layout,
+                       Services& s) {
+  VenvOutcome out;
+  const recipe::Recipe& rc = r.recipe;
+  stages::VenvRequest req;
+  req.interpreter = r.python->path;
+  req.interpreter_version = r.python->version;
+  req.requirements = c.requirements;
+  req.driver_modules = recipe::python_modules(rc);
+  req.host_tools = r.tools;
+  req.host_tool_versions = r.tool_versions;
+  if (c.cmake_minimum) {
+    req.cmake_min = c.cmake_minimum->min;
+    req.cmake_min_where = c.cmake_minimum->where.str();
+  }
+  req.cmake_max = rc.cmake_max;
+  req.env = pip_environment(r, q);
+  if (!q.torch_wheel.empty()) req.wheels.push_back(fs::absolute(q.torch_wheel).lexically_normal());
+  if (!q.index_url.empty()) req.pip_options["index_url"] = q.index_url;
+  if (!q.find_links.empty()) req.pip_options["find_links"] = req.env["PIP_FIND_LINKS"];
+  auto v = stages::prepare_build_venv(req, layout, s.runner, s.reporter);
+  if (!v) {
+    out.note = "cannot be made (`wheel` stops here, exit " + std::to_string(static_cast<int>(v.error().exit)) +
+               "): " + v.error().message;
+    out.stop = v.error();
+    return out;
+  }
+  if (s.verbose) s.note(fmt::format("build venv {} ({})", v->dir.string(), v->reused ? "reused" : "made now"));
+  out.venv = std::move(*v);
+  return out;
+}
+
+// The tag or commit a pin file names: its first line that is neither empty nor a comment.
+std::string pin_of(const std::string& text) {
+  for (const auto& line : text::split_any(text, "\n")) {
+    std::string l = text::trim(line);
+    if (!l.empty() && l[0] != '#') return l;
+  }
+  return "";
+}
+
+struct FetchResolution {
+  std::map<std::string, plan::ResolvedFetch> resolved;
+  std::vector<std::string> notes;
+  std::vector<Stop> stops;
+};
+
+// The pins of what the tree's build would fetch (the recipe's active [[fetch]]es), resolved
+// before the plan as --ref is: the pin file read from the tree, the tag or commit it names looked
+// up in that repository's mirror (fetched unless offline, and for `plan` only when the tree is
+// readable already). A pin that cannot be resolved is a stop (exit 3: `wheel` stops before any
+// stage); a tree not in the cache yet is a note for `plan`.
+FetchResolution resolve_fetches(const plan::Resolution& r, const plan::SourceChoice& sc,
+                                const std::map<std::string, std::string>& env, const Cache& cache, const Request& q,
+                                const Services& s) {
+  FetchResolution out;
+  std::vector<plan::FetchPlan> active;
+  for (auto& f : plan::fetch_plans(r, env))
+    if (f.active()) active.push_back(std::move(f));
+  if (active.empty()) return out;
+  if (!cache.layout) {
+    out.notes.push_back("the fetches' pins are read once the tree is in the cache (no cache directory: " +
+                        cache.missing_because + ")");
+    return out;
+  }
+  const store::Layout& layout = *cache.layout;
+  auto so = source_options(q.offline, s);
+
+  // How the tree's files are read: the local folder, or the commit's blobs in the mirror.
+  std::function<std::optional<std::string>(const std::string&)> read;
+  std::string origin;
+  if (sc.kind == plan::SourceChoice::Kind::local) {
+    read = [dir = sc.dir](const std::string& rel) -> std::optional<std::string> {
+      std::error_code ec;
+      if (!fs::is_regular_file(dir / rel, ec)) return std::nullopt;
+      std::ifstream in(dir / rel);
+      if (!in) return std::nullopt;
+      std::stringstream text;
+      text << in.rdbuf();
+      return text.str();
+    };
+    origin = sc.dir.string();
+  } else {
+    std::string url = r.url(), commit;
+    if (sc.kind == plan::SourceChoice::Kind::ref) {
+      commit = sc.commit;
+    } else if (auto files = source::open_commit_files(layout.git_mirror(url), r.recipe.source.commit.value_or(r.recipe.source.tag))) {
+      commit = files->commit;
+    } else if (q.for_build) {
+      // The fetch stage would fetch the tag anyway; now, so its pin files can be read.
+      auto info = source::resolve_ref(url, r.recipe.source.tag, mirror_slot(layout, url), so);
+      if (!info) throw Failure(info.error());
+      commit = info->commit;
+    } else {
+      for (const auto& f : active)
+        out.notes.push_back(fmt::format("fetch {}: pinned by {} in the tree, which is not in the cache yet ({} @ {}); "
+                                        "`archbuild wheel` resolves it (the key then holds its commit)",
+                                        f.name, text::join(f.pin_files, " or "), url, r.recipe.source.tag));
+      return out;
+    }
+    read = [mirror = layout.git_mirror(url), commit](const std::string& rel) -> std::optional<std::string> {
+      auto text = source::read_file_at(mirror, commit, rel);
+      if (!text) throw Failure(text.error());
+      return *text;
+    };
+    origin = fmt::format("{} at {}", url, commit.substr(0, 12));
+  }
+
+  for (auto& f : active) {
+    std::optional<std::string> text;
+    for (const auto& candidate : f.pin_files)
+      if ((text = read(candidate))) {
+        f.pin_file = candidate;
+        break;
+      }
+    // The recipe does not fit the tree (exit 2): a stop like the others, so `plan` shows the
+    // whole answer and `wheel` meets them in the same order.
+    if (!text) {
+      out.stops.push_back({"fetch-pin", Error::bad_input(fmt::format(
+          "{}: [[fetch]] {} names the pin file {}, which the tree ({}) does not have; fix the recipe's pin_file "
+          "(or unless_env) for this tree", r.recipe.file.string(), f.name, text::join(f.pin_files, " or "), origin))});
+      continue;
+    }
+    std::string ref = pin_of(*text);
+    if (ref.empty()) {
+      out.stops.push_back({"fetch-pin", Error::bad_input(fmt::format(
+          "{} ({}): empty; expected the tag or commit of {} that [[fetch]] {} checks out", f.pin_file, origin, f.url,
+          f.name))});
+      continue;
+    }
+    auto info = source::resolve_ref(f.url, ref, mirror_slot(layout, f.url), so);
+    if (!info) {
+      std::vector<std::string> off;
+      for (const auto& rf : r.recipe.fetches)
+        if (rf.name == f.name)
+          for (const auto& [var, values] : rf.unless_env) off.push_back("--env " + var + "=" + values.front());
+      std::string way_out = off.empty() ? "" : ", or build without it (" + text::join(off, " or ") + ")";
+      if (q.offline)
+        out.stops.push_back({"fetch-pin", Error::missing_tool(fmt::format(
+            "offline: the tree pins {} at {} ({}), which the mirror of {} does not have; run once without --offline "
+            "to fetch it{}", f.name, ref, f.pin_file, f.url, way_out))});
+      else
+        out.stops.push_back({"fetch-pin", Error::missing_tool(fmt::format(
+            "fetch {} ({} @ {}, pinned by {}): {}{}", f.name, f.url, ref, f.pin_file, info.error().message, way_out))});
+      continue;
+    }
+    out.resolved[f.name] = plan::ResolvedFetch{f.pin_file, ref, info->commit};
+  }
+  return out;
+}
+
+// The tree's contract, read before the venv (a local tree, the commit in the mirror).
+TreeContract read_tree_contract(const plan::Resolution& r, const plan::SourceChoice& sc, const Cache& cache) {
+  TreeContract t;
+  auto files = tree_files(r, sc, cache);
+  if (!files) {
+    if (!cache.layout)
+      t.note = "fetch to see the tree's contract (no cache directory: " + cache.missing_because + ")";
+    else
+      t.note = fmt::format("fetch to see the tree's contract ({} @ {} is not in the cache yet)", r.url(),
+                           r.recipe.source.commit.value_or(r.recipe.source.tag));
+    return t;
+  }
+  t.origin = files->origin;
+  if (sc.kind == plan::SourceChoice::Kind::ref) t.commit = sc.commit;
+  else if (sc.kind == plan::SourceChoice::Kind::recipe_tag) {
+    auto at = files->origin.rfind('@');
+    t.commit = at == std::string::npos ? "" : files->origin.substr(at + 1);
+    if (auto full = source::open_commit_files(cache.layout->git_mirror(r.url()), r.recipe.source.commit.value_or(r.recipe.source.tag)))
+      t.commit = full->commit;
+  }
+  auto c = contract::read_contract(*files);
+  if (!c) {
+    t.note = c.error().message;
+    return t;
+  }
+  t.contract = std::move(*c);
+  return t;
+}
+
+// The recipe's driver and release, before anything is planned: what the tree must agree with
+// before a venv is made for it.
+contract::Expectation early_expectation(const plan::Resolution& r) {
+  contract::Expectation e;
+  e.driver = r.recipe.driver;
+  e.recipe_file = r.recipe.file.string();
+  e.version = r.recipe.version;
+  return e;
+}
+
+// The contract's own version rule compares whole releases; the recipe must fit the tree's
+// release line instead (release_line_rule), so that one is left to it.
+std::vector<Stop> contradictions(const std::vector<contract::Finding>& findings, const std::string& origin) {
+  std::vector<Stop> out;
+  for (const auto& f : findings)
+    if (!f.ok && f.rule != "version") out.push_back({f.rule, Error{f.exit, fmt::format("{} (tree: {})", f.message, origin)}});
+  return out;
+}
+
+}  // namespace
+
+Result<plan::SourceChoice> choose_source(const plan::Resolution& r, const std::string& ref, const store::Layout* layout,
+                                         bool offline, const Services& s) {
+  try {
+    plan::SourceChoice sc;
+    if (auto dir = r.local_dir()) {
+      if (!ref.empty())
+        return Error::bad_input("--ref names a commit of a repository; a local tree (--source, source.path) is "
+                                "built as it is: drop one of them");
+      s.note(fmt::format("reading the local tree {}", dir->string()));
+      auto tree = source::scan_local_tree(*dir);
+      if (!tree) return tree.error();
+      sc.kind = plan::SourceChoice::Kind::local;
+      sc.dir = tree->root;
+      sc.content_hash = tree->content_hash;
+      sc.files = tree->entries.size();
+      sc.head = tree->head;
+      std::error_code ec;
+      if (fs::is_regular_file(tree->root / "version.txt", ec)) {
+        std::ifstream in(tree->root / "version.txt");
+        std::stringstream text;
+        if (in) {
+          text << in.rdbuf();
+          sc.tree_version = text.str();
+        }
+      }
+      return sc;
+    }
+    if (ref.empty()) return sc;
+    if (!layout) return Error::bad_input("--ref needs a cache directory for the repository's mirror");
+    std::string url = r.url();
+    source::MirrorSlot slot = mirror_slot(*layout, url);
+    auto info = source::resolve_ref(url, ref, slot, source_options(offline, s));
+    if (!info) return info.error();
+    sc.kind = plan::SourceChoice::Kind::ref;
+    sc.ref = ref;
+    sc.commit = info->commit;
+    sc.ref_is_tag = info->kind == source::RefInfo::Kind::tag;
+    auto version = source::read_file_at(slot.dir, info->commit, "version.txt");
+    if (!version) return version.error();
+    sc.tree_version = *version;
+    return sc;
+  } catch (const Failure& f) {
+    return f.error;
+  }
+}
+
+Version line_of(const Version& v) { return v.prefix(2); }
+
+ReleaseLine release_line_rule(const std::optional<std::string>& tree_version, const std::string& where,
+                              const recipe::Recipe& recipe, const Request& q) {
+  ReleaseLine out;
+  if (!tree_version) return out;
+  std::string first = text::trim(tree_version->substr(0, tree_version->find('\n')));
+  auto tree = contract::release_part(first);
+  if (!tree || tree->size() < 2) return out;
+  Version tl = line_of(*tree), rl = line_of(recipe.version);
+  if (tl == rl) return out;
+  bool ahead = !q.recipe_lines.empty() &&
+               std::all_of(q.recipe_lines.begin(), q.recipe_lines.end(), [&](const Version& v) { return line_of(v) < tl; });
+  std::string both = fmt::format("{} is {} (release line {}), but the recipe {} builds {} (line {})", where, first,
+                                 tl.str(), recipe.file.string(), recipe.version.str(), rl.str());
+  if (q.allow_release_mismatch) {
+    out.note = both + ": built on purpose (--allow-release-mismatch)";
+  } else if (ahead) {
+    out.note = both + ": no recipe of line " + tl.str() + " exists yet, so the newest is used; its pins may not fit";
+  } else {
+    out.stop = Stop{"release-line", Error::bad_input(fmt::format(
+        "{}: choose the recipe of line {} (--torch {} or --recipe), or build it with this one on purpose "
+        "(--allow-release-mismatch)", both, tl.str(), tl.str()))};
+  }
+  return out;
+}
+
+// ---- the tree's own downloads -----------------------------------------------------------------
+
+TreeHas tree_has(const contract::FileAccess& files) {
+  return [files](const std::string& pattern) -> std::optional<std::string> {
+    auto slash = pattern.rfind('/');
+    std::string dir = slash == std::string::npos ? "" : pattern.substr(0, slash);
+    std::string name = slash == std::string::npos ? pattern : pattern.substr(slash + 1);
+    auto star = name.find('*');
+    if (star == std::string::npos) return files.read(pattern) ? std::optional(pattern) : std::nullopt;
+    std::string head = name.substr(0, star), tail = name.substr(star + 1);
+    for (const auto& f : files.list(dir))
+      if (f.size() >= head.size() + tail.size() && f.starts_with(head) && f.ends_with(tail))
+        return dir.empty() ? f : dir + "/" + f;
+    return std::nullopt;
+  };
+}
+
+Result<std::vector<TreeDownload>> load_tree_downloads(const fs::path& file) {
+  auto doc = tomlx::parse_file(file);
+  if (!doc) return doc.error();
+  std::vector<TreeDownload> out;
+  const std::string name = file.string();
+  tomlx::TableReader top(*doc, name, "tree downloads");
+  const toml::array* list = top.array("download", true);
+  if (auto e = top.failure()) return *e;
+  if (auto e = top.finish()) return *e;
+  for (const auto& el : *list) {
+    const toml::table* t = el.as_table();
+    if (!t) return Error::bad_input(tomlx::where(el, name) + ": [[download]] entries must be tables");
+    tomlx::TableReader rd(*t, name, "download");
+    TreeDownload d;
+    d.name = rd.string("name", true).value_or("");
+    d.pin_files = rd.strings("pin_files", true).value_or(std::vector<std::string>{});
+    d.fetch = rd.string("fetch", true).value_or("");
+    d.why = rd.string("why", true).value_or("");
+    if (const toml::table* u = rd.table("unless_env")) {
+      for (const auto& [k, v] : *u) {
+        std::vector<std::string> values;
+        if (const toml::array* a = v.as_array()) {
+          for (const auto& x : *a)
+            if (auto s = x.value<std::string>()) values.push_back(*s);
+            else return Error::bad_input(tomlx::where(x, name) + ": download.unless_env values must be strings");
+        }
+        if (values.empty())
+          return Error::bad_input(tomlx::where(v, name) + ": download.unless_env." + std::string(k.str()) +
+                                  " must be a non-empty array of strings");
+        d.unless_env[std::string(k.str())] = values;
+      }
+    }
+    if (auto e = rd.failure()) return *e;
+    if (auto e = rd.finish()) return *e;
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+std::vector<Stop> unfetched_downloads(const std::vector<TreeDownload>& downloads, const recipe::Recipe& recipe,
+                                      const std::map<std::string, std::string>& build_env, const TreeHas& has) {
+  std::vector<Stop> out;
+  for (const auto& d : downloads) {
+    std::string present;
+    for (const auto& p : d.pin_files)
+      if (auto found = has(p)) {
+        present = *found;
+        break;
+      }
+    if (present.empty()) continue;
+    // A [[fetch]] of the recipe stands for it, whether active or switched off by the
+    // environment (then the tree's build downloads nothing either).
+    bool declared = false;
+    for (const auto& f : recipe.fetches) declared = declared || f.name == d.fetch;
+    if (declared) continue;
+    recipe::Fetch off;
+    off.unless_env = d.unless_env;
+    if (!recipe::fetch_disabled_by(off, build_env).empty()) continue;
+    std::vector<std::string> switches;
+    for (const auto& [var, values] : d.unless_env) switches.push_back("--env " + var + "=" + values.front());
+    out.push_back({"tree-download", Error::missing_tool(fmt::format(
+        "the tree's {} pins {} and its build clones it from the network ({}), but the recipe {} has no [[fetch]] "
+        "named \"{}\": add one (see recipes/torch-common.toml){}", present, d.name, d.why, recipe.file.string(),
+        d.fetch, switches.empty() ? "" : ", or build without it (" + text::join(switches, " or ") + ")"))});
+  }
+  return out;
+}
+
+// ---- the whole preparation --------------------------------------------------------------------
+
+Result<Prepared> prepare(const plan::Resolution& r, const Request& q, const Cache& cache, Services& s) {
+  try {
+    plan::PlanOptions opts;
+    opts.jobs = q.jobs;
+    opts.env = q.env;
+    opts.without = q.without;
+    opts.memory_budget_mb = q.memory_budget_mb;
+    opts.memory_budget_text = q.memory_budget_text;
+    std::vector<Stop> stops;
+
+    if (r.local_dir() || !q.ref.empty()) {
+      auto sc = choose_source(r, q.ref, cache.layout ? &*cache.layout : nullptr, q.offline, s);
+      if (!sc) return sc.error();
+      opts.source = std::move(*sc);
+    }
+    if (q.for_build) ensure_mirrored(r, opts.source, need_cache(cache, "wheel"), q.offline, s);
+
+    // The tree's release line and contract against the recipe, before a venv is made for it.
+    std::vector<std::string> notes;
+    TreeContract tree = read_tree_contract(r, opts.source, cache);
+    {
+      std::optional<std::string> version = opts.source.tree_version;
+      std::string where = opts.source.kind == plan::SourceChoice::Kind::local ? (opts.source.dir / "version.txt").string()
+                                                                             : "version.txt";
+      if (tree.contract && tree.contract->version && opts.source.kind == plan::SourceChoice::Kind::recipe_tag) {
+        version = tree.contract->version;
+        where = fmt::format("{} ({})", tree.contract->version_where.str(), tree.origin);
+      } else if (opts.source.kind == plan::SourceChoice::Kind::ref) {
+        where = fmt::format("version.txt ({} at {})", r.url(), opts.source.commit.substr(0, 12));
+      }
+      auto line = release_line_rule(version, where, r.recipe, q);
+      if (line.stop) stops.push_back(std::move(*line.stop));
+      if (!line.note.empty()) notes.push_back(line.note);
+    }
+    if (tree.contract) {
+      tree.findings = contract::check(*tree.contract, early_expectation(r));
+      for (auto& st : contradictions(tree.findings, tree.origin)) stops.push_back(std::move(st));
+    }
+
+    std::string venv_note;
+    if (!q.no_venv_because.empty()) {
+      venv_note = q.no_venv_because;
+    } else if (r.recipe.driver == recipe::Driver::cmake || !r.python) {
+      venv_note = "none: the cmake driver runs no Python";
+    } else if (!stops.empty()) {
+      venv_note = "not made: the tree contradicts the recipe (below)";
+    } else if (!cache.layout) {
+      venv_note = "unknown (no cache directory: " + cache.missing_because + ")";
+    } else if (!tree.contract) {
+      venv_note = tree.note.starts_with("fetch to see")
+                      ? "decided once the tree is fetched (its build requirements are read from it): the key shown "
+                        "does not hold the venv's versions yet"
+                      : "the tree's contract cannot be read: " + tree.note;
+    } else {
+      VenvOutcome v = build_venv(r, *tree.contract, q, *cache.layout, s);
+      opts.venv = v.venv;
+      venv_note = v.note;
+      if (v.stop) stops.push_back({"build-venv", *v.stop});
+    }
+
+    auto facts = gather_libraries(r, opts.env, venv_site_packages(opts.venv));
+    if (!facts) return facts.error();
+    opts.library_facts = std::move(*facts);
+
+    // What the tree's own build would download: declared fetches resolved, undeclared ones found.
+    auto env = planned_env(r, opts);
+    FetchResolution fr = resolve_fetches(r, opts.source, env, cache, q, s);
+    opts.fetches = fr.resolved;
+    if (auto files = tree_files(r, opts.source, cache)) {
+      auto downloads = load_tree_downloads(data_root() / "data" / "tree-downloads.toml");
+      if (!downloads) return downloads.error();
+      for (auto& st : unfetched_downloads(*downloads, r.recipe, env, tree_has(*files))) stops.push_back(std::move(st));
+    }
+    for (auto& st : fr.stops) stops.push_back(std::move(st));
+
+    auto made = plan::make_plan(r, opts);
+    if (!made) return made.error();
+    Prepared p{std::move(*made)};
+    p.venv_note = venv_note;
+    p.fetch_notes = std::move(fr.notes);
+    p.notes = std::move(notes);
+
+    // The plan's whole expectation (its cmake) against the contract: what the early check could not know.
+    if (tree.contract) {
+      auto full = contract::check(*tree.contract, stages::contract_expectation(p.plan));
+      for (const auto& f : full)
+        if (!f.ok && std::none_of(tree.findings.begin(), tree.findings.end(),
+                                  [&f](const contract::Finding& e) { return e.rule == f.rule && !e.ok; }))
+          stops.push_back({f.rule, Error{f.exit, fmt::format("{} (tree: {})", f.message, tree.origin)}});
+      tree.findings = std::move(full);
+    }
+    p.tree = std::move(tree);
+
+    if (auto e = plan::missing_libraries(p.plan->libraries)) stops.push_back({"libraries", *e});
+    p.host = plan::check_host(p.plan, host_figures(cache.layout ? cache.layout->root() : fs::path()));
+    if (auto e = p.host.error()) stops.push_back({"host", *e});
+    p.stops = std::move(stops);
+    return p;
+  } catch (const Failure& f) {
+    return f.error;
+  }
+}
+
+}  // namespace archbuild::prepare

@@ -1,0 +1,195 @@
+// One answer to "would it stop?": for each reason `wheel` stops before its first stage, `plan
+// --check` exits with the same status, `plan --json` names it among its stops (ready: false),
+// and `wheel` ran no stage. The trees are written here as PyTorch's files behave at their tags
+// (version.txt "2.11.0a0"; third_party/eigen_pin.txt, which checkout_eigen() in
+// tools/optional_submodules.py clones from; a scikit-build-core pyproject); none is downloaded.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "support/process.hpp"
+#include "support/tempdir.hpp"
+
+namespace t = archbuild::test;
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::string cannot_plan() {
+  if (!fs::exists("/usr/local/cuda/bin/nvcc")) return "no nvcc at /usr/local/cuda/bin/nvcc";
+  if (!fs::exists("/usr/bin/python3")) return "no /usr/bin/python3";
+  if (t::which("cmake").empty() || t::which("ninja").empty()) return "cmake or ninja not on PATH";
+  return "";
+}
+
+// A tree with the setup.py-era contract and a recipe (setup-py driver) that names it.
+struct Case {
+  t::TempDir dir;
+  std::string recipe_extra;    // more TOML for the recipe
+  std::string recipe_version = "2.11.0";
+  Case() {
+    dir.write("tree/version.txt", "2.11.0a0\n");
+    dir.write("tree/pyproject.toml", "[build-system]\nrequires = [\"setuptools\", \"wheel\"]\n"
+                                     "build-backend = \"setuptools.build_meta\"\n");
+    dir.write("tree/setup.py", "from setuptools import setup\nsetup()\n");
+    dir.write("tree/CMakeLists.txt", "cmake_minimum_required(VERSION 3.18)\nproject(minitorch)\n");
+    fs::create_directories(dir / "wheelhouse");
+  }
+  fs::path recipe() const {
+    return dir.write("recipe.toml",
+                     "description = \"a torch-like tree\"\npackage = \"minitorch\"\nmodule = \"minitorch\"\nversion = \"" +
+                         recipe_version + "\"\ncuda = [\"13.0\"]\npython = [\"3.9\", \"3.10\", \"3.11\", \"3.12\", \"3.13\"]\n"
+                         "[source]\npath = \"tree\"\ntag = \"v" + recipe_version + "\"\n[build]\ndriver = \"setup-py\"\n"
+                         "tools = [\"cmake\", \"ninja\"]\nwheel_dir = \"dist\"\n[arch]\nenv = \"TORCH_CUDA_ARCH_LIST\"\n"
+                         "format = \"torch\"\ngrammar = \"build\"\naccepts = [\"two-digit-major\", \"a\", \"f\"]\n" +
+                         recipe_extra);
+  }
+  std::vector<std::string> args(const std::string& cmd, std::vector<std::string> extra = {}) const {
+    std::vector<std::string> a = {"--cache-dir", (dir / "cache").string(), cmd, "--sm", "90", "--recipe",
+                                  recipe().string(), "--python", "/usr/bin/python3", "--offline",
+                                  "--find-links", (dir / "wheelhouse").string()};
+    if (cmd == "wheel") a.insert(a.end(), {"--out", (dir / "out").string()});
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  }
+};
+
+t::RunOptions no_index() {
+  t::RunOptions o;
+  o.env = {{"PIP_NO_INDEX", "1"}, {"PIP_DISABLE_PIP_VERSION_CHECK", "1"}};
+  o.timeout = std::chrono::seconds(300);
+  return o;
+}
+
+// plan --check, plan --json and wheel --json agree on the stop; returns plan's stops.
+json same_answer(const Case& c, const std::string& rule, int status, std::vector<std::string> extra = {}) {
+  auto check = t::archbuild(c.args("plan", [&] { auto e = extra; e.push_back("--check"); return e; }()), no_index());
+  auto plan = t::archbuild(c.args("plan", [&] { auto e = extra; e.push_back("--json"); return e; }()), no_index());
+  auto wheel = t::archbuild(c.args("wheel", [&] { auto e = extra; e.push_back("--json"); return e; }()), no_index());
+  INFO("plan --check: " << check.status << "\n" << check.err << "\nplan --json: " << plan.out << plan.err
+                        << "\nwheel: " << wheel.out << wheel.err);
+  REQUIRE(plan.status == 0);
+  json p = json::parse(plan.out);
+  CHECK(p["ready"] == false);
+  REQUIRE_FALSE(p["stops"].empty());
+  CHECK(p["stops"][0]["rule"] == rule);
+  CHECK(p["would_exit"] == status);
+  CHECK(check.status == status);
+  CHECK(wheel.status == status);
+  json w = json::parse(wheel.out);
+  CHECK(w["ok"] == false);
+  CHECK(w["exit"] == status);
+  CHECK(w["error"] == p["stops"][0]["message"]);
+  CHECK_FALSE(w.contains("stages_run"));
+  CHECK_FALSE(fs::exists(c.dir / "out"));
+  return p["stops"];
+}
+
+}  // namespace
+
+TEST_CASE("one answer: a tree of another release line than the recipe (exit 2 from plan --check and wheel)",
+          "[cli][prepare]") {
+  if (auto why = cannot_plan(); !why.empty()) {
+    WARN("##archbuild-skip## " << why);
+    return;
+  }
+  Case c;
+  c.recipe_version = "2.15.0";
+  auto stops = same_answer(c, "release-line", 2);
+  CHECK(stops[0]["message"].get<std::string>().find("2.11.0a0") != std::string::npos);
+  // On purpose: no longer a stop for this reason.
+  auto plan = t::archbuild(c.args("plan", {"--json", "--allow-release-mismatch"}), no_index());
+  REQUIRE(plan.status == 0);
+  for (const auto& s : json::parse(plan.out)["stops"]) CHECK(s["rule"] != "release-line");
+}
+
+TEST_CASE("one answer: a tree the recipe's driver cannot build (exit 2)", "[cli][prepare]") {
+  if (auto why = cannot_plan(); !why.empty()) {
+    WARN("##archbuild-skip## " << why);
+    return;
+  }
+  Case c;
+  c.dir.write("tree/pyproject.toml", "[build-system]\nrequires = [\"scikit-build-core\"]\n"
+                                     "build-backend = \"scikit_build_core.build\"\n[tool.scikit-build]\n");
+  same_answer(c, "driver-backend", 2);
+}
+
+TEST_CASE("one answer: a pin file the tree's build clones from, without a [[fetch]] (exit 3)", "[cli][prepare]") {
+  if (auto why = cannot_plan(); !why.empty()) {
+    WARN("##archbuild-skip## " << why);
+    return;
+  }
+  Case c;
+  c.dir.write("tree/third_party/eigen_pin.txt", "3.4.0\n");
+  auto stops = same_answer(c, "tree-download", 3);
+  CHECK(stops[0]["message"].get<std::string>().find("third_party/eigen_pin.txt") != std::string::npos);
+}
+
+TEST_CASE("one answer: a fetch pin the mirror lacks, offline (exit 3, as the README says)", "[cli][prepare]") {
+  if (auto why = cannot_plan(); !why.empty()) {
+    WARN("##archbuild-skip## " << why);
+    return;
+  }
+  Case c;
+  c.dir.write("tree/third_party/eigen_pin.txt", "3.4.0\n");
+  c.recipe_extra = "[[fetch]]\nname = \"eigen\"\npath = \"third_party/eigen\"\n"
+                   "url = \"https://gitlab.com/libeigen/eigen\"\npin_file = \"third_party/eigen_pin.txt\"\n";
+  // The venv is made first (wheel meets it first): the tree's requirements are the host's.
+  auto stops = same_answer(c, "fetch-pin", 3);
+  CHECK(stops[0]["message"].get<std::string>().find("offline: the tree pins eigen at 3.4.0") != std::string::npos);
+}
+
+TEST_CASE("one answer: a build venv that cannot be made (exit 3)", "[cli][prepare]") {
+  if (auto why = cannot_plan(); !why.empty()) {
+    WARN("##archbuild-skip## " << why);
+    return;
+  }
+  Case c;
+  c.dir.write("tree/requirements-build.txt", "archbuild-no-such-package>=1.0\n");
+  auto stops = same_answer(c, "build-venv", 3);
+  CHECK(stops[0]["message"].get<std::string>().find("archbuild-no-such-package") != std::string::npos);
+}
+
+TEST_CASE("one answer: the host too small for the recipe's [host] figures (exit 3)", "[cli][prepare]") {
+  if (auto why = cannot_plan(); !why.empty()) {
+    WARN("##archbuild-skip## " << why);
+    return;
+  }
+  Case c;
+  c.recipe_extra = "[host]\ndisk_gib = 1000000\n";
+  same_answer(c, "host", 3);
+}
+
+TEST_CASE("the tree chooses its recipe: --source of a 2.11.0a0 tree without --recipe takes torch-2.11",
+          "[cli][prepare]") {
+  if (auto why = cannot_plan(); !why.empty()) {
+    WARN("##archbuild-skip## " << why);
+    return;
+  }
+  Case c;
+  auto plan = t::archbuild({"--cache-dir", (c.dir / "cache").string(), "plan", "--sm", "90", "--source",
+                            (c.dir / "tree").string(), "--python", "/usr/bin/python3", "--offline", "--find-links",
+                            (c.dir / "wheelhouse").string(), "--json"},
+                           no_index());
+  INFO(plan.out << plan.err);
+  REQUIRE(plan.status == 0);
+  json p = json::parse(plan.out);
+  CHECK(p["resolution"]["recipe"]["name"] == "torch-2.11");
+  for (const auto& s : p["stops"]) CHECK(s["rule"] != "release-line");
+  // The local tree's contract is read and shown, not "fetch to see".
+  CHECK(p["contract"]["available"] == true);
+  CHECK(p["contract"]["version"]["value"] == "2.11.0a0");
+  // --recipe of another line on the same tree: a stop naming both.
+  auto other = t::archbuild({"--cache-dir", (c.dir / "cache").string(), "plan", "--sm", "90", "--source",
+                             (c.dir / "tree").string(), "--recipe", "torch-2.15", "--python", "/usr/bin/python3",
+                             "--offline", "--find-links", (c.dir / "wheelhouse").string(), "--check"},
+                            no_index());
+  INFO(other.err);
+  CHECK(other.status == 2);
+  CHECK(other.err.find("torch-2.15") != std::string::npos);
+  CHECK(other.err.find("2.11.0a0") != std::string::npos);
+}
