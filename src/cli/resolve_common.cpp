@@ -174,7 +174,7 @@ void ensure_mirrored(const plan::Resolution& r, const plan::SourceChoice& sc, co
 }
 
 VenvChoice choose_build_venv(const plan::Resolution& r, const plan::SourceChoice& sc, const ResolveArgs& a,
-                             const store::Layout& layout, const Context& ctx) {
+                             const store::Layout& layout, const Context& ctx, bool offline) {
   VenvChoice out;
   const recipe::Recipe& rc = r.recipe;
   if (rc.driver == recipe::Driver::cmake || !r.python) {
@@ -205,6 +205,7 @@ VenvChoice choose_build_venv(const plan::Resolution& r, const plan::SourceChoice
   }
   req.cmake_max = rc.cmake_max;
   req.env = pip_environment(r, a);
+  req.offline = offline;
   if (!a.torch_wheel.empty()) req.wheels.push_back(fs::absolute(a.torch_wheel).lexically_normal());
   if (!a.index_url.empty()) req.pip_options["index_url"] = a.index_url;
   if (!a.find_links.empty()) req.pip_options["find_links"] = req.env["PIP_FIND_LINKS"];

@@ -52,8 +52,9 @@ struct VenvChoice {
   std::optional<plan::BuildVenv> venv;
   std::string note;
 };
+// offline (--offline): pip gets no index, --find-links only.
 VenvChoice choose_build_venv(const plan::Resolution& r, const plan::SourceChoice& source, const ResolveArgs& args,
-                             const store::Layout& layout, const Context& ctx);
+                             const store::Layout& layout, const Context& ctx, bool offline = false);
 // The recipe's tag (or pinned commit) fetched into the cache's mirror unless it is there (the
 // plan reads the tree's requirements from it). Nothing for a local tree or --ref (already done).
 void ensure_mirrored(const plan::Resolution& r, const plan::SourceChoice& source, const store::Layout& layout,

@@ -147,7 +147,7 @@ WheelOutcome build_one(const WheelArgs& args, const plan::Resolution& r, const p
   // The tree's build requirements decide the build venv, whose versions are in the key: the
   // commit is mirrored first, the venv made (or reused) before the plan is fixed.
   ensure_mirrored(r, po.source, layout, args.offline);
-  po.venv = choose_build_venv(r, po.source, args.resolve, layout, ctx).venv;
+  po.venv = choose_build_venv(r, po.source, args.resolve, layout, ctx, args.offline).venv;
   po.without = args.resolve.without;
   po.library_facts = gather_libraries(r, po.env, venv_site_packages(po.venv));
   // Before the plan: the key holds the commits of what the build would download.
@@ -397,7 +397,7 @@ void add_wheel_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--out", args->out, "Directory for the finished wheel (default: dist)");
   cmd->add_option("--jobs,-j", args->jobs, "Parallel jobs (default: from cores and memory; see `archbuild plan`)")
       ->check(CLI::Range(1u, 1024u));
-  cmd->add_flag("--offline", args->offline, "Use only the cache's git mirrors; never connect");
+  cmd->add_flag("--offline", args->offline, "Use only the cache's git mirrors, and give the build venv's pip no index (--find-links only); never connect");
   add_plan_options(*cmd, args->resolve);
   cmd->add_option("--compiler-cache", args->compiler_cache, "Compiler launcher: ccache (default), sccache or none")
       ->check(CLI::IsMember({"ccache", "sccache", "none"}));
