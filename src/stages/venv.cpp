@@ -136,6 +136,17 @@ std::pair<std::string, std::string> split_requirement(const std::string& text) {
   return {r.substr(0, i), spec};
 }
 
+// The reason in pip's line about an unreachable index: "[Errno 111] Connection refused", or the
+// line itself (cut) where it has no errno.
+std::string unreachable_reason(std::string_view line) {
+  if (auto at = line.find("[Errno"); at != std::string_view::npos) {
+    auto end = line.find_first_of("'\")", at);
+    return std::string(line.substr(at, end == std::string_view::npos ? std::string_view::npos : end - at));
+  }
+  std::string s = text::trim(line);
+  return s.size() > 200 ? s.substr(0, 200) + "…" : s;
+}
+
 struct ParentVenv {
   std::string prefix;             // the venv the interpreter belongs to
   std::vector<std::string> site;  // the site-packages it sees
@@ -300,7 +311,7 @@ class Maker {
         if (missing.empty()) missing.push_back("pip failed although every requirement is present");
         return Error::missing_tool(fmt::format("the build venv lacks what the tree's build needs (pip could not "
                                                "install it{}; log {}):\n  {}",
-                                               unreachable_.empty() ? "" : ": the package index is unreachable",
+                                               unreachable_.empty() ? "" : ": the package index is unreachable (" + unreachable_ + ")",
                                                log_.string(), text::join(missing, "\n  ")));
       }
       v.packages = p->packages;
@@ -441,7 +452,7 @@ class Maker {
     auto p = exec(
         pip,
         [&](std::string_view line) {
-          if (unreachable_.empty() && pip_index_unreachable(line)) unreachable_ = text::trim(std::string(line));
+          if (unreachable_.empty() && pip_index_unreachable(line)) unreachable_ = unreachable_reason(line);
         },
         extra);
     if (p.interrupted) return Error::build_failed("interrupted while installing the build requirements");
@@ -512,7 +523,7 @@ class Maker {
   std::optional<bool> has_pip_;
   std::map<std::string, std::string> env_;  // pip's (pip_environment)
   std::optional<ParentVenv> parent_;        // the interpreter is a venv's python
-  std::string unreachable_;                 // pip's line saying the index did not answer
+  std::string unreachable_;                 // why pip could not reach the index ("[Errno 111] Connection refused")
 };
 
 }  // namespace
