@@ -312,7 +312,7 @@ void add_plan_command(CLI::App& app, Context& ctx) {
   add_plan_options(*cmd, args->resolve);
   cmd->add_option("--jobs", args->jobs, "Parallel jobs (default: from cores and memory, ~4 GiB per nvcc job)")
       ->check(CLI::Range(1u, 4096u));
-  cmd->add_flag("--offline", args->offline, "Resolve --ref with the cache's git mirrors only; never connect");
+  cmd->add_flag("--offline", args->offline, "Resolve --ref with the cache's git mirrors only, and give the build venv's pip no index (--find-links only); never connect");
   cmd->add_flag("--check", args->check,
                 "Exit 3 where `wheel` would stop before starting (an expected library missing, too little disk or "
                 "memory), naming the figures");

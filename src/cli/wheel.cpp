@@ -386,7 +386,7 @@ void add_wheel_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--out", args->out, "Directory for the finished wheel (default: dist)");
   cmd->add_option("--jobs,-j", args->jobs, "Parallel jobs (default: from cores and memory; see `archbuild plan`)")
       ->check(CLI::Range(1u, 1024u));
-  cmd->add_flag("--offline", args->offline, "Use only the cache's git mirrors; never connect");
+  cmd->add_flag("--offline", args->offline, "Use only the cache's git mirrors, and give the build venv's pip no index (--find-links only); never connect");
   add_plan_options(*cmd, args->resolve);
   cmd->add_option("--compiler-cache", args->compiler_cache, "Compiler launcher: ccache (default), sccache or none")
       ->check(CLI::IsMember({"ccache", "sccache", "none"}));

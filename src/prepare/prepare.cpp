@@ -179,6 +179,7 @@ VenvOutcome build_venv(const plan::Resolution& r, const contract::Contract& c, c
   }
   req.cmake_max = rc.cmake_max;
   req.env = pip_environment(r, q);
+  req.offline = q.offline;  // pip gets no index, --find-links only
   if (!q.torch_wheel.empty()) req.wheels.push_back(fs::absolute(q.torch_wheel).lexically_normal());
   if (!q.index_url.empty()) req.pip_options["index_url"] = q.index_url;
   if (!q.find_links.empty()) req.pip_options["find_links"] = req.env["PIP_FIND_LINKS"];

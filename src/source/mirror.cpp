@@ -31,6 +31,29 @@ struct Attempt {
   std::string message;
 };
 
+// Whether fetching again can help after libgit2 failed with `rc`: a network, TLS or I/O failure
+// may pass; an object or reference the remote lacks, a corrupt pack, an invalid refspec will fail
+// the same way every time. Judged by libgit2's error class (a repository path not found is a
+// network-class error, kept retryable: a mount may come back).
+bool fetch_error_retryable(int rc, const git_error* e) {
+  if (rc == GIT_EUSER) return false;  // cancelled
+  if (rc == GIT_EMISMATCH || rc == GIT_EINVALIDSPEC) return false;
+  if (!e) return true;
+  switch (e->klass) {
+    case GIT_ERROR_ODB:
+    case GIT_ERROR_OBJECT:
+    case GIT_ERROR_REFERENCE:
+    case GIT_ERROR_INDEXER:
+    case GIT_ERROR_ZLIB:
+    case GIT_ERROR_INVALID:
+    case GIT_ERROR_TREE:
+    case GIT_ERROR_TAG:
+      return false;
+    default:
+      return true;  // GIT_ERROR_NET, _OS, _SSL, _SSH, _HTTP and anything unknown
+  }
+}
+
 struct CallbackPayload {
   const SourceOptions* options;
   std::string url;
@@ -163,14 +186,16 @@ Attempt fetch_once(git_repository* repo, const std::string& url, const std::stri
   git_proxy_options proxy;
   git_proxy_options_init(&proxy, GIT_PROXY_OPTIONS_VERSION);
   proxy.type = GIT_PROXY_AUTO;
-  if (git_remote_connect(remote.get(), GIT_DIRECTION_FETCH, &cb, &proxy, nullptr) != 0) {
+  if (int rc = git_remote_connect(remote.get(), GIT_DIRECTION_FETCH, &cb, &proxy, nullptr); rc != 0) {
     a.message = last_error();
+    a.permanent = !fetch_error_retryable(rc, git_error_last());
     return a;
   }
   const git_remote_head** heads = nullptr;
   size_t count = 0;
-  if (git_remote_ls(&heads, &count, remote.get()) != 0) {
+  if (int rc = git_remote_ls(&heads, &count, remote.get()); rc != 0) {
     a.message = last_error();
+    a.permanent = !fetch_error_retryable(rc, git_error_last());
     return a;
   }
   std::vector<std::string> refspecs;
@@ -231,7 +256,7 @@ Attempt fetch_once(git_repository* repo, const std::string& url, const std::stri
   if (rc == 0) rc = git_remote_update_tips(remote.get(), &cb, 0, GIT_REMOTE_DOWNLOAD_TAGS_NONE, "archbuild fetch");
   if (rc != 0) {
     a.message = rc == GIT_EUSER ? "interrupted" : last_error();
-    a.permanent = rc == GIT_EUSER;
+    a.permanent = !fetch_error_retryable(rc, git_error_last());
     return a;
   }
   git_remote_disconnect(remote.get());

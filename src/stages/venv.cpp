@@ -27,6 +27,17 @@ namespace {
 
 const char* const kMarker = "archbuild-venv.json";
 const char* const kProbeTag = "ARCHBUILD-VENV-PROBE ";
+const char* const kParentTag = "ARCHBUILD-VENV-PARENT ";
+// In the fallback venv made from a venv's python: the site-packages that venv sees.
+const char* const kParentPth = "_archbuild_parent_venv.pth";
+
+// Run by a venv's python: where it is, its base, and the site-packages it sees (its own, and the
+// base's when it was made --system-site-packages), in sys.path order.
+const char* const kParentProbe = R"PY(
+import json, os, site, sys
+dirs = [d for d in site.getsitepackages() if os.path.isdir(d)]
+print("ARCHBUILD-VENV-PARENT " + json.dumps({"prefix": sys.prefix, "base_prefix": sys.base_prefix, "site": dirs}))
+)PY";
 
 // Run inside the venv: every distribution it sees (system-site-packages included) and, for each
 // requirement, whether it applies here (markers) and is satisfied. packaging comes with pip; a
@@ -98,6 +109,49 @@ std::string cmake_requirement(const VenvRequest& req) {
   return "cmake" + text::join(parts, ",");
 }
 
+// pip's environment: the caller's, with fast failure where the caller said nothing (pip's defaults,
+// 5 retries with back-off, cost ~8 s per index URL that refuses connections), and --offline as
+// --no-index.
+std::map<std::string, std::string> pip_environment(std::map<std::string, std::string> env, bool offline) {
+  env.try_emplace("PIP_RETRIES", "1");
+  if (!env.count("PIP_DEFAULT_TIMEOUT")) env.try_emplace("PIP_TIMEOUT", "10");
+  env.try_emplace("PIP_DISABLE_PIP_VERSION_CHECK", "1");  // no request to an index for pip itself
+  env.try_emplace("PIP_NO_INPUT", "1");
+  if (offline) env["PIP_NO_INDEX"] = "1";
+  return env;
+}
+
+// "setuptools[x]>=77,<80; python_version>'3'" → {"setuptools[x]", ">=77,<80"}; a URL requirement
+// keeps "@ URL" as its specifier.
+std::pair<std::string, std::string> split_requirement(const std::string& text) {
+  std::string r = text::trim(text.substr(0, text.find(';')));
+  std::size_t i = 0;
+  while (i < r.size() && (std::isalnum(static_cast<unsigned char>(r[i])) || r[i] == '-' || r[i] == '_' || r[i] == '.')) ++i;
+  if (i < r.size() && r[i] == '[') {
+    auto close = r.find(']', i);
+    i = close == std::string::npos ? r.size() : close + 1;
+  }
+  std::string spec = text::trim(r.substr(i));
+  if (spec.size() >= 2 && spec.front() == '(' && spec.back() == ')') spec = text::trim(spec.substr(1, spec.size() - 2));
+  return {r.substr(0, i), spec};
+}
+
+// The reason in pip's line about an unreachable index: "[Errno 111] Connection refused", or the
+// line itself (cut) where it has no errno.
+std::string unreachable_reason(std::string_view line) {
+  if (auto at = line.find("[Errno"); at != std::string_view::npos) {
+    auto end = line.find_first_of("'\")", at);
+    return std::string(line.substr(at, end == std::string_view::npos ? std::string_view::npos : end - at));
+  }
+  std::string s = text::trim(line);
+  return s.size() > 200 ? s.substr(0, 200) + "…" : s;
+}
+
+struct ParentVenv {
+  std::string prefix;             // the venv the interpreter belongs to
+  std::vector<std::string> site;  // the site-packages it sees
+};
+
 struct Probe {
   std::string python;
   std::map<std::string, std::string> packages;
@@ -111,6 +165,10 @@ class Maker {
 
   Result<plan::BuildVenv> run() {
     PipRequirements reqs = pip_requirements(req_);
+    env_ = pip_environment(req_.env, req_.offline);
+    auto parent = parent_venv();
+    if (!parent) return parent.error();
+    parent_ = std::move(*parent);
     std::error_code ec;
     plan::BuildVenv v;
     v.interpreter = fs::canonical(req_.interpreter, ec).string();
@@ -127,6 +185,9 @@ class Maker {
                                      text::join(reqs.pip, "\n"));
     // Only with wheels, so the venvs of builds without any keep their hashes.
     for (const auto& w : v.wheels) hashed += fmt::format("\nwheel {} {} {}", w.name, w.version, w.sha256);
+    // A venv's python: its realpath is the base interpreter's, so the venv it belongs to tells
+    // two such interpreters apart (only then, so other venvs keep their hashes).
+    if (parent_) hashed += "\nparent venv " + parent_->prefix;
     v.hash = sha256_hex(hashed).substr(0, 24);
     v.dir = layout_.venv(v.hash);
     v.python = v.dir / "bin" / "python";
@@ -204,36 +265,54 @@ class Maker {
     v.sources = package_sources();
     auto first = create_and_install(work, false, reqs.pip);
     if (!first) return first.error();
+    if (!unreachable_.empty()) {
+      for (auto& s : v.sources)
+        if (s.rfind("index ", 0) == 0 || s.rfind("extra index ", 0) == 0) s += " (unreachable: not asked again)";
+      reporter_.message(run::Level::warning,
+                        fmt::format("the package index did not answer pip ({}); it is not asked again for this "
+                                    "venv (--find-links only)",
+                                    unreachable_));
+    }
     if (!*first) {
       // The index could not serve everything: the interpreter's own packages, and pip again
-      // for what they lack (a wheelhouse may still hold it).
+      // for what they lack (a wheelhouse may still hold it). An index that did not answer is not
+      // asked again: the second pip waits on it no better than the first.
+      std::string over = parent_ ? fmt::format("the packages of the venv {} ({})", parent_->prefix,
+                                               text::join(parent_->site, ", "))
+                                 : fmt::format("{}'s own packages (--system-site-packages)", v.interpreter);
       reporter_.message(run::Level::warning,
                         fmt::format("pip could not install the build requirements into an isolated venv (log {}); "
-                                    "trying again over {}'s own packages (--system-site-packages)",
-                                    log_.string(), v.interpreter));
+                                    "trying again over {}{}",
+                                    log_.string(), over, unreachable_.empty() ? "" : " with --no-index"));
       fs::remove_all(work, ec);
       v.system_site_packages = true;
-      v.sources.push_back("system-site-packages of " + v.interpreter);
+      v.sources.push_back(parent_ ? "site-packages of the venv " + parent_->prefix + ": " + text::join(parent_->site, ", ")
+                                  : "system-site-packages of " + v.interpreter);
       auto second = create_and_install(work, true, reqs.pip);
       if (!second) return second.error();
       auto p = install_and_probe(work, v.wheels, reqs.pip);
       if (!p) return p.error();
-      std::vector<std::string> missing;
-      for (const auto& r : p->requirements)
-        if (!r.value("ok", false)) {
-          std::string name = r.value("name", std::string());
-          std::string installed = r["installed"].is_string() ? " (has " + r["installed"].get<std::string>() + ")" : "";
-          // cmake: why the host's does not do (the tree's minimum and where it is said, the host's version).
-          std::string why = name == "cmake" && reqs.cmake_problem ? " (" + *reqs.cmake_problem + ")" : "";
-          missing.push_back(fmt::format("{}{}{}: {}", r.value("requirement", name), installed, why,
-                                        provider_hint(name, req_.interpreter)));
-        }
+      std::vector<ProbedRequirement> probed;
+      for (const auto& r : p->requirements) {
+        ProbedRequirement q;
+        q.name = r.value("name", std::string());
+        q.requirement = r.value("requirement", q.name);
+        q.applies = r.value("applies", true);
+        if (r.contains("installed") && r["installed"].is_string()) q.installed = r["installed"].get<std::string>();
+        q.ok = r.value("ok", false);
+        probed.push_back(std::move(q));
+      }
+      // cmake: why the host's does not do (the tree's minimum and where it is said, the host's version).
+      std::map<std::string, std::string> why;
+      if (reqs.cmake_problem) why["cmake"] = *reqs.cmake_problem;
+      auto missing = missing_lines(probed, req_.interpreter, why);
       if (!missing.empty() || !*second) {
         fs::remove_all(work, ec);
         if (missing.empty()) missing.push_back("pip failed although every requirement is present");
-        return Error::missing_tool(fmt::format("the build venv lacks what the tree's build needs: {} (pip could not "
-                                               "install it; log {})",
-                                               text::join(missing, "; "), log_.string()));
+        return Error::missing_tool(fmt::format("the build venv lacks what the tree's build needs (pip could not "
+                                               "install it{}; log {}):\n  {}",
+                                               unreachable_.empty() ? "" : ": the package index is unreachable (" + unreachable_ + ")",
+                                               log_.string(), text::join(missing, "\n  ")));
       }
       v.packages = p->packages;
     } else {
@@ -260,23 +339,27 @@ class Maker {
   // Where pip looks, as its own configuration says (shown by `plan`, kept in the manifest).
   std::vector<std::string> package_sources() const {
     auto get = [&](const char* n) -> std::string {
-      auto it = req_.env.find(n);
-      return it == req_.env.end() ? "" : it->second;
+      auto it = env_.find(n);
+      return it == env_.end() ? "" : it->second;
     };
     std::vector<std::string> s;
     std::string no_index = get("PIP_NO_INDEX");
-    if (no_index.empty() || no_index == "0" || no_index == "false" || no_index == "no" || no_index == "off")
+    if (req_.offline)
+      s.push_back("no index (--offline)");
+    else if (no_index.empty() || no_index == "0" || no_index == "false" || no_index == "no" || no_index == "off")
       s.push_back("index " + (get("PIP_INDEX_URL").empty() ? std::string("(pip's configured or default)") : get("PIP_INDEX_URL")));
-    if (!get("PIP_EXTRA_INDEX_URL").empty()) s.push_back("extra index " + get("PIP_EXTRA_INDEX_URL"));
+    if (!req_.offline && !get("PIP_EXTRA_INDEX_URL").empty()) s.push_back("extra index " + get("PIP_EXTRA_INDEX_URL"));
     if (!get("PIP_FIND_LINKS").empty()) s.push_back("find-links " + get("PIP_FIND_LINKS"));
     if (!get("PIP_CONFIG_FILE").empty()) s.push_back("pip config " + get("PIP_CONFIG_FILE"));
     return s;
   }
 
-  run::CommandResult exec(std::vector<std::string> argv, const run::LineCallback& on_line = {}) {
+  run::CommandResult exec(std::vector<std::string> argv, const run::LineCallback& on_line = {},
+                          const std::map<std::string, std::string>& extra_env = {}) {
     run::Command cmd;
     cmd.argv = std::move(argv);
-    cmd.env = req_.env;
+    cmd.env = env_;
+    for (const auto& [k, val] : extra_env) cmd.env[k] = val;
     cmd.log = log_;
     cmd.append_log = append_;
     append_ = true;
@@ -345,7 +428,9 @@ class Maker {
     if (!has_pip_) has_pip_ = exec({req_.interpreter.string(), "-c", "import pip"}).ok();
     std::vector<std::string> venv = {req_.interpreter.string(), "-m", "venv"};
     if (*has_pip_) venv.push_back("--without-pip");
-    if (system_site) venv.push_back("--system-site-packages");
+    // A venv's python makes venvs whose home is the base interpreter: --system-site-packages
+    // would show the base's packages, not the venv's. Its own site-packages are added instead.
+    if (system_site && !parent_) venv.push_back("--system-site-packages");
     venv.push_back(work.string());
     auto r = exec(venv);
     if (r.interrupted) return Error::build_failed("interrupted while making the build venv");
@@ -355,13 +440,61 @@ class Maker {
                                              "(log {})", req_.interpreter.string(), r.describe(),
                                              lines.empty() ? "" : lines.back(), log_.string()));
     }
+    if (system_site && parent_)
+      if (auto e = write_parent_pth(work); !e) return e.error();
     if (reqs.empty()) return true;
     std::vector<std::string> pip = pip_argv(work);
     pip.push_back("install");
     pip.insert(pip.end(), reqs.begin(), reqs.end());
-    auto p = exec(pip);
+    // The first pip tells whether the index answers; after it failed to, only --find-links.
+    std::map<std::string, std::string> extra;
+    if (!unreachable_.empty()) extra["PIP_NO_INDEX"] = "1";
+    auto p = exec(
+        pip,
+        [&](std::string_view line) {
+          if (unreachable_.empty() && pip_index_unreachable(line)) unreachable_ = unreachable_reason(line);
+        },
+        extra);
     if (p.interrupted) return Error::build_failed("interrupted while installing the build requirements");
     return p.ok();
+  }
+
+  // The fallback venv of a venv's python: a .pth in its site-packages adds what that venv sees,
+  // its own .pth files (editable installs) included, after the new venv's own packages.
+  Result<Ok> write_parent_pth(const fs::path& work) {
+    const auto& p = req_.interpreter_version.parts;
+    fs::path site = work / "lib" / fmt::format("python{}.{}", p.empty() ? 3 : p[0], p.size() < 2 ? 0 : p[1]) /
+                    "site-packages";
+    std::error_code ec;
+    if (!fs::is_directory(site, ec))
+      return Error::build_failed(fmt::format("the build venv {} has no {}", work.string(), site.string()));
+    std::string text;
+    for (const auto& d : parent_->site) text += site_dir_pth_line(d) + "\n";
+    return store::write_file_atomic(site / kParentPth, text);
+  }
+
+  // A venv's python (a pyvenv.cfg beside it or one level up, as Python itself looks): where that
+  // venv is and what it sees. Anything else: none, and no process is started.
+  Result<std::optional<ParentVenv>> parent_venv() {
+    std::error_code ec;
+    fs::path bin = fs::absolute(req_.interpreter, ec).parent_path();
+    if (!fs::exists(bin / "pyvenv.cfg", ec) && !fs::exists(bin.parent_path() / "pyvenv.cfg", ec))
+      return std::optional<ParentVenv>();
+    run::Command cmd;
+    cmd.argv = {req_.interpreter.string(), "-c", kParentProbe};
+    cmd.env = env_;
+    std::string line;
+    auto r = runner_.run(cmd, [&](std::string_view l) {
+      if (l.rfind(kParentTag, 0) == 0) line = std::string(l.substr(std::string_view(kParentTag).size()));
+    });
+    if (r.interrupted) return Error::build_failed("interrupted while asking the interpreter for its site-packages");
+    json doc = json::parse(line, nullptr, false);
+    if (!r.ok() || !doc.is_object())
+      return Error::missing_tool(fmt::format("{}: cannot read which site-packages it sees ({})",
+                                             req_.interpreter.string(), r.describe()));
+    std::string prefix = doc.value("prefix", ""), base = doc.value("base_prefix", "");
+    if (prefix.empty() || prefix == base) return std::optional<ParentVenv>();
+    return std::optional<ParentVenv>(ParentVenv{prefix, doc.value("site", std::vector<std::string>{})});
   }
 
   Result<Probe> probe(const fs::path& python, const std::vector<std::string>& reqs) {
@@ -388,6 +521,9 @@ class Maker {
   fs::path log_;
   bool append_ = false;
   std::optional<bool> has_pip_;
+  std::map<std::string, std::string> env_;  // pip's (pip_environment)
+  std::optional<ParentVenv> parent_;        // the interpreter is a venv's python
+  std::string unreachable_;                 // why pip could not reach the index ("[Errno 111] Connection refused")
 };
 
 }  // namespace
@@ -449,6 +585,82 @@ std::string provider_hint(const std::string& name, const fs::path& interpreter) 
   if (n == "ninja") return "the pip package ninja (" + pip + "), or ninja-build on PATH";
   if (debian && n != "scikit-build-core") return fmt::format("Debian package python3-{}, or {}", n, pip);
   return pip;
+}
+
+std::string merge_specifiers(const std::vector<std::string>& specifiers) {
+  std::vector<std::string> clauses;
+  for (const auto& s : specifiers)
+    for (auto c : text::split_any(s, ",")) {
+      c = text::trim(c);
+      std::string compact;  // ">= 77" and ">=77" are one clause
+      for (char ch : c)
+        if (!std::isspace(static_cast<unsigned char>(ch))) compact += ch;
+      if (!compact.empty() && std::find(clauses.begin(), clauses.end(), compact) == clauses.end())
+        clauses.push_back(compact);
+    }
+  return text::join(clauses, ",");
+}
+
+std::vector<std::string> missing_lines(const std::vector<ProbedRequirement>& probed, const fs::path& interpreter,
+                                       const std::map<std::string, std::string>& why) {
+  // Packages in the order first met; each with all of its applicable requirements.
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<const ProbedRequirement*>> by_name;
+  std::set<std::string> failing;
+  for (const auto& r : probed) {
+    if (!r.applies) continue;
+    if (!by_name.count(r.name)) order.push_back(r.name);
+    by_name[r.name].push_back(&r);
+    if (!r.ok) failing.insert(r.name);
+  }
+  std::vector<std::string> lines;
+  for (const auto& name : order) {
+    if (!failing.count(name)) continue;
+    const auto& rs = by_name[name];
+    std::string head, url;
+    std::vector<std::string> specs;
+    std::optional<std::string> installed;
+    for (const auto* r : rs) {
+      auto [h, spec] = split_requirement(r->requirement);
+      if (head.empty() || h.size() > head.size()) head = h;  // keep extras where one has them
+      if (spec.rfind("@", 0) == 0) url = " " + spec;
+      else specs.push_back(spec);
+      if (r->installed) installed = r->installed;
+    }
+    std::string needed = url.empty() ? merge_specifiers(specs) : url;
+    std::string reason = why.count(name) ? " (" + why.at(name) + ")" : "";
+    std::string line = fmt::format("{}{}{}: ", head, needed, reason);
+    if (!installed) {
+      line += "not installed; " + provider_hint(name, interpreter);
+    } else if (name == "cmake" || name == "ninja") {
+      line += fmt::format("{} installed does not satisfy it; {}", *installed, provider_hint(name, interpreter));
+    } else {
+      // The installed version is what this interpreter (its Debian package, or one already
+      // there) offers: naming that package again would not help.
+      line += fmt::format("{} installed does not satisfy it; a wheelhouse that has it (--find-links DIR), an index "
+                          "that has it (--index-url URL), or a --python whose own {} satisfies it",
+                          *installed, name);
+    }
+    lines.push_back(std::move(line));
+  }
+  return lines;
+}
+
+bool pip_index_unreachable(std::string_view line) {
+  // "Could not fetch URL https://…/simple/x/: connection error: …" (after its retries), or
+  // "WARNING: Retrying (Retry(total=0, …)) after connection broken by 'NewConnectionError(…)': /simple/x/"
+  // for a connection never made (pip 23–25, urllib3 1 and 2); a read timed out mid-transfer is
+  // not the index being unreachable.
+  if (line.find("Could not fetch URL") != std::string_view::npos) return true;
+  if (line.find("after connection broken by") == std::string_view::npos) return false;
+  for (std::string_view s : {"NewConnectionError", "ConnectTimeoutError", "NameResolutionError", "ProxyError", "SSLError"})
+    if (line.find(s) != std::string_view::npos) return true;
+  return false;
+}
+
+std::string site_dir_pth_line(const std::string& dir) {
+  // A .pth line starting with "import" is executed: addsitedir also reads that directory's .pth files.
+  return "import site; site.addsitedir(" + json(dir).dump() + ")";
 }
 
 PipRequirements pip_requirements(const VenvRequest& req) {

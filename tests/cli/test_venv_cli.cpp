@@ -135,6 +135,27 @@ TEST_CASE("venv: plan with PIP_FIND_LINKS from the environment installs the requ
   CHECK(j2["key"] == j["key"]);
 }
 
+TEST_CASE("venv: plan --offline gives pip no index, only the wheelhouse", "[cli][venv]") {
+  if (auto why = why_not(); !why.empty()) {
+    WARN("##archbuild-skip## " << why);
+    return;
+  }
+  Fixture f;
+  // An index that would answer nothing: with --offline pip never asks it.
+  auto r = t::archbuild(f.args("plan", {"--offline", "--find-links", f.wheelhouse.string()}),
+                        f.opts({{"PIP_INDEX_URL", "http://127.0.0.1:9/simple"}}));
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  auto j = json::parse(r.out);
+  const json& v = j["build_venv"];
+  REQUIRE(v.is_object());
+  CHECK(v["packages"]["archbuild-tinydep"] == "1.0");
+  CHECK(v["sources"][0] == "no index (--offline)");
+  auto log = read(f.cache / "venvs" / (v["hash"].get<std::string>() + ".log"));
+  CHECK(log.find("Looking in indexes") == std::string::npos);
+  CHECK(log.find("Retrying") == std::string::npos);
+}
+
 TEST_CASE("venv: without the wheelhouse the build stops before configure, exit 3, naming the requirement",
           "[cli][venv]") {
   if (auto why = why_not(); !why.empty()) {

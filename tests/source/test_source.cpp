@@ -301,6 +301,32 @@ TEST_CASE("fetch_source: an unknown tag is named, with the nearest existing ones
   for (const auto& n : notes) CHECK(n.find("retrying") == std::string::npos);  // not a network error
 }
 
+TEST_CASE("fetch_source: an object the remote lacks fails at once, not retried", "[source]") {
+  if (!have_git()) {
+    WARN("##archbuild-skip## no git CLI");
+    return;
+  }
+  TempDir tmp;
+  auto up = tmp / "upstream";
+  commit_files(up, {{"a.txt", "content the mirror will never get"}}, "one");
+  git(up, {"tag", "v1"});
+  // The blob's loose object removed: the remote advertises v1 but cannot send it, every time.
+  auto blob = git(up, {"rev-parse", "HEAD:a.txt"});
+  fs::path object = up / ".git" / "objects" / blob.substr(0, 2) / blob.substr(2);
+  REQUIRE(fs::exists(object));
+  fs::permissions(object, fs::perms::owner_write, fs::perm_options::add);
+  fs::remove(object);
+  Cache cache{tmp / "cache"};
+  std::vector<std::string> notes;
+  auto r = fetch_source({url_of(up), "v1", ""}, tmp / "cache/src/k", cache.mirror_for(), fast(&notes));
+  REQUIRE_FALSE(r);
+  INFO(r.error().message);
+  CHECK(r.error().message.find(url_of(up)) != std::string::npos);
+  CHECK(r.error().message.find("attempts") == std::string::npos);
+  for (const auto& n : notes) CHECK(n.find("retrying") == std::string::npos);
+  CHECK_FALSE(fs::exists(tmp / "cache/src/k"));
+}
+
 TEST_CASE("fetch_source: a commit, a branch that moves, and cancellation", "[source]") {
   if (!have_git()) {
     WARN("##archbuild-skip## no git CLI");

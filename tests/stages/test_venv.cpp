@@ -1,8 +1,25 @@
 // The build venv's decisions that need no process: which requirements pip gets and which a host
-// program satisfies, PEP 440 specifiers for host versions, the cmake choice, provider hints.
+// program satisfies, PEP 440 specifiers for host versions, the cmake choice, provider hints,
+// merged advice; then, with /usr/bin/python3, the fallback over a venv's packages and pip's
+// handling of an unreachable index and of --offline (a local wheel built here, no network).
 #include <catch2/catch.hpp>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "run/reporter.hpp"
+#include "run/runner.hpp"
 #include "stages/venv.hpp"
+#include "store/layout.hpp"
+#include "support/process.hpp"
+#include "support/tempdir.hpp"
 
 namespace s = archbuild::stages;
 using archbuild::Version;
@@ -104,4 +121,242 @@ TEST_CASE("venv: a requirement of the tree on the torch wheel given is left to t
   CHECK(p.pip == std::vector<std::string>{"setuptools"});
   REQUIRE(p.from_wheels.size() == 1);
   CHECK(p.from_wheels[0] == "torch>=2.14: torch-2.14.0+cu130.sm90-cp311-cp311-manylinux_2_28_x86_64.whl");
+}
+
+TEST_CASE("venv: specifiers of one package are merged, every clause once", "[venv]") {
+  CHECK(s::merge_specifiers({">=77.0.0,<80.0", ">=77.0.0,<82"}) == ">=77.0.0,<80.0,<82");
+  CHECK(s::merge_specifiers({">= 61", "", ">=61"}) == ">=61");
+  CHECK(s::merge_specifiers({}) == "");
+}
+
+TEST_CASE("venv: what is missing is one line per package, naming a Debian package only where it can help", "[venv]") {
+  std::vector<s::ProbedRequirement> probed = {
+      {"setuptools>=77.0.0,<80.0", "setuptools", true, "66.1.1", false},
+      {"wheel", "wheel", true, "0.38.4", true},
+      {"numpy>=1.22", "numpy", true, std::nullopt, false},
+      {"setuptools>=77.0.0,<82", "setuptools", true, "66.1.1", false},
+      {"pywin32; sys_platform == 'win32'", "pywin32", false, std::nullopt, true},
+      {"cmake>=3.30", "cmake", true, std::nullopt, false},
+  };
+  auto lines = s::missing_lines(probed, "/usr/bin/python3", {{"cmake", "the host's is 3.25.1"}});
+  REQUIRE(lines.size() == 3);
+  CHECK(lines[0] ==
+        "setuptools>=77.0.0,<80.0,<82: 66.1.1 installed does not satisfy it; a wheelhouse that has it (--find-links "
+        "DIR), an index that has it (--index-url URL), or a --python whose own setuptools satisfies it");
+  CHECK(lines[1] ==
+        "numpy>=1.22: not installed; Debian package python3-numpy, or --find-links a wheelhouse that has it, or "
+        "--index-url a mirror");
+  CHECK(lines[2].rfind("cmake>=3.30 (the host's is 3.25.1): not installed; the pip package cmake", 0) == 0);
+  for (const auto& l : lines) CHECK(l.find('\n') == std::string::npos);
+}
+
+TEST_CASE("venv: pip's lines that say an index did not answer", "[venv]") {
+  CHECK(s::pip_index_unreachable(
+      "WARNING: Retrying (Retry(total=0, connect=None, read=None, redirect=None, status=None)) after connection broken "
+      "by 'NewConnectionError('<pip._vendor.urllib3.connection.HTTPConnection object at 0x7f>: Failed to establish a "
+      "new connection: [Errno 111] Connection refused')': /simple/setuptools/"));
+  CHECK(s::pip_index_unreachable("Could not fetch URL https://pypi.org/simple/pip/: connection error: timed out"));
+  CHECK_FALSE(s::pip_index_unreachable("ERROR: Could not find a version that satisfies the requirement x"));
+  CHECK_FALSE(s::pip_index_unreachable("Looking in indexes: http://127.0.0.1:9/simple"));
+  CHECK_FALSE(s::pip_index_unreachable(
+      "WARNING: Retrying (Retry(total=4, connect=None, read=None, redirect=None, status=None)) after connection broken "
+      "by 'ReadTimeoutError(\"HTTPSConnectionPool(host='files.example', port=443): Read timed out. (read timeout=15)\")'"));
+}
+
+namespace {
+
+namespace t = archbuild::test;
+namespace fs = std::filesystem;
+
+const char* const kSystemPython = "/usr/bin/python3";
+
+std::string python_missing() {
+  if (!fs::exists(kSystemPython)) return std::string("no ") + kSystemPython;
+  if (t::run(kSystemPython, {"-c", "import venv, pip"}).status != 0) return std::string(kSystemPython) + " lacks venv or pip";
+  return "";
+}
+
+Version system_python_version() {
+  auto r = t::run(kSystemPython, {"-c", "import platform; print(platform.python_version())"});
+  REQUIRE(r.status == 0);
+  auto v = Version::parse(r.out.substr(0, r.out.find('\n')));
+  REQUIRE(v);
+  return *v;
+}
+
+// The package archbuild-marker 1.0 as a file tree an interpreter can see (a dist-info beside the
+// module), laid out at `dir`.
+void marker_tree(const fs::path& dir) {
+  fs::create_directories(dir / "archbuild_marker");
+  fs::create_directories(dir / "archbuild_marker-1.0.dist-info");
+  std::ofstream(dir / "archbuild_marker" / "__init__.py") << "VERSION = '1.0'\n";
+  std::ofstream(dir / "archbuild_marker-1.0.dist-info" / "METADATA")
+      << "Metadata-Version: 2.1\nName: archbuild-marker\nVersion: 1.0\n";
+}
+
+// The same package as a wheel in `wheelhouse`, zipped by the system's python (no setuptools, no
+// network).
+void marker_wheel(const fs::path& wheelhouse) {
+  fs::create_directories(wheelhouse);
+  const char* script = R"PY(
+import base64, hashlib, sys, zipfile
+files = {
+    "archbuild_marker/__init__.py": "VERSION = '1.0'\n",
+    "archbuild_marker-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: archbuild-marker\nVersion: 1.0\n",
+    "archbuild_marker-1.0.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+}
+record = []
+with zipfile.ZipFile(sys.argv[1] + "/archbuild_marker-1.0-py3-none-any.whl", "w") as z:
+    for name, text in files.items():
+        data = text.encode()
+        z.writestr(name, data)
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        record.append(f"{name},sha256={digest},{len(data)}")
+    record.append("archbuild_marker-1.0.dist-info/RECORD,,")
+    z.writestr("archbuild_marker-1.0.dist-info/RECORD", "\n".join(record) + "\n")
+)PY";
+  auto r = t::run(kSystemPython, {"-c", script, wheelhouse.string()});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+}
+
+// A port on 127.0.0.1 that nothing listens on: bound by the test, then closed.
+int closed_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  socklen_t len = sizeof a;
+  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+s::VenvRequest marker_request(const fs::path& python, std::map<std::string, std::string> env) {
+  s::VenvRequest q;
+  q.interpreter = python;
+  q.interpreter_version = system_python_version();
+  q.requirements = {req("archbuild-marker", ">=1.0")};
+  env["PATH"] = "/usr/local/bin:/usr/bin:/bin";
+  env["PIP_CONFIG_FILE"] = "/dev/null";  // no pip.conf of this machine
+  q.env = std::move(env);
+  return q;
+}
+
+struct Made {
+  archbuild::Result<archbuild::plan::BuildVenv> venv;
+  std::string log;  // every venv log of the cache, concatenated
+};
+
+Made make_venv(const s::VenvRequest& q, const fs::path& cache) {
+  archbuild::store::Layout layout(cache);
+  archbuild::run::ProcessRunner runner;
+  std::ostringstream messages;
+  auto reporter = archbuild::run::make_reporter(archbuild::run::ReporterKind::plain, messages);
+  Made m{s::prepare_build_venv(q, layout, runner, *reporter), ""};
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(layout.venvs_dir(), ec))
+    if (e.path().extension() == ".log") m.log += t::read_file(e.path());
+  return m;
+}
+
+int count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("venv: the fallback venv of a venv's python sees that venv's packages, and each such venv has its own",
+          "[venv][python]") {
+  if (auto why = python_missing(); !why.empty()) {
+    WARN("##archbuild-skip## " << why);
+    return;
+  }
+  t::TempDir tmp;
+  // V1: a venv of the system python (its pip comes from the system's site-packages) with
+  // archbuild-marker in its own site-packages only, through a .pth like an editable install.
+  auto v1 = tmp / "v1", v2 = tmp / "v2";
+  for (const auto& v : {v1, v2}) {
+    auto r = t::run(kSystemPython, {"-m", "venv", "--without-pip", "--system-site-packages", v.string()});
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+  }
+  auto ver = system_python_version();
+  fs::path site = v1 / "lib" / fmt::format("python{}.{}", ver.parts[0], ver.parts[1]) / "site-packages";
+  REQUIRE(fs::is_directory(site));
+  marker_tree(tmp / "marker");
+  std::ofstream(site / "archbuild_marker.pth") << (tmp / "marker").string() << "\n";
+  REQUIRE(t::run((v1 / "bin/python").string(), {"-c", "import archbuild_marker"}).status == 0);
+  REQUIRE(t::run(kSystemPython, {"-c", "import archbuild_marker"}).status != 0);
+
+  // No index, no wheelhouse: pip fails, the fallback must find the package in V1.
+  auto m = make_venv(marker_request(v1 / "bin/python", {{"PIP_NO_INDEX", "1"}}), tmp / "cache");
+  INFO(m.log);
+  REQUIRE(m.venv);
+  CHECK(m.venv->system_site_packages);
+  CHECK(m.venv->packages["archbuild-marker"] == "1.0");
+  CHECK(m.venv->packages.count("pip") == 1);  // V1 sees the system's packages, so the build venv does
+  std::string sources;
+  for (const auto& src : m.venv->sources) sources += src + "\n";
+  CHECK(sources.find("site-packages of the venv " + v1.string()) != std::string::npos);
+  auto imp = t::run(m.venv->python.string(), {"-c", "import archbuild_marker"});
+  INFO(imp.err);
+  CHECK(imp.status == 0);
+
+  // V2, of the same base interpreter without the package: not V1's venv reused, exit 3.
+  auto m2 = make_venv(marker_request(v2 / "bin/python", {{"PIP_NO_INDEX", "1"}}), tmp / "cache");
+  REQUIRE_FALSE(m2.venv);
+  CHECK(m2.venv.error().exit == archbuild::Exit::missing_tool);
+  CHECK(m2.venv.error().message.find("archbuild-marker>=1.0: not installed") != std::string::npos);
+}
+
+TEST_CASE("venv: an index that refuses connections is tried once, not by the fallback, and said", "[venv][python]") {
+  if (auto why = python_missing(); !why.empty()) {
+    WARN("##archbuild-skip## " << why);
+    return;
+  }
+  t::TempDir tmp;
+  std::string index = fmt::format("http://127.0.0.1:{}/simple", closed_port());
+  auto m = make_venv(marker_request(kSystemPython, {{"PIP_INDEX_URL", index}}), tmp / "cache");
+  INFO(m.log);
+  REQUIRE_FALSE(m.venv);
+  CHECK(m.venv.error().exit == archbuild::Exit::missing_tool);
+  CHECK(m.venv.error().message.find("the package index is unreachable") != std::string::npos);
+  // One retry of the one page the first pip asks for; the fallback's pip does not ask.
+  CHECK(count(m.log, "Retrying (") == 1);
+  CHECK(count(m.log, "Looking in indexes") == 1);
+
+  // With a wheelhouse, the venv is made from it and its sources say the index did not answer.
+  marker_wheel(tmp / "wheels");
+  auto w = make_venv(marker_request(kSystemPython, {{"PIP_INDEX_URL", index}, {"PIP_FIND_LINKS", (tmp / "wheels").string()}}),
+                     tmp / "cache2");
+  INFO(w.log);
+  REQUIRE(w.venv);
+  CHECK(w.venv->packages["archbuild-marker"] == "1.0");
+  REQUIRE_FALSE(w.venv->sources.empty());
+  CHECK(w.venv->sources[0] == "index " + index + " (unreachable: not asked again)");
+}
+
+TEST_CASE("venv: --offline gives pip no index, only the wheelhouse", "[venv][python]") {
+  if (auto why = python_missing(); !why.empty()) {
+    WARN("##archbuild-skip## " << why);
+    return;
+  }
+  t::TempDir tmp;
+  marker_wheel(tmp / "wheels");
+  std::string index = fmt::format("http://127.0.0.1:{}/simple", closed_port());
+  auto q = marker_request(kSystemPython, {{"PIP_INDEX_URL", index}, {"PIP_FIND_LINKS", (tmp / "wheels").string()}});
+  q.offline = true;
+  auto m = make_venv(q, tmp / "cache");
+  INFO(m.log);
+  REQUIRE(m.venv);
+  CHECK(m.venv->packages["archbuild-marker"] == "1.0");
+  CHECK(count(m.log, "Looking in indexes") == 0);
+  CHECK(count(m.log, "Retrying (") == 0);
+  CHECK(std::find(m.venv->sources.begin(), m.venv->sources.end(), "no index (--offline)") != m.venv->sources.end());
 }
