@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "core/text.hpp"
 #include "store/atomic_file.hpp"
 
 namespace archbuild::store {
@@ -36,9 +37,12 @@ Result<nlohmann::json> KeyRecord::read() const {
   ss << f.rdbuf();
   auto doc = nlohmann::json::parse(ss.str(), nullptr, false);
   if (doc.is_discarded() || !doc.is_object())
+    // There is no `archbuild cache` command: the one that exists is rm. Without the manifest the
+    // key is built again (its stamps are gone with it), which is what a damaged one needs.
     return Error::build_failed(fmt::format(
-        "{}: not a valid archbuild manifest (not a JSON object); delete it or run `archbuild cache clear`",
-        path_.string()));
+        "{}: not a valid archbuild manifest (not a JSON object); remove it (rm -- {}) and run again: the key is "
+        "then built again from its source",
+        text::quoted(path_.string(), 4096), text::quoted(path_.string(), 4096)));
   return doc;
 }
 
@@ -111,6 +115,20 @@ Result<std::optional<WheelRef>> KeyRecord::wheel() const {
   bool hex = r.sha256.size() == 64 && r.sha256.find_first_not_of("0123456789abcdef") == std::string::npos;
   if (!hex || r.filename.empty()) return std::optional<WheelRef>();
   return std::optional<WheelRef>(r);
+}
+
+std::optional<std::string> KeyRecord::wheel_damage() const {
+  auto doc = read();
+  if (!doc) return std::nullopt;
+  auto w = doc->find("wheel");
+  if (w == doc->end()) return std::nullopt;
+  if (!w->is_object()) return fmt::format("its \"wheel\" entry is a {}, not an object", w->type_name());
+  auto sha = w->value("sha256", nlohmann::json()).is_string() ? w->value("sha256", std::string()) : std::string();
+  bool hex = sha.size() == 64 && sha.find_first_not_of("0123456789abcdef") == std::string::npos;
+  if (!hex) return std::string("its wheel's \"sha256\" is not 64 lowercase hex digits");
+  auto name = w->value("filename", nlohmann::json());
+  if (!name.is_string() || name.get<std::string>().empty()) return std::string("its wheel has no \"filename\"");
+  return std::nullopt;
 }
 
 Result<Ok> KeyRecord::clear_wheel() const {
