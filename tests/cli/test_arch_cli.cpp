@@ -119,11 +119,11 @@ TEST_CASE("arch: nvcc's -gencode and -arch= spellings work without --", "[cli]")
 }
 
 TEST_CASE("arch: what the user typed comes back quoted, escaped and cut", "[cli]") {
-  auto r = t::archbuild({"arch", "\x1b]0;owned\x07" + std::string(100000, 'A')});
+  auto r = t::archbuild({"arch", "\x1b[2J\x07" + std::string(100000, 'A')});  // no ; , or space: one item
   CHECK(r.status == 2);
   CHECK(r.err.size() < 1000);
   CHECK(r.err.find('\x1b') == std::string::npos);
-  CHECK(r.err.find("\\x1b]0;owned\\x07AAA") != std::string::npos);
+  CHECK(r.err.find("\\x1b[2J\\x07AAA") != std::string::npos);
   CHECK(r.err.find("more bytes)") != std::string::npos);
 }
 
