@@ -8,6 +8,7 @@
 
 #include "cli/context.hpp"
 #include "core/error.hpp"
+#include "core/text.hpp"
 
 namespace {
 
@@ -87,12 +88,13 @@ int main(int argc, char** argv) {
     return app.exit(e);  // --help, --version
   } catch (const CLI::ParseError& e) {
     // Usage errors are bad input (exit 2), printed as one line plus CLI11's hint.
-    std::cerr << "archbuild: error: " << e.what() << "\n"
+    std::cerr << "archbuild: error: " << archbuild::text::printable(e.what()) << "\n"
               << "Run with --help for the options.\n";
     return static_cast<int>(Exit::bad_input);
   } catch (const Failure& f) {
     cli::error_line(ctx, f.error.message);
-    if (ctx.json) cli::print_json({{"error", f.error.message}, {"exit", static_cast<int>(f.error.exit)}});
+    if (ctx.json)
+      cli::print_json({{"error", text::printable(f.error.message)}, {"exit", static_cast<int>(f.error.exit)}});
     return static_cast<int>(f.error.exit);
   } catch (const std::exception& e) {
     cli::error_line(ctx, std::string("internal error: ") + e.what());

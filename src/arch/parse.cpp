@@ -39,7 +39,7 @@ class Parser {
       // nvcc: -gencode SPEC, -gencode=SPEC, --generate-code …, a bare arch=…,code=… spec.
       if (lt == "-gencode" || lt == "--generate-code") {
         if (i + 1 >= tokens.size())
-          return fail(t, fmt::format("'{}' needs a value like arch=compute_90,code=sm_90", t));
+          return fail(t, fmt::format("{} needs a value like arch=compute_90,code=sm_90", text::quoted(t)));
         if (auto e = gencode(tokens[++i])) return *e;
         continue;
       }
@@ -53,7 +53,7 @@ class Parser {
       }
       // nvcc: -arch=sm_90 means SASS and PTX for 90; -arch=compute_90 PTX only.
       if (lt == "-arch" || lt == "--gpu-architecture") {
-        if (i + 1 >= tokens.size()) return fail(t, fmt::format("'{}' needs a value like sm_90", t));
+        if (i + 1 >= tokens.size()) return fail(t, fmt::format("{} needs a value like sm_90", text::quoted(t)));
         if (auto e = nvcc_arch(tokens[++i])) return *e;
         continue;
       }
@@ -83,7 +83,8 @@ class Parser {
   }
 
   Error fail(std::string_view token, const std::string& why) {
-    return Error::bad_input(fmt::format("invalid architecture '{}': {}", token, why));
+    // What the user typed, quoted, escaped and cut (a 100 KB argument gives a short line).
+    return Error::bad_input(fmt::format("invalid architecture {}: {}", text::quoted(token), why));
   }
 
   // Nearest existing CCs by distance in SM number: 9.5 -> 9.0, 10.0.
@@ -285,12 +286,20 @@ class Parser {
     std::string cur;
     int depth = 0;
     std::vector<std::string> parts;
+    bool in_quotes = false;
     for (char c : spec) {
-      if (c == '[' || c == '"' ) { depth += (c == '[') ? 1 : (depth ? -1 : 1); continue; }
-      if (c == ']') { depth--; continue; }
-      if (c == ',' && depth == 0) { parts.push_back(cur); cur.clear(); continue; }
+      if (c == '"') { in_quotes = !in_quotes; continue; }
+      if (c == '[') { ++depth; continue; }
+      if (c == ']') {
+        if (--depth < 0) return fail(spec, "a ']' without its '['");
+        continue;
+      }
+      if (c == ',' && depth == 0 && !in_quotes) { parts.push_back(cur); cur.clear(); continue; }
       cur += c;
     }
+    // nvcc refuses an unbalanced list; reading it anyway would guess what was meant.
+    if (depth > 0) return fail(spec, "a '[' without its ']' (code=[sm_90,compute_90])");
+    if (in_quotes) return fail(spec, "a '\"' without its closing '\"'");
     parts.push_back(cur);
     std::vector<std::string> codes;
     bool in_code = false;
@@ -306,17 +315,17 @@ class Parser {
       return fail(spec, "a -gencode value needs both arch= and code=, e.g. arch=compute_90,code=sm_90");
     std::optional<Error> err;
     if (!text::starts_with_icase(arch_v, "compute_"))
-      return fail(spec, fmt::format("arch= must name a virtual arch like compute_90, not '{}'", arch_v));
+      return fail(spec, fmt::format("arch= must name a virtual arch like compute_90, not {}", text::quoted(arch_v)));
     auto virt = sm_number(std::string_view(arch_v).substr(8), spec, err);
     if (err) return err;
     if (!virt) return fail(spec, "arch= must name a virtual arch like compute_90");
     for (const auto& code : codes) {
       bool is_sm = text::starts_with_icase(code, "sm_");
       if (!is_sm && !text::starts_with_icase(code, "compute_"))
-        return fail(spec, fmt::format("code= entries are sm_XY or compute_XY, not '{}'", code));
+        return fail(spec, fmt::format("code= entries are sm_XY or compute_XY, not {}", text::quoted(code)));
       auto n = sm_number(std::string_view(code).substr(is_sm ? 3 : 8), spec, err);
       if (err) return err;
-      if (!n) return fail(spec, fmt::format("code= entries are sm_XY or compute_XY, not '{}'", code));
+      if (!n) return fail(spec, fmt::format("code= entries are sm_XY or compute_XY, not {}", text::quoted(code)));
       if (is_sm) {
         Arch a{n->first, n->second, true, false, std::nullopt};
         if (virt->first != n->first) a.sass_from = virt->first;

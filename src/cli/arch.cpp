@@ -42,8 +42,11 @@ void run_arch(const ArchOptions& o, Context& ctx) {
   if (!o.cuda.empty()) {
     po.cuda = Version::parse(o.cuda);
     if (!po.cuda || po.cuda->size() != 2)
-      throw Failure(Error::bad_input(fmt::format("--cuda '{}': expected MAJOR.MINOR like 13.4", o.cuda)));
+      throw Failure(Error::bad_input(fmt::format("--cuda {}: expected MAJOR.MINOR like 13.4", text::quoted(o.cuda))));
   }
+  if (o.lists.empty())
+    throw Failure(Error::bad_input("arch: give at least one architecture, e.g. `archbuild arch 9.0` or "
+                                   "`archbuild arch -gencode arch=compute_90,code=sm_90`"));
   auto archs = arch::parse_arch_lists(o.lists, data, po).take();
   auto torch = arch::to_torch(archs);
   auto cmake = arch::to_cmake(archs);
@@ -75,10 +78,18 @@ void add_arch_command(CLI::App& app, Context& ctx) {
   auto o = std::make_shared<ArchOptions>();
   auto* cmd = app.add_subcommand("arch", "Normalise architecture specs and print them as TORCH_CUDA_ARCH_LIST, "
                                          "CMAKE_CUDA_ARCHITECTURES or nvcc flags");
+  // nvcc's own spellings (-gencode arch=…, -arch=sm_90) start with '-', so CLI11 would read them
+  // as unknown options and refuse them unless they follow `--`. Every word that is not one of
+  // this command's options is kept, in order, as an extra: LIST's check sends each positional
+  // there too (validate_positionals), so `-gencode` stays next to its value, and LIST — never
+  // filled — also makes `--` an extra rather than the end of this command's arguments.
   cmd->add_option("LIST", o->lists,
                   "Arch specs: 9.0, 90, sm_90a, compute_90, 12.0f, 9.0+PTX, 90-real, 8.6(8.0), Hopper, "
-                  "'-gencode arch=compute_90,code=sm_90'; separated by ; , or spaces")
-      ->required();
+                  "nvcc's -gencode arch=compute_90,code=sm_90 and -arch=sm_90; separated by ; , or spaces")
+      ->check([](const std::string&) { return std::string("kept in order with the nvcc flags"); });
+  cmd->validate_positionals();
+  cmd->allow_extras();
+  cmd->fallthrough(false);  // an unknown word is a list item here, not a global option
   cmd->add_option("--parser", o->parser,
                   "How names and bare numbers read: build (PyTorch's CMake), extension "
                   "(torch.utils.cpp_extension), cmake (CMAKE_CUDA_ARCHITECTURES)")
@@ -89,7 +100,12 @@ void add_arch_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--format", o->format, "Output: torch, cmake, nvcc, spack or json")
       ->check(CLI::IsMember({"torch", "cmake", "nvcc", "spack", "json"}));
   add_json_flag(*cmd, ctx);
-  cmd->callback([o, &ctx] { run_arch(*o, ctx); });
+  cmd->callback([o, cmd, &ctx] {
+    o->lists.clear();
+    for (auto& word : cmd->remaining())
+      if (word != "--") o->lists.push_back(std::move(word));
+    run_arch(*o, ctx);
+  });
 }
 
 }  // namespace archbuild::cli

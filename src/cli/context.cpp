@@ -4,6 +4,8 @@
 #include <iostream>
 #include <unistd.h>
 
+#include "core/text.hpp"
+
 namespace archbuild::cli {
 
 bool Context::color_enabled() const {
@@ -25,18 +27,20 @@ void note(const Context& ctx, const std::string& line) {
   if (ctx.verbosity >= 0) std::cerr << line << '\n';
 }
 
+// Warnings and errors often carry what the user typed (or a file's content): whatever a message
+// forgot to quote, no escape sequence reaches the terminal and no line runs to megabytes.
 void warn(const Context& ctx, const std::string& line) {
   if (ctx.color_enabled())
-    std::cerr << "\033[33mwarning:\033[0m " << line << '\n';
+    std::cerr << "\033[33mwarning:\033[0m " << text::printable(line) << '\n';
   else
-    std::cerr << "warning: " << line << '\n';
+    std::cerr << "warning: " << text::printable(line) << '\n';
 }
 
 void error_line(const Context& ctx, const std::string& line) {
   if (ctx.color_enabled())
-    std::cerr << "\033[31marchbuild: error:\033[0m " << line << '\n';
+    std::cerr << "\033[31marchbuild: error:\033[0m " << text::printable(line) << '\n';
   else
-    std::cerr << "archbuild: error: " << line << '\n';
+    std::cerr << "archbuild: error: " << text::printable(line) << '\n';
 }
 
 }  // namespace archbuild::cli

@@ -9,6 +9,7 @@
 
 #include "cli/context.hpp"
 #include "cli/report_trace.hpp"
+#include "core/text.hpp"
 #include "stages/pipeline.hpp"
 #include "store/atomic_file.hpp"
 #include "store/key_record.hpp"
@@ -44,10 +45,17 @@ std::string full_key(const store::Layout& layout, const std::string& given) {
 
 Result<Ok> write_build_trace(const store::Layout& layout, const std::string& key, unsigned jobs,
                              const std::filesystem::path& file) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(file, ec))
+    return Error::bad_input(fmt::format("--trace {}: is a directory; name the file to write, e.g. {}",
+                                        text::quoted(file.string()), text::quoted((file / "trace.json").string())));
   auto input = stages::load_report_input(layout, key, jobs);
   if (!input) return input.error();
   auto trace = stages::chrome_trace(*input, fmt::format("archbuild build {}", key.substr(0, 16)));
-  return store::write_file_atomic(std::filesystem::absolute(file), trace.dump());
+  auto written = store::write_file_atomic(std::filesystem::absolute(file), trace.dump());
+  // Where the user asked it written is theirs: a file that cannot be written there is bad input.
+  if (!written) return Error::bad_input(fmt::format("--trace {}: {}", text::quoted(file.string()), written.error().message));
+  return written;
 }
 
 namespace {

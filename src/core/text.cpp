@@ -86,9 +86,14 @@ std::string join(const std::vector<std::string>& parts, std::string_view sep) {
   return out;
 }
 
-std::string quoted(std::string_view s, std::size_t max) {
+namespace {
+
+// The escaping both quoted() and printable() use: control characters and bytes that are not
+// well-formed UTF-8 as \xNN (\n \t \r by name), up to `max` input bytes. `in_quotes`: a
+// quote and a backslash are escaped too; otherwise a newline is kept (a message of lines).
+std::string escape(std::string_view s, std::size_t max, bool in_quotes) {
   static constexpr char hex[] = "0123456789abcdef";
-  std::string out = "\"";
+  std::string out;
   std::size_t n = std::min(s.size(), max);
   for (std::size_t i = 0; i < n; ++i) {
     auto c = static_cast<unsigned char>(s[i]);
@@ -105,11 +110,11 @@ std::string quoted(std::string_view s, std::size_t max) {
         continue;
       }
     }
-    if (c == '"' || c == '\\') {
+    if (in_quotes && (c == '"' || c == '\\')) {
       out += '\\';
       out += static_cast<char>(c);
     } else if (c == '\n') {
-      out += "\\n";
+      out += in_quotes ? "\\n" : "\n";
     } else if (c == '\t') {
       out += "\\t";
     } else if (c == '\r') {
@@ -122,9 +127,19 @@ std::string quoted(std::string_view s, std::size_t max) {
       out += static_cast<char>(c);
     }
   }
-  out += '"';
-  if (s.size() > n) out += "…(" + std::to_string(s.size() - n) + " more bytes)";
   return out;
 }
+
+std::string cut_note(std::string_view s, std::size_t max) {
+  return s.size() > max ? "…(" + std::to_string(s.size() - max) + " more bytes)" : std::string();
+}
+
+}  // namespace
+
+std::string quoted(std::string_view s, std::size_t max) {
+  return "\"" + escape(s, max, true) + "\"" + cut_note(s, max);
+}
+
+std::string printable(std::string_view s, std::size_t max) { return escape(s, max, false) + cut_note(s, max); }
 
 }  // namespace archbuild::text

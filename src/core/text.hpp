@@ -24,5 +24,8 @@ std::string join(const std::vector<std::string>& parts, std::string_view sep);
 // cut to `max` input bytes with "…(N more bytes)" after it, so no escape sequence reaches the
 // terminal and a 100 KB argument gives a short line.
 std::string quoted(std::string_view s, std::size_t max = 200);
+// A whole message line for the terminal (the last guard in error_line/warn): as quoted() but
+// without quotes, newlines kept, cut to `max` bytes.
+std::string printable(std::string_view s, std::size_t max = 4096);
 
 }  // namespace archbuild::text

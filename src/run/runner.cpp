@@ -18,6 +18,7 @@
 
 #include "core/text.hpp"
 #include "run/interrupt.hpp"
+#include "run/session.hpp"
 
 namespace bp = boost::process;
 
@@ -141,11 +142,27 @@ CommandResult ProcessRunner::run(const Command& cmd, const LineCallback& on_line
   const int out_w = fds[1];
   const pid_t parent = ::getpid();
 
+  // Recorded before the start too (with the token only), so that a kill -9 between the fork and
+  // the second write still leaves something the next run can find.
+  SessionRecord session;
+  if (!cmd.session_record.empty()) {
+    session.boot_id = current_boot_id();
+    session.token = new_session_token();
+    if (!write_session_record(cmd.session_record, session)) {
+      ::close(fds[0]);
+      ::close(out_w);
+      if (log_fd >= 0) ::close(log_fd);
+      result.error = fmt::format("cannot write {}", cmd.session_record.string());
+      return result;
+    }
+  }
+
   // The environment as execve wants it, built here and handed to the executor in the child
   // (not through bp::environment, whose lookup in Boost 1.74 reads past short entries).
   std::vector<std::string> env_strings;
   env_strings.reserve(cmd.env.size());
   for (const auto& [k, v] : cmd.env) env_strings.push_back(k + "=" + v);
+  if (!session.token.empty()) env_strings.push_back(std::string(kSessionTokenVar) + "=" + session.token);
   std::vector<char*> env_ptrs;
   for (auto& e : env_strings) env_ptrs.push_back(e.data());
   env_ptrs.push_back(nullptr);
@@ -159,7 +176,7 @@ CommandResult ProcessRunner::run(const Command& cmd, const LineCallback& on_line
           [out_w, parent, envp](auto& exec) {
             // In the forked child, before exec: async-signal-safe calls only.
             exec.env = envp;
-            ::setpgid(0, 0);
+            ::setsid();
             ::prctl(PR_SET_PDEATHSIG, SIGKILL);
             if (::getppid() != parent) ::_exit(127);  // archbuild died before prctl
             ::dup2(out_w, 1);
@@ -182,6 +199,11 @@ CommandResult ProcessRunner::run(const Command& cmd, const LineCallback& on_line
   const pid_t pid = child.id();
   child.detach();  // we reap it ourselves with waitpid (the raw status tells signals apart)
   result.started = true;
+  if (!session.token.empty()) {
+    session.pid = pid;
+    session.start = process_start_time(pid).value_or(0);
+    (void)write_session_record(cmd.session_record, session);
+  }
   const int out_r = fds[0];
   ::fcntl(out_r, F_SETFL, ::fcntl(out_r, F_GETFL) | O_NONBLOCK);
 
@@ -281,7 +303,15 @@ CommandResult ProcessRunner::run(const Command& cmd, const LineCallback& on_line
   if (!pending.empty()) emit(pending);
   flush_log();
   ::close(out_r);
-  if (stopping) ::kill(-pid, SIGKILL);  // stragglers of the group (the leader is gone)
+  if (stopping) {
+    ::kill(-pid, SIGKILL);  // stragglers of the group (the leader is gone)
+    if (!session.token.empty()) signal_session(session, SIGKILL);  // and of the session (ninja's compiles)
+  }
+  if (!session.token.empty()) {
+    // Nothing of it left: no record. A straggler keeps it, for the next run to end.
+    std::error_code rm_ec;
+    if (session_processes(session).empty()) std::filesystem::remove(cmd.session_record, rm_ec);
+  }
 
   if (WIFEXITED(status)) result.exit_status = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);

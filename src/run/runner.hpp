@@ -21,6 +21,9 @@ struct Command {
   std::filesystem::path cwd;  // empty: archbuild's current directory
   std::filesystem::path log;  // stdout+stderr go here, line by line; empty: no log
   bool append_log = false;    // false: the log starts empty (first command of a stage)
+  // Where a command that works in a build tree records its session (run/session.hpp), so that
+  // the next run can end what a killed archbuild left running; empty: not recorded.
+  std::filesystem::path session_record;
 };
 
 struct CommandResult {
@@ -55,9 +58,11 @@ struct ProcessRunnerOptions {
   std::chrono::milliseconds tick{200};
 };
 
-// Runs the command in its own process group (so the whole tree — ninja, nvcc, cicc — can be
-// stopped together), with stdin from /dev/null. The child dies with archbuild (PDEATHSIG), so a
-// kill -9 of archbuild does not leave a ninja writing into the build tree. While run() is
+// Runs the command as the leader of a new session (ninja puts each compile in a process group of
+// its own, but all stay in the session), with stdin from /dev/null. The leader dies with
+// archbuild (PDEATHSIG); its descendants may not (PDEATHSIG reaches the direct child only): with
+// cmd.session_record set, the next run ends them (run/session.hpp). After an interrupt every
+// process of the session is killed, not only the leader's group. While run() is
 // active an InterruptGuard is held, so SIGINT/SIGTERM reach the runner rather than killing
 // archbuild; a result with `interrupted` says the caller should stop as well.
 class ProcessRunner : public Runner {

@@ -20,6 +20,7 @@
 #include "stages/reproducible.hpp"
 #include "store/atomic_file.hpp"
 #include "store/key_record.hpp"
+#include "run/session.hpp"
 #include "store/lock.hpp"
 
 namespace archbuild::stages {
@@ -166,6 +167,9 @@ class Pipeline {
         key_(plan->key), record_(layout, plan->key), src_(layout.source_dir(plan->key)) {}
 
   Result<PipelineResult> run() {
+    // Before hours of building: an --out that cannot take the wheel is bad input.
+    if (!options_.out_dir.empty())
+      if (auto c = store::check_out_dir(options_.out_dir); !c) return c.error();
     if (auto e = layout_.create(); !e) return e.error();
     // A finished key is a copy: no lock, no process.
     if (auto reused = try_reuse()) return *reused;
@@ -175,6 +179,12 @@ class Pipeline {
         layout_, key_, [&](const std::string& m) { reporter_.message(run::Level::info, m); },
         [] { return run::interrupt_requested(); });
     if (!lock) return lock.error();
+    // A killed run's compilers may still write into the tree (ninja's compiles outlive it):
+    // ended, and waited for, before anything here touches it.
+    auto stale = run::end_stale_session(layout_.session_record(key_), [&](const std::string& m) {
+      reporter_.message(run::Level::warning, m);
+    });
+    if (!stale) return stale.error();
     // Another archbuild may have finished this key while we waited.
     if (auto reused = try_reuse()) return *reused;
     if (failed_) return *failed_;
@@ -236,7 +246,19 @@ class Pipeline {
       failed_ = ref.error();
       return std::nullopt;
     }
-    if (!*ref) return std::nullopt;
+    if (!*ref) {
+      // A manifest whose wheel entry is damaged names no wheel: said, since for real torch the
+      // rebuild that follows takes hours.
+      if (auto damage = record_.wheel_damage()) {
+        std::string m = fmt::format("the manifest of key {} does not name a usable wheel ({}): building the key again "
+                                    "(its build tree is kept)", key_, *damage);
+        result_.notes.push_back(m);
+        reporter_.message(run::Level::warning, m);
+        (void)record_.clear_wheel();
+        (void)record_.clear_stage("package");
+      }
+      return std::nullopt;
+    }
     auto check = store::get_wheel(layout_, (*ref)->sha256);
     if (check.state != store::WheelState::ok) {
       // Corrupted or gone: forget it and rebuild the package (the build tree is kept).
@@ -261,7 +283,7 @@ class Pipeline {
     }
     auto out = store::copy_to_out(check.path, options_.out_dir, (*ref)->filename);
     if (!out) {
-      failed_ = out.error();
+      failed_ = out_failure(out.error());
       return std::nullopt;
     }
     PipelineResult r = result_;
@@ -377,6 +399,7 @@ class Pipeline {
         cmd.env = env_;
         cmd.cwd = log->parent_path();
         cmd.log = layout_.ninja_graph(key_);
+        cmd.session_record = layout_.session_record(key_);
         if (!runner_.run(cmd, {}).ok()) fs::remove(layout_.ninja_graph(key_), ec);
       }
     }
@@ -466,6 +489,7 @@ class Pipeline {
       cmd.env = env_;
       cmd.cwd = src_ / step.cwd;
       cmd.log = log;
+      cmd.session_record = layout_.session_record(key_);
       cmd.append_log = append;
       append = true;
       auto r = run::run_reported(runner_, cmd, reporter_);
@@ -860,14 +884,22 @@ class Pipeline {
     m["build_report"] = doc->value("build_report", json());
     if (auto r = record_.update([&](json& d) { d["manifest"] = m; }); !r) return r.error();
     auto out = store::copy_to_out(result_.stored.path, options_.out_dir, result_.filename);
-    if (!out) return out.error();
+    if (!out) return out_failure(out.error());
     result_.out_wheel = *out;
     // The provenance beside the wheel, for mirrors and audits: <wheel>.manifest.json.
     if (auto w = store::write_file_atomic(options_.out_dir / (result_.filename + ".manifest.json"), m.dump(2)); !w)
-      return w.error();
+      return out_failure(w.error());
     auto final_doc = record_.read();
     if (final_doc) result_.manifest = *final_doc;
     return Ok{};
+  }
+
+  // The wheel is built and stored (a rerun reuses it); what failed is the user's --out (full,
+  // made read-only meanwhile): bad input, exit 2, not a failed build stage.
+  static Error out_failure(Error e) {
+    e.exit = Exit::bad_input;
+    e.message = "--out: " + e.message + " (the wheel is kept in the cache: run again with a writable --out)";
+    return e;
   }
 
   const plan::Plan& plan_;

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "core/text.hpp"
 #include "store/atomic_file.hpp"
 
 namespace archbuild::store {
@@ -36,9 +37,12 @@ Result<nlohmann::json> KeyRecord::read() const {
   ss << f.rdbuf();
   auto doc = nlohmann::json::parse(ss.str(), nullptr, false);
   if (doc.is_discarded() || !doc.is_object())
+    // There is no `archbuild cache` command: the one that exists is rm. Without the manifest the
+    // key is built again (its stamps are gone with it), which is what a damaged one needs.
     return Error::build_failed(fmt::format(
-        "{}: not a valid archbuild manifest (not a JSON object); delete it or run `archbuild cache clear`",
-        path_.string()));
+        "{}: not a valid archbuild manifest (not a JSON object); remove it (rm -- {}) and run again: the key is "
+        "then built again from its source",
+        text::quoted(path_.string(), 4096), text::quoted(path_.string(), 4096)));
   return doc;
 }
 
@@ -104,13 +108,34 @@ Result<std::optional<WheelRef>> KeyRecord::wheel() const {
   if (!doc) return doc.error();
   auto w = doc->find("wheel");
   if (w == doc->end() || !w->is_object()) return std::optional<WheelRef>();
+  // A field of another type is a damaged entry (wheel_damage() says so), not an exception.
+  auto text_of = [&](const char* field) {
+    auto f = w->find(field);
+    return f != w->end() && f->is_string() ? f->get<std::string>() : std::string();
+  };
   WheelRef r;
-  r.sha256 = w->value("sha256", "");
-  r.filename = w->value("filename", "");
-  r.size = w->value("size", std::uintmax_t{0});
+  r.sha256 = text_of("sha256");
+  r.filename = text_of("filename");
+  auto size = w->find("size");
+  r.size = size != w->end() && size->is_number_unsigned() ? size->get<std::uintmax_t>() : 0;
   bool hex = r.sha256.size() == 64 && r.sha256.find_first_not_of("0123456789abcdef") == std::string::npos;
   if (!hex || r.filename.empty()) return std::optional<WheelRef>();
   return std::optional<WheelRef>(r);
+}
+
+std::optional<std::string> KeyRecord::wheel_damage() const {
+  auto doc = read();
+  if (!doc) return std::nullopt;
+  auto w = doc->find("wheel");
+  if (w == doc->end()) return std::nullopt;
+  if (!w->is_object()) return fmt::format("its \"wheel\" entry is a {}, not an object", w->type_name());
+  auto sha_field = w->find("sha256");
+  auto sha = sha_field != w->end() && sha_field->is_string() ? sha_field->get<std::string>() : std::string();
+  bool hex = sha.size() == 64 && sha.find_first_not_of("0123456789abcdef") == std::string::npos;
+  if (!hex) return std::string("its wheel's \"sha256\" is not 64 lowercase hex digits");
+  auto name = w->value("filename", nlohmann::json());
+  if (!name.is_string() || name.get<std::string>().empty()) return std::string("its wheel has no \"filename\"");
+  return std::nullopt;
 }
 
 Result<Ok> KeyRecord::clear_wheel() const {

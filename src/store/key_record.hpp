@@ -55,6 +55,9 @@ class KeyRecord {
   // ---- the finished wheel
   Result<Ok> set_wheel(const StoredWheel& stored, const std::string& filename) const;
   Result<std::optional<WheelRef>> wheel() const;
+  // Why the manifest's "wheel" entry cannot be used (a damaged manifest: wheel() then says no
+  // wheel, and the key is rebuilt); nullopt when there is none or it is fine.
+  std::optional<std::string> wheel_damage() const;
   Result<Ok> clear_wheel() const;
 
  private:

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/sha256.hpp"
+#include "core/text.hpp"
 
 namespace archbuild::store {
 
@@ -16,8 +17,38 @@ GetEnv process_env() {
   };
 }
 
-Result<CacheDirChoice> choose_cache_dir(const std::optional<std::filesystem::path>& flag,
-                                        const GetEnv& getenv) {
+namespace {
+
+// Linux's PATH_MAX is 4096 bytes, and a build's deepest paths lie ~500 bytes below the cache
+// (src/<key>/build/…/CMakeFiles/<target>.dir/…/kernels.cu.o.cpp1.ii; PyTorch's own run deeper):
+// a longer cache directory fails in the middle of configure with a Python traceback.
+constexpr std::size_t kMaxCacheDirBytes = 3000;
+
+Result<CacheDirChoice> checked_choice(CacheDirChoice c) {
+  const std::string s = c.dir.string();
+  if (s.size() > kMaxCacheDirBytes)
+    return Error::bad_input(fmt::format(
+        "cache directory from {} is {} bytes long ({}); a build needs room for its own paths below it within "
+        "Linux's 4096-byte limit: use one of at most {} bytes (--cache-dir DIR)",
+        c.origin, s.size(), text::quoted(s, 120), kMaxCacheDirBytes));
+  return c;
+}
+
+Result<CacheDirChoice> choose_cache_dir_unchecked(const std::optional<std::filesystem::path>& flag,
+                                                  const GetEnv& getenv);
+
+}  // namespace
+
+Result<CacheDirChoice> choose_cache_dir(const std::optional<std::filesystem::path>& flag, const GetEnv& getenv) {
+  auto c = choose_cache_dir_unchecked(flag, getenv);
+  if (!c) return c;
+  return checked_choice(*c);
+}
+
+namespace {
+
+Result<CacheDirChoice> choose_cache_dir_unchecked(const std::optional<std::filesystem::path>& flag,
+                                                  const GetEnv& getenv) {
   auto absolute = [](const std::filesystem::path& p) {
     return p.is_absolute() ? p.lexically_normal() : (std::filesystem::current_path() / p).lexically_normal();
   };
@@ -30,6 +61,8 @@ Result<CacheDirChoice> choose_cache_dir(const std::optional<std::filesystem::pat
   return Error::bad_input(
       "no cache directory: HOME is not set; pass --cache-dir DIR or set ARCHBUILD_CACHE_DIR");
 }
+
+}  // namespace
 
 Layout::Layout(std::filesystem::path root) : root_(std::move(root)) {}
 
@@ -90,6 +123,9 @@ std::filesystem::path Layout::manifest(std::string_view key) const {
 }
 std::filesystem::path Layout::key_lock(std::string_view key) const {
   return keys_dir() / (checked(key, "build key") + ".lock");
+}
+std::filesystem::path Layout::session_record(std::string_view key) const {
+  return keys_dir() / (checked(key, "build key") + ".session");
 }
 std::filesystem::path Layout::log_dir(std::string_view key) const {
   return logs_dir() / checked(key, "build key");

@@ -7,6 +7,7 @@
 //   wheels/<sha256>.whl       finished wheels, content addressed
 //   wheels/<sha256>.named/    a hard link to it under its wheel file name (pip needs the name)
 //   keys/<key>.json           manifest: build key → wheel hash, stamps, logs; keys/<key>.lock
+//   keys/<key>.session        the processes working in the key's tree now (for the next run)
 //   logs/<key>/<stage>.log
 //   ccache/                   compiler cache (unless the user points elsewhere)
 //   probes/<hash>.json        cached answers of tool probes (resolution on a repeat starts nothing)
@@ -61,6 +62,9 @@ class Layout {
   std::filesystem::path keys_dir() const { return root_ / "keys"; }
   std::filesystem::path manifest(std::string_view key) const;         // keys/<key>.json
   std::filesystem::path key_lock(std::string_view key) const;         // keys/<key>.lock
+  // keys/<key>.session: the session of the command now working in the key's tree (run/session.hpp),
+  // written and read under the key's lock: a run killed with it there left processes to end.
+  std::filesystem::path session_record(std::string_view key) const;
   std::filesystem::path logs_dir() const { return root_ / "logs"; }
   std::filesystem::path log_dir(std::string_view key) const;          // logs/<key>/
   std::filesystem::path log(std::string_view key, std::string_view stage) const;

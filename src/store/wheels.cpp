@@ -3,12 +3,14 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "core/sha256.hpp"
+#include "core/text.hpp"
 #include "store/atomic_file.hpp"
 
 namespace archbuild::store {
@@ -67,7 +69,7 @@ WheelCheck get_wheel(const Layout& layout, const std::string& sha256) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(c.path, ec)) {
     c.state = WheelState::missing;
-    c.message = fmt::format("cached wheel {} is missing", c.path.string());
+    c.message = fmt::format("cached wheel {} is missing; it will be rebuilt", c.path.string());
     return c;
   }
   auto hex = copy_hashing(c.path, nullptr, &c.size);
@@ -105,6 +107,42 @@ Result<std::filesystem::path> named_wheel(const Layout& layout, const std::strin
     return Error::bad_input(fmt::format("{}: cannot name the cached wheel: {}", target.string(), ec.message()));
   }
   return target;
+}
+
+Result<Ok> check_out_dir(const std::filesystem::path& out_dir, std::uintmax_t minimum_free) {
+  const std::string shown = text::quoted(out_dir.string(), 1024);
+  std::error_code ec;
+  auto st = std::filesystem::status(out_dir, ec);
+  if (std::filesystem::exists(st) && !std::filesystem::is_directory(st))
+    return Error::bad_input(fmt::format("--out {}: exists and is not a directory; name a directory for the wheel",
+                                        shown));
+  if (!std::filesystem::exists(st)) {
+    std::filesystem::create_directories(out_dir, ec);
+    if (ec)
+      return Error::bad_input(fmt::format("--out {}: cannot create it: {}; name a directory you can write to", shown,
+                                          ec.message()));
+  }
+  // A probe file rather than access(W_OK): it also finds a read-only mount, and no inodes left.
+  auto probe = out_dir / fmt::format(".archbuild-out-check.tmp-{}", ::getpid());
+  int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    int err = errno;
+    return Error::bad_input(fmt::format("--out {}: cannot write a file there: {}; name a directory you can write to",
+                                        shown, std::strerror(err)));
+  }
+  ::close(fd);
+  ::unlink(probe.c_str());
+  struct statvfs vfs {};
+  if (::statvfs(out_dir.c_str(), &vfs) == 0) {
+    std::uintmax_t free_bytes = static_cast<std::uintmax_t>(vfs.f_bavail) * vfs.f_frsize;
+    std::uintmax_t needed = std::max<std::uintmax_t>(minimum_free, vfs.f_frsize);
+    if (free_bytes < needed)
+      return Error::bad_input(fmt::format("--out {}: its file system is full ({} bytes free{}); free space or name "
+                                          "another directory",
+                                          shown, free_bytes,
+                                          minimum_free ? fmt::format(", the wheel needs {}", minimum_free) : ""));
+  }
+  return Ok{};
 }
 
 Result<std::filesystem::path> copy_to_out(const std::filesystem::path& wheel, const std::filesystem::path& out_dir,

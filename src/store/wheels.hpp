@@ -38,6 +38,12 @@ WheelCheck get_wheel(const Layout& layout, const std::string& sha256);
 // once (a copy where the file system has none), atomically. Error: not stored, or not linkable.
 Result<std::filesystem::path> named_wheel(const Layout& layout, const std::string& sha256, const std::string& filename);
 
+// The user's --out, checked before anything is built (an --out that cannot take the wheel is bad
+// input, exit 2, not a build that failed hours later): it is created if missing, and must be a
+// directory this process can write a file into, with free space. `minimum_free`: the bytes the
+// wheel needs when known (0: at least one block).
+Result<Ok> check_out_dir(const std::filesystem::path& out_dir, std::uintmax_t minimum_free = 0);
+
 // Copies `wheel` to out_dir/filename without ever leaving a partial file there: temp file in
 // out_dir, fsync, rename (an older file of that name is replaced atomically). Creates out_dir.
 Result<std::filesystem::path> copy_to_out(const std::filesystem::path& wheel, const std::filesystem::path& out_dir,

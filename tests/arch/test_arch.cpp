@@ -1,12 +1,14 @@
 // The architecture model: parsing every spelling, printing, GPU matching, run compatibility.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "arch/arch.hpp"
 #include "arch/arch_data.hpp"
 #include "arch/compat.hpp"
 #include "arch/parse.hpp"
+#include "core/text.hpp"
 #include "support/tempdir.hpp"
 
 using namespace archbuild;
@@ -202,7 +204,7 @@ TEST_CASE("Rubin (10.7): a build-grammar name from CUDA 13.4 on, none in cpp_ext
 
 TEST_CASE("rejects name the token and the nearest valid spellings", "[parse][reject]") {
   auto m = reject("9.5");
-  CHECK(m.find("'9.5'") != std::string::npos);
+  CHECK(m.find("\"9.5\"") != std::string::npos);
   CHECK(m.find("9.0") != std::string::npos);
   CHECK(m.find("10.0") != std::string::npos);
   CHECK(m.find("sm_95") != std::string::npos);
@@ -230,6 +232,59 @@ TEST_CASE("rejects name the token and the nearest valid spellings", "[parse][rej
   reject("sm_");
   reject("Volta;Hoper");  // one bad item fails the list
   reject("8.0;9.5");
+}
+
+TEST_CASE("nvcc's code=[…] and code=\"…\" must be balanced", "[parse][reject]") {
+  CHECK(torch("-gencode arch=compute_90,code=[sm_90,compute_90]") == "9.0+PTX");
+  CHECK(torch("-gencode=arch=compute_90,code=\"sm_90,compute_90\"") == "9.0+PTX");
+  for (const char* bad : {"-gencode arch=compute_90,code=[sm_90", "-gencode arch=compute_90,code=sm_90]",
+                          "-gencode arch=compute_90,code=[[sm_90]", "-gencode=arch=compute_90,code=\"sm_90",
+                          "arch=compute_90,code=[sm_90,compute_90"}) {
+    auto m = reject(bad);
+    CHECK((m.find("without its") != std::string::npos));
+  }
+}
+
+// The class: whatever the user typed and an error repeats is quoted, its control characters
+// escaped, and cut (text::quoted) — for every way parsing fails. Each hostile payload is put
+// into each failing spelling: 8 payloads x 12 spellings = 96 inputs.
+TEST_CASE("every error repeats the user's text quoted, escaped and bounded", "[parse][reject]") {
+  const std::vector<std::string> payloads = {
+      "\x1b]0;owned\x07",          // OSC: sets the terminal's title
+      "\x1b[2J\x1b[H",             // clears the screen
+      "9\r\x1b[Kfake",             // carriage return over the line
+      "a\tb",                      // tab (no separator here: ; , and spaces are)
+      "\x9b" "31m",                // C1 CSI (invalid UTF-8 byte)
+      "\xc2\x9b" "31m",            // C1 CSI as UTF-8
+      "\xff\xfe",                  // not UTF-8
+      std::string(100000, 'A') + "\x1b[31m",  // 100 KB
+  };
+  const std::vector<std::string> spellings = {
+      "{}",       "sm_{}",        "compute_{}",          "9.0{}",
+      "{}+PTX",   "8.6({})",      "-arch={}",           "-gencode=arch={},code=sm_90",
+      "-gencode=arch=compute_90,code={}", "arch=compute_90,code=[sm_90,{}", "cuda_arch={}", "-gencode={}",
+  };
+  int tried = 0;
+  for (const auto& payload : payloads)
+    for (const auto& spelling : spellings) {
+      std::string input = spelling;
+      input.replace(input.find("{}"), 2, payload);
+      auto r = parse_arch_list(input, data(), {Grammar::build, {}});
+      ++tried;
+      if (r) continue;  // (none parses; a payload that did would echo nothing)
+      const std::string& m = r.error().message;
+      INFO(text::quoted(m, 400));
+      CHECK(r.error().exit == Exit::bad_input);
+      CHECK(m.size() < 1000);
+      bool clean = std::none_of(m.begin(), m.end(), [](char ch) {
+        auto c = static_cast<unsigned char>(ch);
+        return c < 0x20 || c == 0x7f;
+      });
+      CHECK(clean);
+      CHECK(m.find("\xc2\x9b") == std::string::npos);
+      CHECK(m.find('"') != std::string::npos);  // quoted
+    }
+  CHECK(tried == 96);
 }
 
 TEST_CASE("keywords need a toolkit or a GPU", "[parse][reject]") {

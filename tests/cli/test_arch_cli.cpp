@@ -1,6 +1,9 @@
 // The built binary: `archbuild arch`, `archbuild gpus`, global flags and exit statuses.
 #include <catch2/catch.hpp>
 
+#include <string>
+#include <vector>
+
 #include <nlohmann/json.hpp>
 
 #include "support/process.hpp"
@@ -74,6 +77,54 @@ TEST_CASE("arch: bad input is exit 2 with one line naming the token", "[cli]") {
     CHECK(r.err.find(c.expect) != std::string::npos);
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   }
+}
+
+// The README's nvcc spellings, as typed after `archbuild arch` (CLI11 took them for options).
+TEST_CASE("arch: nvcc's -gencode and -arch= spellings work without --", "[cli]") {
+  struct Case {
+    std::vector<std::string> args;
+    std::string torch;
+  };
+  const std::vector<Case> cases = {
+      {{"-gencode", "arch=compute_90,code=sm_90"}, "9.0"},
+      {{"-arch=sm_90"}, "9.0+PTX"},
+      {{"-gencode", "arch=compute_80,code=sm_80", "-gencode", "arch=compute_90,code=[sm_90,compute_90]"}, "8.0;9.0+PTX"},
+      {{"-gencode=arch=compute_90,code=sm_90", "8.0"}, "8.0;9.0"},
+      {{"--generate-code", "arch=compute_90,code=sm_90"}, "9.0"},
+      {{"--gpu-architecture=sm_90"}, "9.0+PTX"},
+      {{"-arch", "sm_90"}, "9.0+PTX"},
+      {{"--", "-gencode", "arch=compute_90,code=sm_90"}, "9.0"},  // with -- as before
+      {{"9.0", "--", "-arch=sm_80"}, "8.0+PTX;9.0"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> args{"arch"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    auto r = t::archbuild(args);
+    INFO(r.err);
+    CHECK(r.status == 0);
+    CHECK(r.out == c.torch + "\n");
+    // The command's own options still apply, before or after the list.
+    args.insert(args.begin() + 1, {"--format", "cmake"});
+    CHECK(t::archbuild(args).status == 0);
+  }
+  auto nvcc = t::archbuild({"arch", "--format", "nvcc", "90"});
+  CHECK(nvcc.status == 0);
+  CHECK(nvcc.out == "-gencode=arch=compute_90,code=sm_90\n");
+  auto j = t::archbuild({"arch", "-arch=sm_90", "--json"});
+  REQUIRE(j.status == 0);
+  CHECK(nlohmann::json::parse(j.out)["torch"] == "9.0+PTX");
+  auto unbalanced = t::archbuild({"arch", "-gencode", "arch=compute_90,code=[sm_90"});
+  CHECK(unbalanced.status == 2);
+  CHECK(unbalanced.err.find("without its ']'") != std::string::npos);
+}
+
+TEST_CASE("arch: what the user typed comes back quoted, escaped and cut", "[cli]") {
+  auto r = t::archbuild({"arch", "\x1b[2J\x07" + std::string(100000, 'A')});  // no ; , or space: one item
+  CHECK(r.status == 2);
+  CHECK(r.err.size() < 1000);
+  CHECK(r.err.find('\x1b') == std::string::npos);
+  CHECK(r.err.find("\\x1b[2J\\x07AAA") != std::string::npos);
+  CHECK(r.err.find("more bytes)") != std::string::npos);
 }
 
 TEST_CASE("arch: usage errors are exit 2", "[cli]") {

@@ -219,7 +219,7 @@ TEST_CASE("archbuild resolve --sm 90 picks torch 2.15, --sm 107 needs CUDA >= 13
   // The name Rubin exists only from CUDA 13.4.
   auto gated = h.run({"resolve", "--sm", "Rubin", "--cuda", "13.0"});
   CHECK(gated.status == 2);
-  CHECK(contains(gated.err, "--sm: invalid architecture 'Rubin'"));
+  CHECK(contains(gated.err, "--sm: invalid architecture \"Rubin\""));
   CHECK(contains(gated.err, "only with CUDA >= 13.4"));
   auto named = h.run({"resolve", "--sm", "Rubin", "--cuda", "13.4", "--recipe", f.string(), "--json"});
   CHECK(named.status == 0);

@@ -25,7 +25,8 @@ TEST_CASE("text::quoted: a user's string in an error is quoted, escaped and boun
   CHECK(text::quoted("a\"b\\c") == "\"a\\\"b\\\\c\"");
   CHECK(text::quoted("\x1b[31mred\n") == "\"\\x1b[31mred\\n\"");
   CHECK(text::quoted("caf\xc3\xa9") == "\"caf\xc3\xa9\"");          // UTF-8 passes
-  CHECK(text::quoted("\xc2\x9b" "2J") == "\"\\xc2\\x9b2J\"");          // a C1 CSI does not
+  // ("\x9b" "2J": a hex escape takes every hex digit that follows, \x9b2 would be one char)
+  CHECK(text::quoted("\xc2\x9b" "2J") == "\"\\xc2\\x9b2J\"");       // a C1 CSI does not
   CHECK(text::quoted("\xff\xfe") == "\"\\xff\\xfe\"");              // bytes that are not UTF-8
   std::string big(100000, 'x');
   auto q = text::quoted(big);
@@ -35,6 +36,17 @@ TEST_CASE("text::quoted: a user's string in an error is quoted, escaped and boun
   std::string all;
   for (int c = 0; c < 256; ++c) all += static_cast<char>(c);
   for (unsigned char c : text::quoted(all, 1000)) CHECK((c >= 0x20 && c != 0x7f));
+}
+
+TEST_CASE("text::printable: a whole message line, escaped and bounded, newlines kept", "[core]") {
+  CHECK(text::printable("plain \"text\"") == "plain \"text\"");
+  CHECK(text::printable("a\nb") == "a\nb");
+  CHECK(text::printable("\x1b]0;owned\x07\r") == "\\x1b]0;owned\\x07\\r");
+  std::string big(100000, 'x');
+  CHECK(text::printable(big).size() < 4200);
+  std::string all;
+  for (int c = 0; c < 256; ++c) all += static_cast<char>(c);
+  for (unsigned char c : text::printable(all)) CHECK(((c >= 0x20 && c != 0x7f) || c == '\n'));
 }
 
 TEST_CASE("sha256 of known vectors", "[core]") {

@@ -5,6 +5,7 @@
 #include <csignal>
 #include <fstream>
 #include <sstream>
+#include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include "run/reporter.hpp"
 #include "run/runner.hpp"
 #include "run/scripted_runner.hpp"
+#include "run/session.hpp"
 #include "support/tempdir.hpp"
 
 using namespace archbuild;
@@ -182,6 +184,142 @@ TEST_CASE("ProcessRunner: Ctrl-C stops the whole process group and reports inter
   // archbuild itself survived the SIGINT (the guard was in place) and can go on.
   reset_interrupt();
   CHECK(runner.run(sh("true")).ok());
+}
+
+// How a build's descendant leaves the runner's reach: ninja starts each compile in a process
+// group of its own (ninja's subprocess-posix.cc), a daemon-like tool in a session of its own.
+// Each case: the shell command that starts such a grandchild (sleep 300, pid in $PIDFILE).
+const std::vector<std::pair<std::string, std::string>> kEscapes = {
+    {"own process group (ninja's compiles)",
+     "/usr/bin/python3 -c 'import os; os.setpgid(0, 0); os.execv(\"/bin/sleep\", [\"sleep\", \"300\"])'"},
+    {"own session (setsid)", "/usr/bin/python3 -c 'import os; os.setsid(); os.execv(\"/bin/sleep\", [\"sleep\", \"300\"])'"},
+    {"same process group", "/bin/sleep 300"},
+};
+
+bool running_now(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string s;
+  std::getline(stat, s);
+  auto close = s.rfind(')');
+  return close != std::string::npos && close + 2 < s.size() && s[close + 2] != 'Z';
+}
+
+std::string comm_of(pid_t pid) {
+  return archbuild::text::trim(test::read_file("/proc/" + std::to_string(pid) + "/comm"));
+}
+
+template <class Pred>
+bool wait_for(Pred pred) {
+  for (int i = 0; i < 1500 && !pred(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  return pred();
+}
+
+// The token reaches even a descendant that left the session.
+TEST_CASE("ProcessRunner: Ctrl-C ends the whole session, also compiles in their own process group", "[run]") {
+  for (const auto& [what, start] : kEscapes) {
+    SECTION(what) {
+      ResetInterrupt reset;
+      TempDir tmp;
+      ProcessRunner runner(ProcessRunnerOptions{std::chrono::milliseconds(300)});
+      auto pidfile = tmp / "grandchild.pid";
+      auto cmd = sh(start + " & echo $! > '" + pidfile.string() + "'; echo ready; wait", tmp / "i.log");
+      cmd.session_record = tmp / "session";
+      pid_t grandchild = 0;
+      auto r = runner.run(cmd, [&](std::string_view l) {
+        if (l != "ready" || grandchild) return;
+        grandchild = std::stoi(test::read_file(pidfile));
+        wait_for([&] { return comm_of(grandchild) == "sleep"; });  // its setpgid is done
+        ::kill(::getpid(), SIGINT);
+      });
+      CHECK(r.interrupted);
+      REQUIRE(grandchild > 0);
+      CHECK(process_gone(grandchild));
+      CHECK_FALSE(std::filesystem::exists(tmp / "session"));  // nothing left: no record
+    }
+  }
+}
+
+// The issue's race: archbuild killed with -9 mid-build left ninja's nvcc running, and the rerun's
+// nvcc found its temporary files gone. A child process stands in for archbuild: it runs the
+// command through ProcessRunner and is killed with SIGKILL; the next run's end_stale_session must
+// leave nothing of it running.
+TEST_CASE("end_stale_session: what a kill -9 of archbuild left running is ended by the next run", "[run]") {
+  for (const auto& [what, start] : kEscapes) {
+    SECTION(what) {
+      TempDir tmp;
+      auto pidfile = tmp / "grandchild.pid";
+      auto record = tmp / "keys" / "k.session";
+      pid_t fake_archbuild = ::fork();
+      REQUIRE(fake_archbuild >= 0);
+      if (fake_archbuild == 0) {
+        ProcessRunner runner;
+        auto cmd = sh(start + " & echo $! > '" + pidfile.string() + "'; wait");
+        cmd.session_record = record;
+        runner.run(cmd);
+        ::_exit(0);
+      }
+      pid_t grandchild = 0;
+      bool started = wait_for([&] {
+        if (!grandchild && std::filesystem::exists(pidfile) && !test::read_file(pidfile).empty())
+          grandchild = std::stoi(test::read_file(pidfile));
+        auto rec = read_session_record(record);
+        return grandchild > 0 && comm_of(grandchild) == "sleep" && rec && rec->pid > 0;
+      });
+      ::kill(fake_archbuild, SIGKILL);
+      ::waitpid(fake_archbuild, nullptr, 0);
+      REQUIRE(started);
+      // The killed run's leader died with it (PDEATHSIG); its grandchild did not.
+      auto rec = read_session_record(record);
+      REQUIRE(rec);
+      CHECK(process_gone(static_cast<pid_t>(rec->pid)));
+      REQUIRE(running_now(grandchild));
+      std::vector<std::string> told;
+      auto ended = end_stale_session(record, [&](const std::string& m) { told.push_back(m); });
+      REQUIRE(ended);
+      CHECK(*ended == 1);
+      CHECK_FALSE(running_now(grandchild));
+      REQUIRE(told.size() == 1);
+      CHECK(told[0].find("pid " + std::to_string(grandchild)) != std::string::npos);
+      CHECK_FALSE(std::filesystem::exists(record));
+      // A second run finds nothing to end.
+      auto again = end_stale_session(record);
+      REQUIRE(again);
+      CHECK(*again == 0);
+    }
+  }
+}
+
+TEST_CASE("end_stale_session: a record naming someone else's process touches nothing", "[run]") {
+  TempDir tmp;
+  // An unrelated process (no token) whose pid the record names, with another start time: a
+  // reused pid.
+  pid_t other = ::fork();
+  REQUIRE(other >= 0);
+  if (other == 0) {
+    ::execl("/bin/sleep", "sleep", "300", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  REQUIRE(wait_for([&] { return comm_of(other) == "sleep"; }));
+  auto start = process_start_time(other);
+  REQUIRE(start);
+  auto record = tmp / "k.session";
+  for (unsigned long long recorded : {*start - 1, *start + 1}) {
+    REQUIRE(write_session_record(record, SessionRecord{other, recorded, current_boot_id(), new_session_token()}));
+    auto ended = end_stale_session(record);
+    REQUIRE(ended);
+    CHECK(*ended == 0);
+    CHECK(running_now(other));
+  }
+  // From before a reboot: names nothing, even with the right pid and start time.
+  REQUIRE(write_session_record(record, SessionRecord{other, *start, "another-boot", new_session_token()}));
+  CHECK(*end_stale_session(record) == 0);
+  CHECK(running_now(other));
+  // A record cut short while written: removed, nothing ended.
+  { std::ofstream(record) << "{\"pid\": "; }
+  CHECK(*end_stale_session(record) == 0);
+  CHECK_FALSE(std::filesystem::exists(record));
+  ::kill(other, SIGKILL);
+  ::waitpid(other, nullptr, 0);
 }
 
 TEST_CASE("ProcessRunner: SIGTERM to archbuild, a child ignoring it gets SIGKILL", "[run]") {

@@ -264,6 +264,90 @@ TEST_CASE("copy_to_out: complete file or nothing", "[store]") {
   CHECK_FALSE(copy_to_out(wheel, tmp / "out", "../escape.whl"));
 }
 
+// Exit 2 before any build for every --out that cannot take the wheel (root ignores permission
+// bits, so /proc stands in for a directory nobody can write into).
+TEST_CASE("check_out_dir: an --out that cannot take the wheel is bad input, said before the build", "[store]") {
+  TempDir tmp;
+  REQUIRE(check_out_dir(tmp / "new" / "dist"));  // created
+  CHECK(fs::is_directory(tmp / "new" / "dist"));
+  CHECK(names_in(tmp / "new" / "dist").empty());  // the probe file is gone
+  REQUIRE(check_out_dir(tmp / "new" / "dist"));    // and an existing one is fine
+  auto file = tmp.write("a-file", "x");
+  struct Case {
+    fs::path out;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {file, "is not a directory"},            // --out naming a regular file
+      {file / "sub", "cannot create it"},       // below a regular file
+      {"/proc/1", "cannot write a file there"},  // read-only for everyone, root included
+      {"/proc/self/fdinfo", "cannot write a file there"},
+  };
+  for (const auto& c : cases) {
+    INFO(c.out);
+    auto r = check_out_dir(c.out);
+    REQUIRE_FALSE(r);
+    CHECK(r.error().exit == Exit::bad_input);
+    CHECK(r.error().message.find(c.says) != std::string::npos);
+    CHECK(r.error().message.find("\"" + c.out.string() + "\"") != std::string::npos);  // quoted
+  }
+  // Full: more than the file system has free.
+  auto full = check_out_dir(tmp / "new" / "dist", std::uintmax_t{1} << 62);
+  REQUIRE_FALSE(full);
+  CHECK(full.error().exit == Exit::bad_input);
+  CHECK(full.error().message.find("full") != std::string::npos);
+}
+
+TEST_CASE("choose_cache_dir: a cache path too long for a build is refused up front", "[store]") {
+  auto none = [](const std::string&) -> std::optional<std::string> { return std::nullopt; };
+  std::string ok_dir = "/" + std::string(2990, 'c');
+  CHECK(choose_cache_dir(fs::path(ok_dir), none));
+  std::string long_dir = "/" + std::string(3600, 'c');
+  for (const auto& getenv : std::vector<GetEnv>{none, [&](const std::string& n) -> std::optional<std::string> {
+                                                  if (n == "ARCHBUILD_CACHE_DIR") return long_dir;
+                                                  return std::nullopt;
+                                                }}) {
+    auto r = getenv("ARCHBUILD_CACHE_DIR") ? choose_cache_dir(std::nullopt, getenv) : choose_cache_dir(fs::path(long_dir), getenv);
+    REQUIRE_FALSE(r);
+    CHECK(r.error().exit == Exit::bad_input);
+    CHECK(r.error().message.find("3601 bytes") != std::string::npos);
+    CHECK(r.error().message.size() < 500);  // the path is cut, not echoed whole
+  }
+}
+
+TEST_CASE("KeyRecord: a damaged manifest names a command that exists, a damaged wheel entry is said", "[store]") {
+  TempDir tmp;
+  Layout layout(tmp / "cache");
+  REQUIRE(layout.create());
+  KeyRecord rec(layout, kKey);
+  std::ofstream(layout.manifest(kKey)) << "{ not json";
+  auto r = rec.read();
+  REQUIRE_FALSE(r);
+  CHECK(r.error().message.find("cache clear") == std::string::npos);  // no such command
+  CHECK(r.error().message.find("rm -- \"" + layout.manifest(kKey).string() + "\"") != std::string::npos);
+  // Entries that name no usable wheel: each is said (wheel() alone says "no wheel").
+  const std::vector<std::pair<nlohmann::json, std::string>> damaged = {
+      {"a string", "not an object"},
+      {{{"sha256", "xyz"}, {"filename", "w.whl"}}, "sha256"},
+      {{{"sha256", 42}, {"filename", "w.whl"}}, "sha256"},
+      {{{"sha256", std::string(64, 'a')}}, "filename"},
+      {{{"sha256", std::string(64, 'a')}, {"filename", ""}}, "filename"},
+  };
+  for (const auto& [entry, says] : damaged) {
+    INFO(entry.dump());
+    std::ofstream(layout.manifest(kKey)) << nlohmann::json{{"wheel", entry}}.dump();
+    CHECK_FALSE(rec.wheel()->has_value());
+    auto d = rec.wheel_damage();
+    REQUIRE(d);
+    CHECK(d->find(says) != std::string::npos);
+  }
+  std::ofstream(layout.manifest(kKey)) << nlohmann::json{{"wheel", {{"sha256", std::string(64, 'a')}, {"filename", "w.whl"}}}}.dump();
+  CHECK(rec.wheel()->has_value());
+  CHECK_FALSE(rec.wheel_damage());
+  std::ofstream(layout.manifest(kKey)) << "{}";
+  CHECK_FALSE(rec.wheel_damage());
+}
+
 TEST_CASE("KeyRecord: stamps resume at the failed stage, wheel, manifest fields kept", "[store]") {
   TempDir tmp;
   Layout layout(tmp / "cache");
