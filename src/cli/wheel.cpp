@@ -23,6 +23,7 @@
 #include "stages/reproducible.hpp"
 #include "store/key_record.hpp"
 #include "store/layout.hpp"
+#include "store/wheels.hpp"
 #include "cli/validate_common.hpp"
 #include "validate/validate.hpp"
 
@@ -138,6 +139,8 @@ nlohmann::json manifest_build_report(const nlohmann::json& key_record) {
 WheelOutcome build_one(const WheelArgs& args, const plan::Resolution& r, const plan::PlanOptions& budget, Context& ctx) {
   auto dir = store::choose_cache_dir(ctx.cache_dir).take();
   store::Layout layout(dir.dir);
+  // A bad --out is bad input now, not after the venv and the build (exit 2).
+  if (auto c = store::check_out_dir(std::filesystem::absolute(args.out)); !c) throw Failure(c.error());
   // The one answer (prepare/): the stops `plan` shows are the ones this build stops at, with
   // the same status; a finished key is only a copy, so it is not held to them.
   prepare::Request q = prepare_request(args.resolve, args.jobs ? std::optional(args.jobs) : std::nullopt, args.offline, true);
