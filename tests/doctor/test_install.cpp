@@ -123,7 +123,7 @@ TEST_CASE("install: an H100 and an RTX 4090 in one host get the release that cov
   REQUIRE(best.verdicts.size() == 2);
   CHECK(best.verdicts[0].result == arch::RunResult::native);
   CHECK(best.verdicts[1].result == arch::RunResult::compatible_sass);  // 8.9 runs sm_86
-  CHECK(best.pip == "pip install torch==2.15.0 --index-url " + index_of("cu132"));  // no companions confirmed
+  CHECK(best.pip == "pip install torch==2.15.0 \"torchvision==0.30.*\" --index-url " + index_of("cu132"));  // no torchaudio for 2.15
   CHECK(best.driver_start == "580");
   CHECK(any_contains(a.notes, "driver not known"));
   CHECK_FALSE(a.build);  // the newest release fits: no build offered
