@@ -61,7 +61,7 @@ class Skip(Exception):
 
 
 def torch_features(torch, gpu):
-    """What a working torch build has (pytorch-build.md, last section), then, on a GPU, the
+    """What a working torch build has, then, on a GPU, the
     checks of PyTorch's own release smoke test (.ci/pytorch/smoke_test/smoke_test.py)."""
     def cuda_version():
         v = torch.version.cuda

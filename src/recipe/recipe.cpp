@@ -44,14 +44,26 @@ const std::vector<std::string>& python_modules(const Recipe& r) {
   return r.python_modules ? *r.python_modules : default_python_modules(r.driver);
 }
 
+namespace {
+
+// The placeholders a pin_file may hold, each with its value for a CUDA release: a tree picks its
+// pin by CUDA major (nccl-cu13.txt) or by major and minor (nccl-cu130.txt).
+std::vector<std::pair<std::string, std::string>> pin_placeholders(const Version& cuda) {
+  return {{"{cuda_major}", std::to_string(cuda.major())}, {"{cuda_minor}", std::to_string(cuda.minor())}};
+}
+
+std::string fill_placeholders(std::string p, const Version& cuda) {
+  for (const auto& [name, value] : pin_placeholders(cuda))
+    for (auto pos = p.find(name); pos != std::string::npos; pos = p.find(name, pos + value.size()))
+      p.replace(pos, name.size(), value);
+  return p;
+}
+
+}  // namespace
+
 std::vector<std::string> pin_files_for(const Fetch& f, const Version& cuda) {
   std::vector<std::string> out;
-  std::string major = std::to_string(cuda.major());
-  for (std::string p : f.pin_files) {
-    for (auto pos = p.find("{cuda_major}"); pos != std::string::npos; pos = p.find("{cuda_major}", pos + major.size()))
-      p.replace(pos, 12, major);
-    out.push_back(p);
-  }
+  for (const auto& p : f.pin_files) out.push_back(fill_placeholders(p, cuda));
   return out;
 }
 
@@ -586,13 +598,11 @@ class RecipeReader {
         else
           return at(*n, file_, "fetch.pin_file must be a string or a non-empty array of strings (the first the tree has)");
         for (const auto& [node, v] : files) {
-          std::string rest = v;
-          for (auto pos = rest.find("{cuda_major}"); pos != std::string::npos; pos = rest.find("{cuda_major}"))
-            rest.replace(pos, 12, "13");
+          std::string rest = fill_placeholders(v, *Version::parse("13.0"));
           if (!inside_tree(rest) || rest.find_first_of("{}") != std::string::npos)
             return at(*node, file_, fmt::format("fetch.pin_file \"{}\" must be a file inside the tree (relative, "
-                                                "without '..'); the only placeholder is {{cuda_major}}, e.g. "
-                                                ".ci/docker/ci_commit_pins/nccl-cu{{cuda_major}}.txt", v));
+                                                "without '..'); the placeholders are {{cuda_major}} and {{cuda_minor}}, "
+                                                "e.g. .ci/docker/ci_commit_pins/nccl-cu{{cuda_major}}{{cuda_minor}}.txt", v));
           f.pin_files.push_back(v);
         }
       } else {

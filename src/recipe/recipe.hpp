@@ -70,9 +70,9 @@ struct Fetch {
   std::string name;      // "nccl"
   std::string path;      // where the build looks, relative to the tree: "third_party/nccl"
   std::string url;       // the repository the build would clone
-  // The file of the tree naming the tag or commit; "{cuda_major}" stands for the plan's CUDA major
-  // (".ci/docker/ci_commit_pins/nccl-cu{cuda_major}.txt"). Several: the first the tree has (a
-  // release line whose tags moved from one file to another).
+  // The file of the tree naming the tag or commit; "{cuda_major}" and "{cuda_minor}" stand for the
+  // plan's CUDA release (".ci/docker/ci_commit_pins/nccl-cu{cuda_major}{cuda_minor}.txt": nccl-cu130.txt
+  // for 13.0). Several: the first the tree has (a per-CUDA pin, else the default one).
   std::vector<std::string> pin_files;
   // The build fetches nothing when a variable has one of its values (compared without case):
   // {USE_NCCL: [0, OFF, …], USE_SYSTEM_NCCL: [1, ON, …]}.
@@ -80,7 +80,7 @@ struct Fetch {
   bool submodules = false;  // check out its submodules too
 };
 
-// The pin files of `f` for a CUDA release ("{cuda_major}" replaced), in order.
+// The pin files of `f` for a CUDA release ("{cuda_major}", "{cuda_minor}" replaced), in order.
 std::vector<std::string> pin_files_for(const Fetch& f, const Version& cuda);
 // The "NAME=VALUE" of `env` that switches `f` off, or "" when the build would fetch it.
 std::string fetch_disabled_by(const Fetch& f, const std::map<std::string, std::string>& env);

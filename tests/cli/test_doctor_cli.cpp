@@ -181,7 +181,7 @@ TEST_CASE("doctor: RTX 5090 (--sm 120) against a 2.5+cu124-like torch: no kernel
   // then a source build resolution picks.
   CHECK(f["fixes"][0]["kind"] == "official-wheel");
   CHECK(f["fixes"][0]["command"] == h.python.string() +
-                                        " -m pip install torch==2.15.0 --index-url " + official_index("cu132"));
+                                        " -m pip install torch==2.15.0 \"torchvision==0.30.*\" --index-url " + official_index("cu132"));
   const auto& last = f["fixes"].back();
   CHECK(last["kind"] == "build");
   CHECK(has(last["command"].get<std::string>(), "archbuild wheel --sm 120 --recipe torch-2."));
@@ -283,7 +283,7 @@ TEST_CASE("doctor: a CPU-only torch", "[cli][doctor]") {
   REQUIRE(j["findings"].size() == 1);
   CHECK(j["findings"][0]["id"] == "cpu-only");
   CHECK(j["findings"][0]["fixes"][0]["command"] ==
-        h.python.string() + " -m pip install torch==2.15.0 --index-url " + official_index("cu132"));
+        h.python.string() + " -m pip install torch==2.15.0 \"torchvision==0.30.*\" --index-url " + official_index("cu132"));
   auto r = h.doctor({"--sm", "90"});
   CHECK(has(r.out, "CPU only"));
   CHECK(has(r.out, "finding  cpu-only"));

@@ -78,7 +78,7 @@ TEST_CASE("archbuild recipes lists and shows the recipes") {
   CHECK_FALSE(contains(r.out, "torch-common "));  // bases are named on stderr only
 
   auto j = parse(test::archbuild({"recipes", "list", "--json"}));
-  REQUIRE(j["recipes"].size() == 36);
+  REQUIRE(j["recipes"].size() == 37);
   CHECK(j["recipes"][0]["package"] == "torch");
 
   auto show = test::archbuild({"recipes", "show", "torch-2.7"});

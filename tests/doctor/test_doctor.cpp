@@ -148,7 +148,7 @@ TEST_CASE("releases: the shipped data loads and computes which wheels cover a CC
   REQUIRE(r214);
   CHECK(r214->pin() == "2.14.0");
   CHECK(doctor::requirements(*r214) == "torch==2.14.0 \"torchvision==0.29.*\" \"torchaudio==2.11.*\"");
-  CHECK(doctor::requirements(*r.find(Version{{2, 15}})) == "torch==2.15.0");
+  CHECK(doctor::requirements(*r.find(Version{{2, 15}})) == "torch==2.15.0 \"torchvision==0.30.*\"");
   // The index comes from the data file's pattern, with the variant's tag put in.
   std::string expected = r.index_url;
   expected.replace(expected.find("{cu}"), 4, "cu128");
@@ -296,7 +296,7 @@ TEST_CASE("doctor: RTX 5090 against a 2.5+cu124 torch: no kernel image - the new
   // The newest release whose wheels cover 12.0, with its index (no driver known: the newest CUDA).
   CHECK(contains(fd.fixes[0].text, "torch 2.15"));
   CHECK(contains(fd.fixes[0].text, "cu132"));
-  CHECK(fd.fixes[0].command == "python3 -m pip install torch==2.15.0 --index-url " + index_of("cu132"));
+  CHECK(fd.fixes[0].command == "python3 -m pip install torch==2.15.0 \"torchvision==0.30.*\" --index-url " + index_of("cu132"));
   CHECK(contains(fd.fixes[0].also, "2.7 (cu128), 2.8 (cu128, cu129), 2.9 (cu128, cu129, cu130)"));
   CHECK(fd.fixes[1].kind == "build");
   CHECK(fd.fixes[1].command == "archbuild wheel --sm 120 --recipe torch-2.9");
@@ -424,7 +424,7 @@ TEST_CASE("doctor: a CPU-only torch on a GPU host", "[doctor]") {
   REQUIRE_FALSE(fd.fixes.empty());
   // The newest release and CUDA this driver runs in full: 580.65.06 is CUDA 13.0's minimum, below
   // 13.2's (toolchains/cuda-13.2.toml), so cu130.
-  CHECK(fd.fixes[0].command == "python3 -m pip install torch==2.15.0 --index-url " + index_of("cu130"));
+  CHECK(fd.fixes[0].command == "python3 -m pip install torch==2.15.0 \"torchvision==0.30.*\" --index-url " + index_of("cu130"));
   // A build staying on 2.5 is asked (and refused by the fake), then the general build.
   CHECK(adv.calls == std::vector<std::pair<std::string, std::string>>{{"90", "2.5"}, {"90", ""}});
   CHECK_FALSE(r.targets[0].result);  // nothing to judge in a CPU-only torch

@@ -123,7 +123,7 @@ TEST_CASE("install: an H100 and an RTX 4090 in one host get the release that cov
   REQUIRE(best.verdicts.size() == 2);
   CHECK(best.verdicts[0].result == arch::RunResult::native);
   CHECK(best.verdicts[1].result == arch::RunResult::compatible_sass);  // 8.9 runs sm_86
-  CHECK(best.pip == "pip install torch==2.15.0 --index-url " + index_of("cu132"));  // no companions confirmed
+  CHECK(best.pip == "pip install torch==2.15.0 \"torchvision==0.30.*\" --index-url " + index_of("cu132"));  // no torchaudio for 2.15
   CHECK(best.driver_start == "580");
   CHECK(any_contains(a.notes, "driver not known"));
   CHECK_FALSE(a.build);  // the newest release fits: no build offered
@@ -132,12 +132,14 @@ TEST_CASE("install: an H100 and an RTX 4090 in one host get the release that cov
 
 TEST_CASE("install: a mixed host where one GPU rules a release out", "[doctor][install]") {
   FakeAdvisor adv;
-  // A V100 (7.0) and an RTX 5090 (12.0): only cu128/cu129 lists carry both.
+  // A V100 (7.0) and an RTX 5090 (12.0): only the cu128/cu129 lists of 2.8 - 2.10 carry both (the
+  // cu129 of 2.12 and 2.13 starts at 7.5: pytorch#188443).
   auto a = doctor::advise_install(host({Cc{7, 0}, Cc{12, 0}}, "580.65.06"), adv.fn());
   REQUIRE(a.fits());
-  CHECK(a.options.front().line == Version{{2, 13}});
+  CHECK(a.options.front().line == Version{{2, 10}});
   CHECK(a.options.front().cu == "cu129");
   CHECK_FALSE(offered(a, "2.11", "cu128"));  // 2.11 cu128 dropped sm_70
+  CHECK_FALSE(offered(a, "2.13", "cu129"));
   CHECK(any_contains(a.ruled_out, "torch 2.15: cu132 carries no code for 7.0"));
 }
 

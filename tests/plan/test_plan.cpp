@@ -384,7 +384,7 @@ TEST_CASE("the arch list: targets as SASS, +PTX on the newest only when asked, n
 
 TEST_CASE("companion recipes: --recipe torchvision --torch 2.7") {
   auto in = inputs(host_130(), std::string("torchvision"));
-  CHECK(in.recipes.size() == 11);
+  CHECK(in.recipes.size() == 12);
   auto req = request("90");
   req.torch = V("2.7");
   in.host.toolkits.push_back(toolkit("12.8", "12.8.93", "/usr/local/cuda-12.8"));
@@ -965,23 +965,26 @@ TEST_CASE("recipe pairing: torchvision 0.29 is refused with torch 2.13, naming t
   }
 }
 
-TEST_CASE("fetches: planned per CUDA major, switched off by the environment, their commits in the key") {
+TEST_CASE("fetches: planned per CUDA release, switched off by the environment, their commits in the key") {
   auto h = host_130();
   auto base_opts = fixed_resources();
   Plan unresolved = plan_for(request("90"), inputs(h, std::string("torch-2.13")), base_opts);
-  REQUIRE(unresolved->fetches.size() == 1);
+  REQUIRE(unresolved->fetches.size() == 2);  // NCCL and Eigen
   const FetchPlan& f = unresolved->fetches[0];
   CHECK(f.name == "nccl");
   CHECK(f.active());
   CHECK_FALSE(f.resolved());
-  CHECK(f.pin_files.front() == ".ci/docker/ci_commit_pins/nccl-cu13.txt");  // CUDA 13.0 planned
+  // CUDA 13.0 planned: cmake/PreBuildSteps.cmake's per-CUDA pin, else nccl.txt (pytorch#181450).
+  CHECK(f.pin_files == std::vector<std::string>{".ci/docker/ci_commit_pins/nccl-cu130.txt",
+                                                ".ci/docker/ci_commit_pins/nccl.txt"});
+  CHECK(unresolved->fetches[1].name == "eigen");
   REQUIRE(unresolved->key_inputs.contains("fetches"));
   CHECK(unresolved->key_inputs["fetches"][0]["commit"].is_null());
 
   // Resolved by the caller (source/, through the mirrors): the commit is keyed.
   auto with = [&](const std::string& commit) {
     PlanOptions o = base_opts;
-    o.fetches["nccl"] = ResolvedFetch{".ci/docker/ci_commit_pins/nccl-cu13.txt", "v2.27.7-1", commit};
+    o.fetches["nccl"] = ResolvedFetch{".ci/docker/ci_commit_pins/nccl.txt", "v2.27.7-1", commit};
     return plan_for(request("90"), inputs(h, std::string("torch-2.13")), o);
   };
   Plan a = with(std::string(40, 'a'));
@@ -1001,10 +1004,10 @@ TEST_CASE("fetches: planned per CUDA major, switched off by the environment, the
   Plan p = plan_for(request("90"), inputs(h, std::string("torch-2.13")), off);
   CHECK(p->fetches[0].disabled_by == "USE_NCCL=0");
   CHECK_FALSE(p->fetches[0].resolved());
-  CHECK_FALSE(p->key_inputs.contains("fetches"));
+  for (const auto& k : p->key_inputs.value("fetches", nlohmann::json::array())) CHECK(k.value("name", "") != "nccl");  // Eigen's stays
   CHECK(fetch_plans(p->resolution, {{"USE_SYSTEM_NCCL", "1"}})[0].disabled_by == "USE_SYSTEM_NCCL=1");
 
-  // CUDA 12: the cu12 pin file.
+  // CUDA 12.8 and torch 2.11: read_nccl_pin()'s file, nccl-cu12.txt, whatever the CUDA.
   auto h12 = host_130();
   h12.toolkits = {toolkit("12.8", "12.8.93", "/usr/local/cuda-12.8")};
   auto req = request("90");
@@ -1092,7 +1095,7 @@ TEST_CASE("admission: with a budget the plan runs a job per core and shows the b
   CHECK(given->admission.budget_from == "--memory-budget 4G");
 }
 
-TEST_CASE("pairing: torchvision for torch 2.14 is 0.29 and none pairs with torch 2.15 (the refusal names the pairs)") {
+TEST_CASE("pairing: torchvision for torch 2.14 is 0.29, for 2.15 0.30, no torchaudio for 2.15 (the refusal names the pairs)") {
   auto tv = select_recipes(std::string("torchvision"));
   REQUIRE(tv.ok());
   auto t14 = recipe::load("torch-2.14");
@@ -1102,11 +1105,9 @@ TEST_CASE("pairing: torchvision for torch 2.14 is 0.29 and none pairs with torch
   auto paired = pair_with_torch(*tv, *t14, "--with torchvision");
   REQUIRE(paired.ok());
   CHECK(paired->name == "torchvision-0.29");
-  auto none = pair_with_torch(*tv, *t15, "--with torchvision");
-  REQUIRE_FALSE(none.ok());
-  CHECK(none.error().exit == Exit::bad_input);
-  CHECK_THAT(none.error().message, Catch::Contains("--with torchvision: no recipe pairs with torch 2.15.0") &&
-                                       Catch::Contains("torchvision-0.29 (0.29.0) pairs with torch 2.14"));
+  auto p15 = pair_with_torch(*tv, *t15, "--with torchvision");
+  REQUIRE(p15.ok());
+  CHECK(p15->name == "torchvision-0.30");  // pytorch/vision#9607
   // torchaudio 2.11, the last release, serves torch 2.11 - 2.14 (torch_also), not 2.15.
   auto ta = select_recipes(std::string("torchaudio"));
   REQUIRE(ta.ok());
@@ -1119,7 +1120,10 @@ TEST_CASE("pairing: torchvision for torch 2.14 is 0.29 and none pairs with torch
     CHECK(a->name == "torchaudio-2.11");
   }
   CHECK(pair_with_torch(*ta, *recipe::load("torch-2.10"), "--with torchaudio")->name == "torchaudio-2.10");
-  CHECK_FALSE(pair_with_torch(*ta, *t15, "--with torchaudio").ok());
+  auto none = pair_with_torch(*ta, *t15, "--with torchaudio");
+  REQUIRE_FALSE(none.ok());
+  CHECK(none.error().exit == Exit::bad_input);
+  CHECK_THAT(none.error().message, Catch::Contains("--with torchaudio: no recipe pairs with torch 2.15.0"));
   // torch itself is no dependent.
   auto self = pair_with_torch({*t14}, *t14, "--with torch-2.14");
   REQUIRE_FALSE(self.ok());

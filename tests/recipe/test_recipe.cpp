@@ -59,7 +59,7 @@ std::string load_error(const test::TempDir& tmp, const std::string& text, const 
 TEST_CASE("every shipped recipe loads, with real release data") {
   auto all = recipe::load_shipped();
   REQUIRE(all.ok());
-  CHECK(all->size() == 36);  // 12 torch + 11 torchvision + 8 torchaudio + 3 bases + flash-attn, xformers
+  CHECK(all->size() == 37);  // 12 torch + 12 torchvision + 8 torchaudio + 3 bases + flash-attn, xformers
 
   struct Line {
     const char* torch;
@@ -123,7 +123,7 @@ TEST_CASE("every shipped recipe loads, with real release data") {
   CHECK(by_name(*all, "torch-common").abstract);
 }
 
-TEST_CASE("the 2026 releases: torch 2.10 - 2.15, torchvision 0.25 - 0.29, torchaudio 2.10 - 2.11") {
+TEST_CASE("the 2026 releases: torch 2.10 - 2.15, torchvision 0.25 - 0.30, torchaudio 2.10 - 2.11") {
   auto all = recipe::load_shipped();
   REQUIRE(all.ok());
   using D = recipe::Driver;
@@ -143,7 +143,7 @@ TEST_CASE("the 2026 releases: torch 2.10 - 2.15, torchvision 0.25 - 0.29, torcha
       {"2.12", "2.12.1", {"13.0", "13.2", "12.9", "12.6"}, "3.14", D::python_build, "9.3", "0.27.1", "3.7.1"},
       {"2.13", "2.13.0", {"13.0", "13.2", "12.6"}, "3.15", D::python_build, "11.4", "0.28.0", "3.7.1"},
       {"2.14", "2.14.0", {"13.0", "13.2", "12.6"}, "3.15", D::scikit_build_core, "11.4", "0.29.0", "3.8.0"},
-      {"2.15", "2.15.0", {"13.0", "13.2", "13.4"}, "3.15", D::scikit_build_core, "11.4", "", ""},
+      {"2.15", "2.15.0", {"13.0", "13.2", "13.4"}, "3.15", D::scikit_build_core, "11.4", "0.30.0", ""},
   };
   for (const auto& l : lines) {
     INFO("torch " << l.torch);
@@ -178,12 +178,17 @@ TEST_CASE("the 2026 releases: torch 2.10 - 2.15, torchvision 0.25 - 0.29, torcha
       CHECK_FALSE(v.arch.variant_f);
     }
   }
-  // The lists of the official wheels (releases-2026.md; build_env_setup.py's table).
+  // The lists of the official release wheels (build_env_setup.py's table; +PTX per release).
   const Recipe& t211 = by_name(*all, "torch-2.11");
   CHECK(t211.official.at("12.8") == "7.5;8.0;8.6;9.0;10.0;12.0");  // Volta dropped from cu128
   CHECK(by_name(*all, "torch-2.10").official.at("12.8") == "7.0;7.5;8.0;8.6;9.0;10.0;12.0");
+  // Release CUDA 13 wheels carry no PTX: 2.11 (pytorch#175567), 2.12 (pytorch#188914), 2.14+
+  // (_is_release_build()); 2.13.0 shipped 12.0+PTX (pytorch#188925).
+  CHECK(t211.official.at("13.0") == "7.5;8.0;8.6;9.0;10.0;12.0");
+  CHECK(by_name(*all, "torch-2.12").official.at("13.2") == "7.5;8.0;8.6;9.0;10.0;12.0");
+  CHECK(by_name(*all, "torch-2.13").official.at("13.0") == "7.5;8.0;8.6;9.0;10.0;12.0+PTX");
   const Recipe& t214 = by_name(*all, "torch-2.14");
-  CHECK(t214.official.at("13.2") == "7.5;8.0;8.6;9.0;10.0;12.0+PTX");
+  CHECK(t214.official.at("13.2") == "7.5;8.0;8.6;9.0;10.0;12.0");
   CHECK(t214.official.at("12.6") == "5.0;6.0;7.0;7.5;8.0;8.6;9.0");
   CHECK(by_name(*all, "torch-2.15").official.empty());  // M facts not seen at the tag: not recorded
   CHECK(by_name(*all, "torch-2.12").official.count("12.9") == 0);
@@ -200,7 +205,7 @@ TEST_CASE("the 2026 releases: torch 2.10 - 2.15, torchvision 0.25 - 0.29, torcha
   }
   for (const auto& r : *all) {
     if (r.package == "torchaudio" && !r.abstract) CHECK(r.version <= V("2.11.0"));
-    if (r.package == "torchvision" && !r.abstract) CHECK(r.version < V("0.30"));  // 0.30 not confirmed
+    if (r.package == "torchvision" && !r.abstract) CHECK(r.version < V("0.31"));
   }
 }
 
@@ -517,6 +522,16 @@ TEST_CASE("fetch entries: what the build would download as data - every mistake 
     REQUIRE(two.ok());
     CHECK(recipe::pin_files_for(two->fetches[0], V("12.6")) == std::vector<std::string>{"a/nccl-cu12.txt", "a/nccl.txt"});
   }
+  SECTION("{cuda_minor}: a pin per CUDA release, nccl-cu130.txt for 13.0") {
+    std::string t = with_fetch();
+    replace(t, "pin_file = \".ci/docker/ci_commit_pins/nccl-cu{cuda_major}.txt\"",
+            "pin_file = [\"a/nccl-cu{cuda_major}{cuda_minor}.txt\", \"a/nccl.txt\"]");
+    auto two = recipe::load_file(tmp.write("minor.toml", t), recipe::Search{{tmp.path()}});
+    REQUIRE(two.ok());
+    CHECK(recipe::pin_files_for(two->fetches[0], V("13.0")) == std::vector<std::string>{"a/nccl-cu130.txt", "a/nccl.txt"});
+    CHECK(recipe::pin_files_for(two->fetches[0], V("12.6")) == std::vector<std::string>{"a/nccl-cu126.txt", "a/nccl.txt"});
+    CHECK(recipe::pin_files_for(two->fetches[0], V("13.2.1")) == std::vector<std::string>{"a/nccl-cu132.txt", "a/nccl.txt"});
+  }
   SECTION("a path leaving the tree") {
     std::string t = with_fetch();
     replace(t, "path = \"third_party/nccl\"", "path = \"../nccl\"");
@@ -529,7 +544,7 @@ TEST_CASE("fetch entries: what the build would download as data - every mistake 
     replace(t, "{cuda_major}", "{cuda}");
     auto m = load_error(tmp, t);
     CHECK(m.find(f + ":21:12:") == 0);
-    CHECK(m.find("the only placeholder is {cuda_major}") != std::string::npos);
+    CHECK(m.find("the placeholders are {cuda_major} and {cuda_minor}") != std::string::npos);
   }
   SECTION("a number in unless_env") {
     std::string t = with_fetch();
@@ -578,10 +593,51 @@ TEST_CASE("the torch recipes fetch NCCL (on by default) and switch NNPACK's conf
     CHECK(recipe::fetch_disabled_by(nccl, {{"USE_DISTRIBUTED", "0"}}) == "USE_DISTRIBUTED=0");
     CHECK(recipe::fetch_disabled_by(nccl, t.env) == "");
   }
-  CHECK(recipe::pin_files_for(by_name(*all, "torch-2.13").fetches[0], V("13.0")).front() ==
-        ".ci/docker/ci_commit_pins/nccl-cu13.txt");
   CHECK(by_name(*all, "torch-2.6").fetches.empty());  // NCCL is a submodule there
-  CHECK(by_name(*all, "torch-2.15").fetches.size() == 2);  // and Eigen
+}
+
+namespace {
+
+const recipe::Fetch& fetch_named(const Recipe& r, const std::string& name) {
+  for (const auto& f : r.fetches)
+    if (f.name == name) return f;
+  FAIL(r.name << " has no [[fetch]] " << name);
+  throw;
+}
+
+}  // namespace
+
+TEST_CASE("the NCCL pin each torch tag's own code reads, and Eigen's fetch from the line that lost the submodule") {
+  auto all = recipe::load_shipped();
+  REQUIRE(all.ok());
+  const std::string pins = ".ci/docker/ci_commit_pins/";
+  // setuptools era: tools/optional_submodules.py read_nccl_pin(), nccl-cu12.txt (older tags) or nccl.txt.
+  for (const char* name : {"torch-2.7", "torch-2.8"}) {
+    INFO(name);
+    CHECK(recipe::pin_files_for(fetch_named(by_name(*all, name), "nccl"), V("12.8")) ==
+          std::vector<std::string>{pins + "nccl-cu12.txt"});
+  }
+  for (const char* name : {"torch-2.9", "torch-2.10", "torch-2.11", "torch-2.12"}) {
+    INFO(name);
+    CHECK(recipe::pin_files_for(fetch_named(by_name(*all, name), "nccl"), V("13.0")) ==
+          std::vector<std::string>{pins + "nccl-cu12.txt", pins + "nccl.txt"});
+  }
+  // cmake/PreBuildSteps.cmake (pytorch#181450, 2.13 on): nccl-cu{major}{minor}.txt, else nccl.txt.
+  for (const char* name : {"torch-2.13", "torch-2.14", "torch-2.15"}) {
+    INFO(name);
+    const auto& nccl = fetch_named(by_name(*all, name), "nccl");
+    CHECK(recipe::pin_files_for(nccl, V("13.0")) == std::vector<std::string>{pins + "nccl-cu130.txt", pins + "nccl.txt"});
+    CHECK(recipe::pin_files_for(nccl, V("13.2")) == std::vector<std::string>{pins + "nccl-cu132.txt", pins + "nccl.txt"});
+  }
+  // Eigen left the submodules in pytorch#155955 (2025-06): every line since clones it from eigen_pin.txt.
+  for (const char* name : {"torch-2.9", "torch-2.10", "torch-2.11", "torch-2.12", "torch-2.13", "torch-2.14", "torch-2.15"}) {
+    INFO(name);
+    const auto& eigen = fetch_named(by_name(*all, name), "eigen");
+    CHECK(eigen.path == "third_party/eigen");
+    CHECK(eigen.url == "https://gitlab.com/libeigen/eigen");
+    CHECK(recipe::pin_files_for(eigen, V("13.0")) == std::vector<std::string>{"third_party/eigen_pin.txt"});
+  }
+  CHECK(by_name(*all, "torch-2.7").fetches.size() == 1);  // Eigen is still a submodule there
 }
 
 TEST_CASE("a dependent's recipe: torch_recipe relative to its file, the CUDA operation of its import test") {

@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include <map>
+#include <regex>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -380,4 +382,72 @@ TEST_CASE("an asked Python that PATH lacks is found among pyenv's builds, newest
   auto dflt = discover_pythons(env, real_probe());
   REQUIRE(dflt.size() == 1);
   CHECK(dflt[0].version.str() == "3.11.2");
+}
+
+namespace {
+
+// The CCs of `nvcc --list-gpu-code` (sm_75 …), sorted.
+std::set<arch::Cc> listed_sm(const std::string& out) {
+  static const std::regex re(R"(\bsm_(\d{2,3})\b)");
+  std::set<arch::Cc> ccs;
+  for (auto it = std::sregex_iterator(out.begin(), out.end(), re); it != std::sregex_iterator(); ++it)
+    ccs.insert(arch::Cc::from_sm(std::stoi((*it)[1].str())));
+  return ccs;
+}
+
+std::string names(const std::set<arch::Cc>& ccs) {
+  std::string s;
+  for (const auto& c : ccs) s += (s.empty() ? "" : " ") + c.str();
+  return s;
+}
+
+}  // namespace
+
+// The tool is the source: where a CUDA toolkit is installed, its toolchain file must list exactly
+// the CCs its own nvcc lists (--list-gpu-code for SASS, --list-gpu-arch for PTX), and exactly the
+// a/f variants that nvcc accepts for them.
+TEST_CASE("the installed nvcc agrees with its toolchain file: --list-gpu-code, --list-gpu-arch, a/f variants") {
+  auto env = HostEnv::current();
+  auto tks = discover_toolkits(env, real_probe());
+  if (tks.empty()) {
+    WARN("##archbuild-skip## no CUDA toolkit installed (nvcc not found)");
+    return;
+  }
+  auto all = load_shipped();
+  REQUIRE(all.ok());
+  for (const auto& tk : tks) {
+    INFO("nvcc " << tk.nvcc.string() << " (CUDA " << tk.release().str() << ")");
+    const Toolchain* tc = nullptr;
+    for (const auto& t : *all)
+      if (t.cuda == tk.release()) tc = &t;
+    REQUIRE(tc);  // a toolkit archbuild can find has a toolchain file
+
+    std::set<arch::Cc> in_file;
+    for (const auto& a : tc->archs) in_file.insert(a.cc);
+    auto code = run::capture({tk.nvcc.string(), "--list-gpu-code"});
+    REQUIRE(code.ok());
+    REQUIRE(code->status == 0);
+    auto sass = listed_sm(code->out);
+    CHECK(names(sass) == names(in_file));
+    auto arch_out = run::capture({tk.nvcc.string(), "--list-gpu-arch"});
+    REQUIRE(arch_out.ok());
+    REQUIRE(arch_out->status == 0);
+    auto ptx_list = parse_list_gpu_arch(arch_out->out);
+    std::set<arch::Cc> ptx(ptx_list.begin(), ptx_list.end());
+    CHECK(names(ptx) == names(in_file));
+
+    // The variants: nvcc accepts `-gencode arch=compute_90a,code=sm_90a` exactly for those the file
+    // lists (--dryrun compiles nothing).
+    for (const auto& cc : sass) {
+      for (auto v : {arch::Variant::a, arch::Variant::f}) {
+        arch::Arch a{cc, v};
+        auto r = run::capture({tk.nvcc.string(), "--dryrun", "-gencode",
+                               fmt::format("arch={},code={}", a.compute_name(), a.sm_name()), "-c", "-x", "cu",
+                               "/dev/null", "-o", "/dev/null"});
+        REQUIRE(r.ok());
+        INFO(a.cc_name() << ": " << r->err);
+        CHECK((r->status == 0) == tc->compiles(a));
+      }
+    }
+  }
 }
