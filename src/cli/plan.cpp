@@ -70,15 +70,16 @@ Built built_state(const Context& ctx, const std::string& key) {
 
 // The plan of a resolution, shown: the human block on stdout, or its document returned (--json).
 // --check's verdict goes to ctx.exit.
-Planned plan_resolved(const PlanArgs& args, const plan::Resolution& r, const plan::PlanOptions& budget, Context& ctx) {
+Planned plan_resolved(const PlanArgs& args, const plan::Resolution& resolved, const plan::PlanOptions& budget, Context& ctx) {
   // The one answer: what prepare() says would stop `wheel` is what `plan` shows and --check
   // exits with (the first stop's status, as `wheel` would).
   prepare::Request q = prepare_request(args.resolve, args.jobs ? std::optional(args.jobs) : std::nullopt, args.offline, false);
   q.memory_budget_mb = budget.memory_budget_mb;
   q.memory_budget_text = budget.memory_budget_text;
   q.no_venv_because = args.no_venv_because;
-  prepare::Prepared prep = prepare_from_args(r, q, ctx).take();
+  prepare::Prepared prep = prepare_from_args(resolved, q, args.resolve, ctx).take();
   const plan::Plan& p = prep.plan;
+  const plan::Resolution& r = p->resolution;  // the tree's release line may have chosen another recipe
   const prepare::TreeContract& tree = prep.tree;
   const plan::HostCheck& host = prep.host;
   const std::vector<std::string>& fetch_notes = prep.fetch_notes;

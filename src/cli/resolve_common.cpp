@@ -2,6 +2,7 @@
 
 #include "cli/host.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -115,14 +116,45 @@ prepare::Request prepare_request(const ResolveArgs& a, std::optional<unsigned> j
   return q;
 }
 
-Result<prepare::Prepared> prepare_from_args(const plan::Resolution& r, const prepare::Request& q, const Context& ctx) {
+namespace {
+
+// --ref without --recipe or --torch: the tree's release line (its version.txt, read once the ref
+// is resolved) chooses the torch recipe, as for --source. Nothing when the plan's recipe fits,
+// or no recipe of that line exists (the release-line rule then says what to do).
+std::optional<plan::Resolution> resolution_for_tree(const ResolveArgs& a, const plan::Resolution& r,
+                                                    const prepare::Prepared& p, const Context& ctx) {
+  if (a.ref.empty() || !a.recipe.empty() || !a.torch.empty() || a.allow_release_mismatch) return std::nullopt;
+  if (std::none_of(p.stops.begin(), p.stops.end(), [](const prepare::Stop& s) { return s.rule == "release-line"; }))
+    return std::nullopt;
+  auto release = contract::release_part(p.plan->version.substr(0, p.plan->version.find('+')));
+  if (!release || release->size() < 2) return std::nullopt;
+  Version line = release->prefix(2);
+  auto all = plan::select_recipes(std::nullopt);
+  if (!all || std::none_of(all->begin(), all->end(), [&](const recipe::Recipe& x) { return x.version.prefix(2) == line; }))
+    return std::nullopt;
+  ResolveArgs again = a;
+  again.torch = line.str();
+  if (r.python) again.python = r.python->path.string();
+  auto chosen = resolve_from_args(again, ctx);
+  if (!chosen.ok()) return std::nullopt;
+  note(ctx, fmt::format("--ref {}: the tree is release line {}, so the recipe is {}", a.ref, line.str(), chosen.recipe.name));
+  return chosen;
+}
+
+}  // namespace
+
+Result<prepare::Prepared> prepare_from_args(const plan::Resolution& r, const prepare::Request& q, const ResolveArgs& a,
+                                            const Context& ctx) {
   auto reporter = run::make_reporter(run::ReporterKind::plain, std::cerr);
   run::ProcessRunner runner;
   run::InterruptGuard guard;
   prepare::Services s{runner, *reporter};
   s.note = [&ctx](const std::string& n) { note(ctx, n); };
   s.verbose = ctx.verbosity > 0;
-  return prepare::prepare(r, q, cache_of(ctx), s);
+  auto p = prepare::prepare(r, q, cache_of(ctx), s);
+  if (p)
+    if (auto chosen = resolution_for_tree(a, r, *p, ctx)) return prepare::prepare(*chosen, q, cache_of(ctx), s);
+  return p;
 }
 
 std::map<std::string, std::string> env_from_args(const ResolveArgs& a) {

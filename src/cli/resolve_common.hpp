@@ -56,8 +56,10 @@ prepare::Cache cache_of(const Context& ctx);
 // --memory-budget). for_build: `wheel` (the tree mirrored, every pin resolved).
 prepare::Request prepare_request(const ResolveArgs& args, std::optional<unsigned> jobs, bool offline, bool for_build);
 // prepare::prepare with this process's runner (the build venv's pip), progress on stderr and
-// notes through ctx.
-Result<prepare::Prepared> prepare_from_args(const plan::Resolution& r, const prepare::Request& q, const Context& ctx);
+// notes through ctx. For --ref without --recipe/--torch, the tree's release line may choose
+// another recipe: the prepared plan's resolution (plan->resolution) is the one to use.
+Result<prepare::Prepared> prepare_from_args(const plan::Resolution& r, const prepare::Request& q, const ResolveArgs& a,
+                                            const Context& ctx);
 
 // Parses the options, loads recipes and toolchains, discovers this host and resolves. Bad
 // options or data throw Failure (exit 2); refusals and missing tools come back in the result.

@@ -136,7 +136,7 @@ nlohmann::json manifest_build_report(const nlohmann::json& key_record) {
 
 // Everything after resolution for one interpreter (r.python): its key, build venv, stages and
 // result. Errors before a result document exists throw Failure.
-WheelOutcome build_one(const WheelArgs& args, const plan::Resolution& r, const plan::PlanOptions& budget, Context& ctx) {
+WheelOutcome build_one(const WheelArgs& args, const plan::Resolution& resolved, const plan::PlanOptions& budget, Context& ctx) {
   auto dir = store::choose_cache_dir(ctx.cache_dir).take();
   store::Layout layout(dir.dir);
   // A bad --out is bad input now, not after the venv and the build (exit 2).
@@ -146,8 +146,9 @@ WheelOutcome build_one(const WheelArgs& args, const plan::Resolution& r, const p
   prepare::Request q = prepare_request(args.resolve, args.jobs ? std::optional(args.jobs) : std::nullopt, args.offline, true);
   q.memory_budget_mb = budget.memory_budget_mb;
   q.memory_budget_text = budget.memory_budget_text;
-  prepare::Prepared prep = prepare_from_args(r, q, ctx).take();
+  prepare::Prepared prep = prepare_from_args(resolved, q, args.resolve, ctx).take();
   const plan::Plan& plan = prep.plan;
+  const plan::Resolution& r = plan->resolution;  // the tree's release line may have chosen another recipe
   const plan::HostCheck& host = prep.host;
   for (const auto& n : prep.notes) note(ctx, "note: " + n);
   auto finished = store::KeyRecord(layout, plan->key).wheel();
