@@ -193,3 +193,34 @@ TEST_CASE("the tree chooses its recipe: --source of a 2.11.0a0 tree without --re
   CHECK(other.err.find("torch-2.15") != std::string::npos);
   CHECK(other.err.find("2.11.0a0") != std::string::npos);
 }
+
+TEST_CASE("the tree chooses its recipe: --ref of a 2.11.0a0 commit without --recipe takes torch-2.11", "[cli][prepare]") {
+  if (auto why = cannot_plan(); !why.empty()) {
+    WARN("##archbuild-skip## " << why);
+    return;
+  }
+  if (!fs::exists("/usr/bin/git")) {
+    WARN("##archbuild-skip## no /usr/bin/git to make the test repository");
+    return;
+  }
+  Case c;
+  fs::path repo = c.dir / "tree";
+  t::RunOptions g;
+  g.env = {{"GIT_CONFIG_NOSYSTEM", "1"}, {"HOME", c.dir.path().string()}};
+  for (std::vector<std::string> args : {std::vector<std::string>{"init", "-q", "-b", "main"},
+                                        {"add", "-A"},
+                                        {"-c", "user.name=t", "-c", "user.email=t@t.invalid", "commit", "-qm", "2.11.0a0"}}) {
+    std::vector<std::string> a = {"-C", repo.string()};
+    a.insert(a.end(), args.begin(), args.end());
+    REQUIRE(t::run("/usr/bin/git", a, g).status == 0);
+  }
+  auto plan = t::archbuild({"--cache-dir", (c.dir / "cache").string(), "plan", "--sm", "90", "--source-url",
+                            "file://" + repo.string(), "--ref", "main", "--python", "/usr/bin/python3", "--offline",
+                            "--find-links", (c.dir / "wheelhouse").string(), "--json"},
+                           no_index());
+  INFO(plan.out << plan.err);
+  REQUIRE(plan.status == 0);
+  json p = json::parse(plan.out);
+  CHECK(p["resolution"]["recipe"]["name"] == "torch-2.11");
+  for (const auto& s : p["stops"]) CHECK(s["rule"] != "release-line");
+}
