@@ -215,8 +215,7 @@ TEST_CASE("the tree chooses its recipe: --ref of a 2.11.0a0 commit without --rec
     REQUIRE(t::run("/usr/bin/git", a, g).status == 0);
   }
   auto plan = t::archbuild({"--cache-dir", (c.dir / "cache").string(), "plan", "--sm", "90", "--source-url",
-                            "file://" + repo.string(), "--ref", "main", "--python", "/usr/bin/python3", "--offline",
-                            "--find-links", (c.dir / "wheelhouse").string(), "--json"},
+                            "file://" + repo.string(), "--ref", "main", "--python", "/usr/bin/python3", "--find-links", (c.dir / "wheelhouse").string(), "--json"},
                            no_index());
   INFO(plan.out << plan.err);
   REQUIRE(plan.status == 0);
