@@ -1,5 +1,7 @@
 #include "stages/venv.hpp"
 
+#include <sys/stat.h>
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -58,7 +60,7 @@ for d in md.distributions():
     name = d.metadata["Name"]
     if name and canon(name) not in dists:
         dists[canon(name)] = d.version
-out = {"python": platform.python_version(), "packages": dists, "requirements": []}
+out = {"python": platform.python_version(), "packages": dists, "requirements": [], "path": [p for p in sys.path if p]}
 for text in json.loads(sys.argv[1]):
     e = {"requirement": text}
     if Req is not None:
@@ -156,7 +158,31 @@ struct Probe {
   std::string python;
   std::map<std::string, std::string> packages;
   json requirements = json::array();
+  std::vector<std::string> path;  // the interpreter's sys.path folders
 };
+
+// "inode:size:mtime" of a folder: installing, removing or upgrading a package in a site-packages
+// folder adds or removes entries in it, which changes its mtime.
+std::string folder_signature(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return "missing";
+  return fmt::format("{}:{}:{}.{}", st.st_ino, st.st_size, st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+}
+
+// What a probe's answer depends on: the signatures of its sys.path folders.
+json path_signatures(const std::vector<std::string>& path) {
+  json j = json::object();
+  for (const auto& p : path) j[p] = folder_signature(p);
+  return j;
+}
+
+// True when the recorded folders are all unchanged (and some were recorded).
+bool signatures_hold(const json& recorded) {
+  if (!recorded.is_object() || recorded.empty()) return false;
+  for (const auto& [p, sig] : recorded.items())
+    if (!sig.is_string() || folder_signature(p) != sig.get<std::string>()) return false;
+  return true;
+}
 
 class Maker {
  public:
@@ -224,11 +250,16 @@ class Maker {
     v.system_site_packages = doc.value("system_site_packages", false);
     v.sources = doc.value("sources", std::vector<std::string>{});
     v.packages = doc.value("packages", std::map<std::string, std::string>{});
-    if (v.system_site_packages) {
+    // Over the system's (or a parent venv's) packages: probed again only when a folder of its
+    // sys.path changed since the last probe, so a repeat of a built key starts no process.
+    if (v.system_site_packages && !signatures_hold(doc.value("path_signatures", json()))) {
       append_ = true;  // keep the log of its making
       auto p = probe(v.python, v.requirements);
       if (!p) return std::nullopt;
       v.packages = p->packages;
+      doc["packages"] = p->packages;
+      doc["path_signatures"] = path_signatures(p->path);
+      (void)store::write_file_atomic(marker, doc.dump(2));  // the next reuse trusts this answer
     }
     reporter_.message(run::Level::info, fmt::format("build venv {} reused", v.dir.string()));
     return v;
@@ -263,6 +294,7 @@ class Maker {
                                                     v.dir.string(), v.interpreter, reqs.pip.size(), log_.string()));
     append_ = false;
     v.sources = package_sources();
+    json signatures;  // of the sys.path folders, for a venv over packages that are not its own
     auto first = create_and_install(work, false, reqs.pip);
     if (!first) return first.error();
     if (!unreachable_.empty()) {
@@ -315,6 +347,7 @@ class Maker {
                                                log_.string(), text::join(missing, "\n  ")));
       }
       v.packages = p->packages;
+      signatures = path_signatures(p->path);
     } else {
       auto p = install_and_probe(work, v.wheels, reqs.pip);
       if (!p) return p.error();
@@ -326,6 +359,7 @@ class Maker {
                    {"system_site_packages", v.system_site_packages},
                    {"sources", v.sources},
                    {"packages", v.packages}};
+    if (!signatures.empty()) marker["path_signatures"] = signatures;
     if (auto w = store::write_file_atomic(work / kMarker, marker.dump(2)); !w) return w.error();
     // Published by an atomic rename of a new link over the name.
     fs::path tmp_link = layout_.venvs_dir() / fmt::format(".{}.link-{}", v.hash, ::getpid());
@@ -511,6 +545,7 @@ class Maker {
     p.python = doc.value("python", "");
     p.packages = doc.value("packages", std::map<std::string, std::string>{});
     p.requirements = doc.value("requirements", json::array());
+    p.path = doc.value("path", std::vector<std::string>{});
     return p;
   }
 

@@ -360,3 +360,65 @@ TEST_CASE("venv: --offline gives pip no index, only the wheelhouse", "[venv][pyt
   CHECK(count(m.log, "Retrying (") == 0);
   CHECK(std::find(m.venv->sources.begin(), m.venv->sources.end(), "no index (--offline)") != m.venv->sources.end());
 }
+
+namespace {
+
+// Counts what it starts, then starts it.
+struct CountingRunner : archbuild::run::Runner {
+  archbuild::run::ProcessRunner real;
+  int started = 0;
+  archbuild::run::CommandResult run(const archbuild::run::Command& cmd, const archbuild::run::LineCallback& on_line,
+                                    const archbuild::run::TickCallback& on_tick) override {
+    ++started;
+    return real.run(cmd, on_line, on_tick);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("venv: a venv over the system's packages is reused without a process while its sys.path is unchanged",
+          "[venv][python]") {
+  if (auto why = python_missing(); !why.empty()) {
+    WARN("##archbuild-skip## " << why);
+    return;
+  }
+  if (t::run(kSystemPython, {"-c", "import wheel"}).status != 0) {
+    WARN("##archbuild-skip## " << kSystemPython << " has no wheel module (python3-wheel) for the fallback to find");
+    return;
+  }
+  t::TempDir tmp;
+  // No index, no wheelhouse: only the fallback over the system's packages has `wheel`.
+  s::VenvRequest q;
+  q.interpreter = kSystemPython;
+  q.interpreter_version = system_python_version();
+  q.requirements = {req("wheel", "")};
+  q.env = {{"PATH", "/usr/local/bin:/usr/bin:/bin"}, {"PIP_CONFIG_FILE", "/dev/null"}};
+  q.offline = true;
+  auto made = make_venv(q, tmp / "cache");
+  INFO(made.log);
+  REQUIRE(made.venv);
+  REQUIRE(made.venv->system_site_packages);
+
+  archbuild::store::Layout layout(tmp / "cache");
+  std::ostringstream messages;
+  auto reporter = archbuild::run::make_reporter(archbuild::run::ReporterKind::plain, messages);
+  CountingRunner runner;
+  auto again = s::prepare_build_venv(q, layout, runner, *reporter);
+  REQUIRE(again);
+  CHECK(again->reused);
+  CHECK(runner.started == 0);  // the recorded answer holds
+  CHECK(again->packages == made.venv->packages);
+
+  // A package appears in a folder of its sys.path: probed again, once.
+  fs::path site = fs::canonical(made.venv->dir) / "lib" /
+                  fmt::format("python{}.{}", q.interpreter_version.major(), q.interpreter_version.minor()) / "site-packages";
+  REQUIRE(fs::is_directory(site));
+  marker_tree(site);
+  auto changed = s::prepare_build_venv(q, layout, runner, *reporter);
+  REQUIRE(changed);
+  CHECK(runner.started == 1);
+  CHECK(changed->packages["archbuild-marker"] == "1.0");
+  runner.started = 0;
+  REQUIRE(s::prepare_build_venv(q, layout, runner, *reporter));
+  CHECK(runner.started == 0);  // and that answer is recorded in turn
+}
