@@ -137,6 +137,19 @@ const char* kFakeGpus =
     "GPU-aaaaaaaa-1111-2222-3333-444444444444|NVIDIA H100 80GB HBM3|9|0|81559;"
     "GPU-bbbbbbbb-1111-2222-3333-444444444444|NVIDIA H100 NVL|9|0|95830";
 
+// A job given "device 0" (CUDA_VISIBLE_DEVICES=0, CUDA's default order) on the two fake H100s.
+detect::DetectOptions job_given_device_0(Env& env) {
+  env.set("FAKE_GPUS", std::string(kFakeGpus));
+  env.set("FAKE_CUDA_ORDER", std::string("1,0"));
+  env.set("CUDA_DEVICE_ORDER", std::nullopt);
+  env.set("CUDA_VISIBLE_DEVICES", std::string("0"));
+  detect::DetectOptions o;
+  o.nvml_library = FAKE_DRIVER_LIBRARY;
+  o.cuda_library = FAKE_DRIVER_LIBRARY;
+  o.visible_devices = "0";
+  return o;
+}
+
 }  // namespace
 
 TEST_CASE("CUDA_VISIBLE_DEVICES: the job's mask decides which GPUs it has, selected by UUID", "[detect]") {
@@ -227,14 +240,7 @@ TEST_CASE("NVML: UUIDs, MIG mode and MIG devices (fake NVML)", "[detect]") {
 
 TEST_CASE("NVML with the job's CUDA_VISIBLE_DEVICES in CUDA's default order (fake NVML and libcuda)", "[detect]") {
   Env env;
-  env.set("FAKE_GPUS", std::string(kFakeGpus));
-  env.set("FAKE_CUDA_ORDER", std::string("1,0"));
-  env.set("CUDA_DEVICE_ORDER", std::nullopt);
-  env.set("CUDA_VISIBLE_DEVICES", std::string("0"));
-  detect::DetectOptions o;
-  o.nvml_library = FAKE_DRIVER_LIBRARY;
-  o.cuda_library = FAKE_DRIVER_LIBRARY;
-  o.visible_devices = "0";
+  auto o = job_given_device_0(env);
   auto d = detect::detect(data(), o);
   REQUIRE(d.source == "nvml");
   // The job's device 0 is, in CUDA's order, the second GPU on the bus — not NVML's GPU 0.
@@ -246,14 +252,8 @@ TEST_CASE("NVML with the job's CUDA_VISIBLE_DEVICES in CUDA's default order (fak
 
 TEST_CASE("the driver-API fallback keeps the job's mask and order (fake libcuda)", "[detect]") {
   Env env;
-  env.set("FAKE_GPUS", std::string(kFakeGpus));
-  env.set("FAKE_CUDA_ORDER", std::string("1,0"));
-  env.set("CUDA_DEVICE_ORDER", std::nullopt);
-  env.set("CUDA_VISIBLE_DEVICES", std::string("0"));
-  detect::DetectOptions o;
+  auto o = job_given_device_0(env);
   o.nvml_library = "/nonexistent/libnvidia-ml.so.1";
-  o.cuda_library = FAKE_DRIVER_LIBRARY;
-  o.visible_devices = "0";
   auto d = detect::detect(data(), o);
   REQUIRE(d.source == "cuda");
   REQUIRE(d.gpus.size() == 1);
