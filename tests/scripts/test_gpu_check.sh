@@ -39,7 +39,7 @@ EOF
 "$nvcc" -c -Xcompiler -fPIC -gencode arch=compute_80,code=sm_80 \
   -gencode arch=compute_90,code='[sm_90,compute_90]' -o "$tmp/k.o" "$tmp/k.cu"
 "$nvcc" -c -Xcompiler -fPIC -gencode arch=compute_90a,code=sm_90a -o "$tmp/rowwise.o" "$tmp/rowwise.cu"
-"$nvcc" -shared -o "$t/lib/libtorch_cuda.so" "$tmp/k.o" "$tmp/rowwise.o"
+c++ -shared -o "$t/lib/libtorch_cuda.so" "$tmp/k.o" "$tmp/rowwise.o"  # not nvcc: its link step adds an sm_75 stub
 cat > "$t/__init__.py" <<'EOF'
 """A torch look-alike: what scripts/gpu-check and validate's feature checks read."""
 from . import _C, backends, cuda, distributed, linalg, version
@@ -164,8 +164,9 @@ grep -q "DISAGREE inspect: get_arch_list() \['compute_90', 'sm_100', 'sm_80', 's
 
 # An arch-specific image the build does not add on purpose (sm_100a without compute_100): DISAGREE.
 sed -i 's/ARCH_LIST = .*/ARCH_LIST = ["sm_80", "sm_90", "compute_90"]/' "$t/cuda.py"
-"$nvcc" -c -Xcompiler -fPIC -gencode arch=compute_100a,code=sm_100a -o "$tmp/rowwise100.o" "$tmp/rowwise.cu"
-"$nvcc" -shared -o "$t/lib/libtorch_cuda.so" "$tmp/k.o" "$tmp/rowwise.o" "$tmp/rowwise100.o"
+"$nvcc" -c -Xcompiler -fPIC -gencode arch=compute_100a,code=sm_100a -Drowwise=rowwise100 -Dlaunch_rowwise=launch_rowwise100 \
+  -o "$tmp/rowwise100.o" "$tmp/rowwise.cu"
+c++ -shared -o "$t/lib/libtorch_cuda.so" "$tmp/k.o" "$tmp/rowwise.o" "$tmp/rowwise100.o"  # not nvcc: its link step adds an sm_75 stub
 run_check
 [ "$rc" = 1 ] || fail "gpu-check exit $rc with an unexplained sm_100a, expected 1"
 expect inspect DISAGREE
@@ -177,7 +178,7 @@ cat > "$tmp/bin/cuobjdump" <<'EOF'
 exec sleep 30
 EOF
 chmod +x "$tmp/bin/cuobjdump"
-"$nvcc" -shared -o "$t/lib/libtorch_cuda.so" "$tmp/k.o" "$tmp/rowwise.o"
+c++ -shared -o "$t/lib/libtorch_cuda.so" "$tmp/k.o" "$tmp/rowwise.o"  # not nvcc: its link step adds an sm_75 stub
 PATH=$tmp/bin:$PATH run_check --cap cuobjdump=2
 [ "$rc" = 0 ] || fail "gpu-check exit $rc with cuobjdump at its cap, expected 0: $(detail_of cuobjdump)"
 expect cuobjdump SKIP
