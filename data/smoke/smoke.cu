@@ -160,12 +160,21 @@ void run_reduce() {
 int main() {
   int count = 0;
   cudaError_t e = cudaGetDeviceCount(&count);
+  // The error's name too: cudaErrorInsufficientDriver tells a driver too old for this runtime
+  // from a host without a device.
   if (e != cudaSuccess || count == 0) {
-    std::printf("{\"device\":null,\"error\":\"%s\"}\n", e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA device");
+    std::printf("{\"device\":null,\"error\":\"%s\",\"code\":\"%s\"}\n",
+                e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA device",
+                e != cudaSuccess ? cudaGetErrorName(e) : "cudaErrorNoDevice");
     return 2;
   }
   cudaDeviceProp p{};
-  cudaGetDeviceProperties(&p, 0);
+  e = cudaGetDeviceProperties(&p, 0);
+  if (e != cudaSuccess) {
+    std::printf("{\"device\":null,\"error\":\"cudaGetDeviceProperties: %s\",\"code\":\"%s\"}\n",
+                cudaGetErrorString(e), cudaGetErrorName(e));
+    return 2;
+  }
   std::printf("{\"device\":\"%s\",\"cc\":\"%d.%d\"}\n", p.name, p.major, p.minor);
   run_vector_add();
   run_matmul();

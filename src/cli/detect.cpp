@@ -21,12 +21,25 @@ nlohmann::json detection_json(const detect::Detection& d) {
                         {"known_cc", g.cc_known},
                         {"database_name", g.known ? nlohmann::json(g.known->name) : nlohmann::json(nullptr)}};
     j["memory_bytes"] = g.memory_bytes ? nlohmann::json(*g.memory_bytes) : nlohmann::json(nullptr);
+    j["uuid"] = g.uuid.empty() ? nlohmann::json(nullptr) : nlohmann::json(g.uuid);
+    j["mig"] = g.mig;
+    if (g.mig) {
+      nlohmann::json migs = nlohmann::json::array();
+      for (const auto& m : g.mig_devices)
+        migs.push_back({{"uuid", m.uuid},
+                        {"memory_bytes", m.memory_bytes ? nlohmann::json(*m.memory_bytes) : nlohmann::json(nullptr)}});
+      j["mig_devices"] = migs;
+    }
+    // What CUDA_VISIBLE_DEVICES names it by for one child (null: CUDA cannot use it).
+    j["cuda_select"] = g.cuda_select.empty() ? nlohmann::json(nullptr) : nlohmann::json(g.cuda_select);
     gpus.push_back(j);
   }
   return {{"source", d.source.empty() ? nlohmann::json(nullptr) : nlohmann::json(d.source)},
           {"driver_version", d.driver_version.empty() ? nlohmann::json(nullptr) : nlohmann::json(d.driver_version)},
           {"cuda_version", d.cuda_version ? nlohmann::json(*d.cuda_version) : nlohmann::json(nullptr)},
           {"gpus", gpus},
+          {"hidden", d.hidden},
+          {"notes", d.notes},
           {"tried", d.tried}};
 }
 
@@ -34,6 +47,8 @@ void run_detect(const std::string& source, Context& ctx) {
   const auto& data = arch::ArchData::shipped();
   detect::Detection d = detect_host(data, source);
   if (ctx.json) print_json(detection_json(d));
+  for (const auto& n : d.notes) note(ctx, "note: " + n);
+  for (const auto& h : d.hidden) note(ctx, "note: hidden: " + h);
   if (d.gpus.empty()) {
     error_line(ctx, fmt::format("no GPU found on this host ({})", text::join(d.tried, "; ")));
     ctx.exit = Exit::missing_tool;
@@ -45,7 +60,11 @@ void run_detect(const std::string& source, Context& ctx) {
   for (const auto& g : d.gpus) {
     std::string mem = g.memory_bytes ? fmt::format("{:.0f} GiB", *g.memory_bytes / 1073741824.0) : "?";
     std::string arch = data.architecture(g.cc);
-    out(fmt::format("GPU {}: {}  CC {} (sm_{}, {})  {}", g.index, g.name, g.cc.str(), g.cc.sm(), arch, mem));
+    out(fmt::format("GPU {}: {}  CC {} (sm_{}, {})  {}{}", g.index, g.name, g.cc.str(), g.cc.sm(), arch, mem,
+                    g.mig ? fmt::format("  MIG: {} MIG device{}{}", g.mig_devices.size(),
+                                        g.mig_devices.size() == 1 ? "" : "s",
+                                        g.mig_devices.empty() ? " (CUDA cannot use this GPU)" : ", memory of the first")
+                          : ""));
     if (!g.cc_known)
       warn(ctx, fmt::format("CC {} of '{}' is not in the GPU database (data/gpus.toml): a new GPU? "
                             "add it there", g.cc.str(), g.name));

@@ -14,6 +14,9 @@ detect::Detection detect_host(const arch::ArchData& data, const std::string& onl
   o.only = only_source;
   if (const char* p = std::getenv("ARCHBUILD_NVML_LIBRARY")) o.nvml_library = p;
   if (const char* p = std::getenv("ARCHBUILD_CUDA_LIBRARY")) o.cuda_library = p;
+  // The job's GPUs: NVML ignores these, CUDA (and every child archbuild starts) does not.
+  if (const char* p = std::getenv("CUDA_VISIBLE_DEVICES")) o.visible_devices = p;
+  if (const char* p = std::getenv("CUDA_DEVICE_ORDER")) o.device_order = p;
   o.smi = [](const std::vector<std::string>& argv) -> Result<std::pair<int, std::string>> {
     run::CaptureOptions co;
     co.timeout = std::chrono::seconds(20);

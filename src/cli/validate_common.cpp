@@ -7,6 +7,7 @@
 #include "cli/host.hpp"
 #include "core/data_dir.hpp"
 #include "core/text.hpp"
+#include "doctor/releases.hpp"
 #include "run/capture.hpp"
 #include "toolchain/toolchain.hpp"
 
@@ -47,8 +48,20 @@ validate::Exec capture_exec() {
 validate::Gpus host_gpus() {
   auto d = detect_host(arch::ArchData::shipped());
   validate::Gpus g;
-  for (const auto& x : d.gpus) g.gpus.push_back({x.index, x.name, x.cc});
-  if (g.gpus.empty()) g.why_none = d.tried.empty() ? "no detection source answered" : text::join(d.tried, "; ");
+  g.driver_version = d.driver_version;
+  std::vector<std::string> unusable;
+  for (const auto& x : d.gpus) {
+    if (x.cuda_select.empty()) {
+      unusable.push_back(fmt::format("{} (GPU {}) has MIG enabled and no MIG device, so CUDA cannot use it", x.name,
+                                     x.index));
+      continue;
+    }
+    g.gpus.push_back({x.index, x.name, x.cc, x.cuda_select, x.pci_order});
+  }
+  if (g.gpus.empty()) {
+    auto why = unusable.empty() ? d.tried : unusable;
+    g.why_none = why.empty() ? "no detection source answered" : text::join(why, "; ");
+  }
   return g;
 }
 
@@ -101,6 +114,16 @@ Result<validate::SmokeSetup> smoke_setup(const std::vector<arch::Arch>& targets,
   s.toolkit = fmt::format("CUDA {} at {}", choice->toolkit.version.str(), choice->toolkit.root.string());
   if (choice->compiler) s.toolkit += fmt::format(" with {}", choice->compiler->name());
   s.source = smoke_source();
+  s.release = choice->toolkit.release().str();
+  for (const auto& f : *facts) {
+    if (f.cuda != choice->toolkit.release()) continue;
+    validate::DriverNeed need{f.min_driver, f.min_driver_text, std::nullopt, "", f.file.filename().string()};
+    if (auto releases = doctor::Releases::load_shipped()) {
+      need.floor = releases->minor_compat_driver(f.cuda.major());
+      if (need.floor) need.floor_text = releases->minor_compat.at(f.cuda.major());
+    }
+    s.driver = need;
+  }
   return s;
 }
 

@@ -1,5 +1,6 @@
 #include "detect/detect.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <dlfcn.h>
 
@@ -60,6 +61,11 @@ std::optional<std::string> try_nvml(const arch::ArchData& data, const std::strin
   auto name = lib.get<int (*)(nvmlDevice_t, char*, unsigned)>("nvmlDeviceGetName");
   auto capability = lib.get<int (*)(nvmlDevice_t, int*, int*)>("nvmlDeviceGetCudaComputeCapability");
   auto memory = lib.get<int (*)(nvmlDevice_t, nvmlMemory_t*)>("nvmlDeviceGetMemoryInfo");
+  auto uuid = lib.get<int (*)(nvmlDevice_t, char*, unsigned)>("nvmlDeviceGetUUID");
+  // MIG (NVML 11+; absent or NVML_ERROR_NOT_SUPPORTED on GPUs without MIG).
+  auto mig_mode = lib.get<int (*)(nvmlDevice_t, unsigned*, unsigned*)>("nvmlDeviceGetMigMode");
+  auto mig_max = lib.get<int (*)(nvmlDevice_t, unsigned*)>("nvmlDeviceGetMaxMigDeviceCount");
+  auto mig_handle = lib.get<int (*)(nvmlDevice_t, unsigned, nvmlDevice_t*)>("nvmlDeviceGetMigDeviceHandleByIndex");
   if (!init || !shutdown || !count || !handle || !name || !capability)
     return std::string("nvml: library lacks the v2 entry points");
   if (int rc = init(); rc != 0) return fmt::format("nvml: nvmlInit_v2 failed (code {})", rc);
@@ -81,6 +87,27 @@ std::optional<std::string> try_nvml(const arch::ArchData& data, const std::strin
     g.cc = {major, minor};
     nvmlMemory_t mem{};
     if (memory && memory(dev, &mem) == 0) g.memory_bytes = mem.total;
+    char id[96] = {};
+    if (uuid && uuid(dev, id, sizeof id) == 0) g.uuid = id;
+    unsigned current = 0, pending = 0;
+    constexpr unsigned kMigEnabled = 1;  // NVML_DEVICE_MIG_ENABLE
+    if (mig_mode && mig_mode(dev, &current, &pending) == 0 && current == kMigEnabled) {
+      g.mig = true;
+      unsigned max = 0;
+      if (mig_max && mig_handle && uuid && mig_max(dev, &max) == 0)
+        for (unsigned m = 0; m < max; ++m) {
+          nvmlDevice_t md = nullptr;
+          if (mig_handle(dev, m, &md) != 0) continue;  // NVML_ERROR_NOT_FOUND: no device in that slot
+          MigDevice x;
+          char mid[96] = {};
+          if (uuid(md, mid, sizeof mid) == 0) x.uuid = mid;
+          nvmlMemory_t mm{};
+          if (memory && memory(md, &mm) == 0) x.memory_bytes = mm.total;
+          g.mig_devices.push_back(std::move(x));
+        }
+      // CUDA gets a MIG device, not the whole GPU's memory.
+      g.memory_bytes = g.mig_devices.empty() ? std::nullopt : g.mig_devices.front().memory_bytes;
+    }
     annotate(g, data);
     d.gpus.push_back(std::move(g));
   }
@@ -90,7 +117,14 @@ std::optional<std::string> try_nvml(const arch::ArchData& data, const std::strin
   return std::nullopt;
 }
 
-std::optional<std::string> try_cuda(const arch::ArchData& data, const std::string& lib_name, Detection& d) {
+std::vector<std::string> mask_entries(const std::string& mask) {
+  std::vector<std::string> out;
+  for (const auto& e : text::split_any(mask, ",")) out.push_back(text::trim(e));
+  return out;
+}
+
+std::optional<std::string> try_cuda(const arch::ArchData& data, const std::string& lib_name,
+                                    const std::optional<std::string>& mask, Detection& d) {
   Library lib(lib_name);
   if (!lib.ok()) return fmt::format("cuda: {}", lib.error());
   auto init = lib.get<int (*)(unsigned)>("cuInit");
@@ -100,6 +134,7 @@ std::optional<std::string> try_cuda(const arch::ArchData& data, const std::strin
   auto name = lib.get<int (*)(char*, int, int)>("cuDeviceGetName");
   auto attr = lib.get<int (*)(int*, int, int)>("cuDeviceGetAttribute");
   auto mem = lib.get<int (*)(std::size_t*, int)>("cuDeviceTotalMem_v2");
+  auto uuid = lib.get<int (*)(unsigned char*, int)>("cuDeviceGetUuid_v2");
   if (!init || !count || !get || !name || !attr) return std::string("cuda: libcuda lacks the driver API");
   if (int rc = init(0); rc != 0) return fmt::format("cuda: cuInit failed (CUresult {})", rc);
   int v = 0;
@@ -119,6 +154,13 @@ std::optional<std::string> try_cuda(const arch::ArchData& data, const std::strin
     g.cc = {major, minor};
     std::size_t bytes = 0;
     if (mem && mem(&bytes, dev) == 0) g.memory_bytes = bytes;
+    unsigned char id[16] = {};
+    if (uuid && uuid(id, dev) == 0) g.uuid = uuid_string(id);
+    // The ordinal is CUDA's under the job's own mask and order (which the child inherits): the
+    // mask's entry for it, or the ordinal itself — never re-read in PCI order.
+    auto entries = mask ? mask_entries(*mask) : std::vector<std::string>{};
+    g.cuda_select = mask && static_cast<std::size_t>(i) < entries.size() ? entries[static_cast<std::size_t>(i)]
+                                                                          : std::to_string(i);
     annotate(g, data);
     d.gpus.push_back(std::move(g));
   }
@@ -129,7 +171,7 @@ std::optional<std::string> try_cuda(const arch::ArchData& data, const std::strin
 
 std::optional<std::string> try_smi(const arch::ArchData& data, const SmiRunner& smi, Detection& d) {
   if (!smi) return std::string("nvidia-smi: not tried");
-  auto r = smi({"nvidia-smi", "--query-gpu=index,name,compute_cap,memory.total,driver_version",
+  auto r = smi({"nvidia-smi", "--query-gpu=index,name,compute_cap,memory.total,driver_version,uuid",
                 "--format=csv,noheader,nounits"});
   if (!r) return fmt::format("nvidia-smi: {}", r.error().message);
   if (r->first != 0)
@@ -146,6 +188,97 @@ std::optional<std::string> try_smi(const arch::ArchData& data, const SmiRunner& 
 }
 
 }  // namespace
+
+std::string uuid_string(const unsigned char* b) {
+  std::string hex;
+  for (int i = 0; i < 16; ++i) hex += fmt::format("{:02x}", b[i]);
+  return fmt::format("GPU-{}-{}-{}-{}-{}", hex.substr(0, 8), hex.substr(8, 4), hex.substr(12, 4), hex.substr(16, 4),
+                     hex.substr(20));
+}
+
+namespace {
+
+// How a child selects `g` when the mask does not say: a MIG device's UUID (CUDA uses MIG devices,
+// not the GPU), else the GPU's UUID, else its PCI-order index.
+void select_default(DetectedGpu& g) {
+  g.pci_order = false;
+  if (g.mig) {
+    g.cuda_select = g.mig_devices.empty() ? "" : g.mig_devices.front().uuid;
+  } else if (!g.uuid.empty()) {
+    g.cuda_select = g.uuid;
+  } else {
+    g.cuda_select = std::to_string(g.index);
+    g.pci_order = true;
+  }
+}
+
+std::string gpu_words(const DetectedGpu& g) {
+  return fmt::format("GPU {} ({}{})", g.index, g.name, g.uuid.empty() ? "" : ", " + g.uuid);
+}
+
+}  // namespace
+
+void apply_visible_devices(Detection& d, const std::optional<std::string>& mask, const std::string& order,
+                           const std::optional<std::vector<std::string>>& cuda_uuids) {
+  for (auto& g : d.gpus) select_default(g);
+  if (!mask) return;
+  std::vector<DetectedGpu> kept;
+  std::vector<bool> taken(d.gpus.size(), false);
+  bool assumed_pci = false;
+  auto by = [&](auto pred) -> std::optional<std::size_t> {
+    for (std::size_t i = 0; i < d.gpus.size(); ++i)
+      if (pred(d.gpus[i])) return i;
+    return std::nullopt;
+  };
+  auto starts = [](const std::string& s, const std::string& prefix) { return !prefix.empty() && s.rfind(prefix, 0) == 0; };
+  for (const auto& e : mask_entries(*mask)) {
+    std::optional<std::size_t> hit;
+    std::string mig_uuid;
+    int n = -1;
+    bool integer = !e.empty() && std::from_chars(e.data(), e.data() + e.size(), n).ptr == e.data() + e.size();
+    if (e.rfind("MIG-", 0) == 0) {
+      hit = by([&](const DetectedGpu& g) {
+        for (const auto& m : g.mig_devices)
+          if (starts(m.uuid, e)) return mig_uuid = m.uuid, true;
+        return false;
+      });
+    } else if (e.rfind("GPU-", 0) == 0) {
+      hit = by([&](const DetectedGpu& g) { return starts(g.uuid, e); });
+    } else if (integer && n >= 0) {
+      if (order == "PCI_BUS_ID" || d.gpus.size() == 1) {
+        hit = by([&](const DetectedGpu& g) { return g.index == n; });
+      } else if (cuda_uuids) {
+        if (static_cast<std::size_t>(n) < cuda_uuids->size())
+          hit = by([&](const DetectedGpu& g) { return g.uuid == (*cuda_uuids)[static_cast<std::size_t>(n)]; });
+      } else {
+        hit = by([&](const DetectedGpu& g) { return g.index == n; });
+        assumed_pci = true;
+      }
+    }
+    if (!hit) {
+      // CUDA ignores the entry and every one after it.
+      d.notes.push_back(fmt::format("CUDA_VISIBLE_DEVICES={}: '{}' names no GPU here, so CUDA uses none from it on",
+                                    text::quoted(*mask), e));
+      break;
+    }
+    if (taken[*hit]) continue;
+    taken[*hit] = true;
+    DetectedGpu g = d.gpus[*hit];
+    if (!mig_uuid.empty()) g.cuda_select = mig_uuid;
+    kept.push_back(std::move(g));
+  }
+  for (std::size_t i = 0; i < d.gpus.size(); ++i)
+    if (!taken[i])
+      d.hidden.push_back(fmt::format("{}: not in the job's CUDA_VISIBLE_DEVICES={}", gpu_words(d.gpus[i]),
+                                     text::quoted(*mask)));
+  if (assumed_pci)
+    d.notes.push_back(fmt::format(
+        "CUDA_VISIBLE_DEVICES={} names GPUs by their index in CUDA's default order (fastest first), which NVML "
+        "does not know and the CUDA driver did not tell: PCI bus order assumed (set CUDA_DEVICE_ORDER=PCI_BUS_ID, or "
+        "name GPUs by UUID)",
+        text::quoted(*mask)));
+  d.gpus = std::move(kept);
+}
 
 std::string cuda_version_string(int v) { return fmt::format("{}.{}", v / 1000, (v % 1000) / 10); }
 
@@ -182,6 +315,7 @@ Result<std::vector<DetectedGpu>> parse_smi_csv(const std::string& text_in, std::
         g.memory_bytes = mib * 1024 * 1024;
     }
     if (f.size() > 4 && driver_version) *driver_version = f[4];
+    if (f.size() > 5 && f[5].rfind("GPU-", 0) == 0) g.uuid = f[5];
     out.push_back(std::move(g));
   }
   return out;
@@ -190,14 +324,35 @@ Result<std::vector<DetectedGpu>> parse_smi_csv(const std::string& text_in, std::
 Detection detect(const arch::ArchData& data, const DetectOptions& options) {
   Detection d;
   auto want = [&](const char* s) { return options.only.empty() || options.only == s; };
+  // NVML and nvidia-smi list every GPU: keep those the job's mask leaves to CUDA. Integers in a
+  // mask in CUDA's default order need libcuda's own list (it applies the mask) when there are several.
+  auto masked = [&](Detection& attempt) {
+    std::optional<std::vector<std::string>> cuda_uuids;
+    const auto& mask = options.visible_devices;
+    if (mask && options.device_order != "PCI_BUS_ID" && attempt.gpus.size() > 1) {
+      Detection cuda;
+      if (!try_cuda(data, options.cuda_library, mask, cuda)) {
+        cuda_uuids.emplace();
+        for (const auto& g : cuda.gpus)
+          if (!g.uuid.empty()) cuda_uuids->push_back(g.uuid);
+        if (cuda_uuids->size() != cuda.gpus.size()) cuda_uuids.reset();
+      }
+    }
+    std::size_t all = attempt.gpus.size();
+    apply_visible_devices(attempt, mask, options.device_order, cuda_uuids);
+    if (attempt.gpus.empty() && mask)
+      attempt.tried.push_back(fmt::format("{}: CUDA_VISIBLE_DEVICES={} leaves none of the {} GPU{} here to CUDA",
+                                          attempt.source, text::quoted(*mask), all, all == 1 ? "" : "s"));
+    return attempt;
+  };
   if (want("nvml")) {
     Detection attempt;
     if (auto why = try_nvml(data, options.nvml_library, attempt)) d.tried.push_back(*why);
-    else return attempt;
+    else return masked(attempt);
   }
   if (want("cuda")) {
     Detection attempt;
-    if (auto why = try_cuda(data, options.cuda_library, attempt)) d.tried.push_back(*why);
+    if (auto why = try_cuda(data, options.cuda_library, options.visible_devices, attempt)) d.tried.push_back(*why);
     else {
       attempt.tried = d.tried;
       return attempt;
@@ -208,7 +363,7 @@ Detection detect(const arch::ArchData& data, const DetectOptions& options) {
     if (auto why = try_smi(data, options.smi, attempt)) d.tried.push_back(*why);
     else {
       attempt.tried = d.tried;
-      return attempt;
+      return masked(attempt);
     }
   }
   return d;

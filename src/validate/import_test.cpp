@@ -409,10 +409,7 @@ Report import_test(const fs::path& wheel, const std::optional<WheelName>& name, 
   std::string why_no_gpu;
   auto gpu = matching_gpu(setup.gpus, targets, &why_no_gpu);
   auto run_env = env;
-  if (gpu) {
-    run_env["CUDA_VISIBLE_DEVICES"] = std::to_string(gpu->index);
-    run_env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID";
-  }
+  if (gpu) select_gpu(run_env, *gpu);
   auto argv = import_argv(venv, setup.script, setup.module, gpu.has_value());
   argv.insert(argv.end(), setup.script_args.begin(), setup.script_args.end());
   auto ran = exec({argv, run_env, scratch->path(), setup.import_timeout});

@@ -138,10 +138,7 @@ Result<Report> validate_installed(const std::string& dist, const std::vector<arc
   std::string why_no_gpu;
   auto gpu = matching_gpu(options.gpus, targets, &why_no_gpu);
   std::map<std::string, std::string> env{{"PYTHONNOUSERSITE", "1"}};
-  if (gpu) {
-    env["CUDA_VISIBLE_DEVICES"] = std::to_string(gpu->index);
-    env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID";
-  }
+  if (gpu) select_gpu(env, *gpu);
   auto scratch = Scratch::make(std::nullopt, "archbuild-installed");
   std::optional<fs::path> cwd;
   if (scratch) cwd = scratch->path();  // not the caller's folder: a source tree there would shadow the package

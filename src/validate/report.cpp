@@ -75,6 +75,11 @@ std::string targets_text(const std::vector<arch::Arch>& targets) {
   return text::join(out, ", ");
 }
 
+void select_gpu(std::map<std::string, std::string>& env, const Gpu& gpu) {
+  env["CUDA_VISIBLE_DEVICES"] = gpu.select.empty() ? std::to_string(gpu.index) : gpu.select;
+  if (gpu.select.empty() || gpu.pci_order) env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID";
+}
+
 std::optional<Gpu> matching_gpu(const Gpus& gpus, const std::vector<arch::Arch>& targets, std::string* reason) {
   for (const auto& g : gpus.gpus)
     for (const auto& t : targets)

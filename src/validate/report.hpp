@@ -71,15 +71,24 @@ using Exec = std::function<Result<Outcome>(const Command&)>;
 // ---- the GPUs of this host, as the caller detected them --------------------------------------
 
 struct Gpu {
-  int index = 0;  // CUDA_VISIBLE_DEVICES index (PCI bus order)
+  int index = 0;  // as detection numbered it
   std::string name;
   arch::Cc cc;
+  // What CUDA_VISIBLE_DEVICES names it by (a UUID, a MIG device's UUID, the job's own mask entry);
+  // empty: `index` in PCI bus order.
+  std::string select;
+  bool pci_order = true;  // with `select` an index: set CUDA_DEVICE_ORDER=PCI_BUS_ID with it
 };
 
 struct Gpus {
   std::vector<Gpu> gpus;
+  std::string driver_version;  // "580.65.06"; empty when detection did not say
   std::string why_none;  // when empty: why (what detection tried)
 };
+
+// Adds to a child's `env` what makes `gpu` its CUDA device 0 — and only that: the job's own
+// CUDA_DEVICE_ORDER is left as it is unless `gpu` is named by a PCI-order index.
+void select_gpu(std::map<std::string, std::string>& env, const Gpu& gpu);
 
 // The first GPU whose CC is one of `targets`; nullopt with `reason` saying why there is none
 // ("no GPU: …" or "the GPU here is … (8.6), not a target (9.0)").

@@ -134,6 +134,7 @@ SmokeOutput parse_smoke_output(const std::string& out) {
       s.device = str("device");
       s.cc = str("cc");
       s.device_error = str("error").value_or("");
+      s.device_code = str("code").value_or("");
     } else if (auto k = str("kernel")) {
       KernelResult r;
       r.kernel = *k;
@@ -182,7 +183,11 @@ Check interpret_run(const Outcome& o, const std::vector<arch::Arch>& targets, co
                 {"kernels", kernels}};
   std::vector<std::string> problems;
   if (o.timed_out) problems.push_back("the smoke program did not finish in time (a hung kernel or driver)");
-  if (!parsed.device) {
+  if (!parsed.device && parsed.device_code == "cudaErrorInsufficientDriver") {
+    problems.push_back(fmt::format("driver-too-old: the CUDA driver is older than the smoke binary's runtime needs "
+                                   "(\"{}\"), on {} ({})",
+                                   parsed.device_error, gpu.name, gpu.cc.str()));
+  } else if (!parsed.device) {
     problems.push_back(fmt::format("the smoke program found no CUDA device although detection found {} ({}){}",
                                    gpu.name, gpu.cc.str(),
                                    parsed.device_error.empty() ? "" : ": " + parsed.device_error));
@@ -308,11 +313,15 @@ Report smoke(const std::vector<arch::Arch>& targets, const SmokeSetup& setup, co
     skip("smoke-run", "run skipped: the binary does not carry the SASS it should");
     return r;
   }
-  // PCI order, so the index detection reported (NVML, nvidia-smi) names the same device.
-  Command run{{binary.string()},
-              {{"CUDA_VISIBLE_DEVICES", std::to_string(gpu->index)}, {"CUDA_DEVICE_ORDER", "PCI_BUS_ID"}},
-              scratch->path(),
-              setup.run_timeout};
+  if (setup.driver) {
+    if (auto why = driver_too_old(setup.gpus.driver_version, *setup.driver, setup.release); !why.empty()) {
+      skip("smoke-run", "run skipped: " + why, setup.require_gpu);
+      return r;
+    }
+  }
+  // The GPU detection chose, by UUID where known: the job's mask and order are respected.
+  Command run{{binary.string()}, {}, scratch->path(), setup.run_timeout};
+  select_gpu(run.env, *gpu);
   auto out = exec(run);
   if (!out) {
     Check c;
@@ -324,6 +333,21 @@ Report smoke(const std::vector<arch::Arch>& targets, const SmokeSetup& setup, co
   }
   r.add(interpret_run(*out, targets, *gpu));
   return r;
+}
+
+std::string driver_too_old(const std::string& driver, const DriverNeed& need, const std::string& release) {
+  auto v = Version::parse(driver);
+  if (!v) return "";
+  // Below the major's floor nothing of this runtime starts; without a floor, the release's minimum.
+  const Version& floor = need.floor ? *need.floor : need.min;
+  if (!(*v < floor)) return "";
+  return fmt::format(
+      "driver-too-old: driver {} cannot start CUDA {}'s runtime (needs >= {}{}; {}): the smoke binary would fail with "
+      "\"CUDA driver version is insufficient for CUDA runtime version\"; update the driver, or compile with an older "
+      "toolkit (--cuda)",
+      driver, release, need.min_text,
+      need.floor ? fmt::format(", at least {} through minor-version compatibility", need.floor_text) : "",
+      need.source);
 }
 
 // ---- toolkit choice ------------------------------------------------------------------------

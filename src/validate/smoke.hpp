@@ -18,6 +18,20 @@
 
 namespace archbuild::validate {
 
+// The driver a toolkit's runtime needs (the smoke binary links it): its own minimum and the
+// oldest driver its CUDA major starts on at all (minor-version compatibility; SASS-only code
+// needs no newer JIT).
+struct DriverNeed {
+  Version min;            // toolchains/cuda-X.Y.toml min_driver
+  std::string min_text;   // as written: "580.65.06"
+  std::optional<Version> floor;
+  std::string floor_text;
+  std::string source;     // "toolchains/cuda-13.0.toml"
+};
+
+// Why `driver` cannot start the runtime of the toolkit `release` ("" when it can, or is unknown).
+std::string driver_too_old(const std::string& driver, const DriverNeed& need, const std::string& release);
+
 struct SmokeSetup {
   std::filesystem::path nvcc;
   std::optional<std::filesystem::path> host_compiler;  // nvcc -ccbin
@@ -26,6 +40,8 @@ struct SmokeSetup {
   // The binary is written (and kept) here; unset: a temporary folder removed afterwards.
   std::optional<std::filesystem::path> work_dir;
   Gpus gpus;                           // as detected by the caller
+  std::optional<DriverNeed> driver;    // the toolkit's driver facts, when known
+  std::string release;                 // the toolkit's CUDA release: "13.0"
   bool require_gpu = false;            // a skipped run is then "missing device" (exit 3)
   bool run = true;                     // false: compile + inspect only
   std::chrono::milliseconds compile_timeout{std::chrono::minutes(10)};
@@ -55,6 +71,7 @@ struct SmokeOutput {
   std::optional<std::string> device;  // null: the program found no device
   std::optional<std::string> cc;      // "9.0"
   std::string device_error;
+  std::string device_code;            // cudaGetErrorName: "cudaErrorInsufficientDriver"
   std::vector<KernelResult> kernels;
   std::vector<std::string> unparsed;  // lines that are not the expected JSON
 };

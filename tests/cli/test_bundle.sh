@@ -12,7 +12,26 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-tarball=$(ARCHBUILD_BUILD_DIR=$build "$src/scripts/bundle" --no-build --out "$tmp/dist")
+# The glibc floor (2.28): the highest GLIBC_ symbol version the bundle imports decides where it
+# starts. Built on a newer glibc (this Debian 12 host: 2.36), the bundle is refused with the
+# symbols above the floor; at or below it, it is made.
+host_glibc=$(getconf GNU_LIBC_VERSION | awk '{print $2}')
+highest_glibc() {  # DIR: the highest GLIBC_ version imported by DIR/bin/archbuild and DIR/lib/*
+  objdump -T "$1/bin/archbuild" "$1"/lib/*.so* 2>/dev/null | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -Vu | tail -1
+}
+le() { [ "$(printf '%s\n%s\n' "$1" "$2" | sort -V | tail -1)" = "$2" ]; }  # le A B: A <= B
+rc=0
+ARCHBUILD_BUILD_DIR=$build "$src/scripts/bundle" --no-build --out "$tmp/floor" > "$tmp/floor.out" 2> "$tmp/floor.err" || rc=$?
+if le "$host_glibc" 2.28; then
+  [ "$rc" = 0 ] || fail "scripts/bundle at the 2.28 floor on glibc $host_glibc: exit $rc: $(tail -3 "$tmp/floor.err")"
+else
+  [ "$rc" = 1 ] || fail "scripts/bundle on glibc $host_glibc: exit $rc, expected 1 (above the 2.28 floor)"
+  grep -q 'above the floor 2.28' "$tmp/floor.err" || fail "no floor message: $(cat "$tmp/floor.err")"
+  grep -Eq '^  (bin/archbuild|lib/[^:]+): [A-Za-z0-9_]+@GLIBC_2\.(29|[3-9][0-9])' "$tmp/floor.err" ||
+    fail "the refusal names no symbol above 2.28: $(cat "$tmp/floor.err")"
+  ls "$tmp/floor"/*.tar.gz >/dev/null 2>&1 && fail "a tarball was written although the floor is not met"
+fi
+tarball=$(ARCHBUILD_BUILD_DIR=$build "$src/scripts/bundle" --no-build --out "$tmp/dist" --glibc-floor "$host_glibc")
 [ -f "$tarball" ] || fail "scripts/bundle printed no tarball"
 case "$(basename "$tarball")" in archbuild-*-linux-x86_64.tar.gz) ;; *) fail "unexpected name $tarball" ;; esac
 mkdir "$tmp/unpacked"
@@ -21,6 +40,11 @@ root=$(echo "$tmp"/unpacked/archbuild-*)
 exe=$root/bin/archbuild
 [ -x "$exe" ] || fail "no bin/archbuild in the tarball"
 [ -f "$root/share/archbuild/data/gpus.toml" ] && [ -d "$root/share/archbuild/recipes" ] || fail "no share/archbuild data"
+# What it needs from glibc, as BUNDLE.txt says and objdump reads it.
+highest=$(highest_glibc "$root")
+le "$highest" "$host_glibc" || fail "the bundle imports GLIBC_$highest, above its floor $host_glibc"
+grep -q "^glibc floor $host_glibc: met (highest GLIBC_ symbol version imported: $highest)" "$root/BUNDLE.txt" ||
+  fail "BUNDLE.txt: $(grep 'glibc floor' "$root/BUNDLE.txt")"
 
 # RUNPATH, not LD_LIBRARY_PATH: the children archbuild starts must not inherit our libraries.
 readelf -d "$exe" | grep -q 'RUNPATH.*\$ORIGIN/../lib' || fail "bin/archbuild has no RUNPATH \$ORIGIN/../lib"

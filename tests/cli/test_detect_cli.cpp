@@ -66,3 +66,24 @@ TEST_CASE("detect: no GPU is exit 3 with the reasons", "[cli][detect]") {
   bare.env["PATH"] = "/nonexistent";
   CHECK(t::archbuild({"detect"}, bare).status == 3);
 }
+
+TEST_CASE("detect: the job's CUDA_VISIBLE_DEVICES hides the GPUs it was not given", "[cli][detect]") {
+  t::TempDir dir;
+  auto o = fake_host(dir,
+                     "echo '0, NVIDIA H100 80GB HBM3, 9.0, 81559, 580.65.06, GPU-aaaaaaaa-1111-2222-3333-444444444444'\n"
+                     "echo '1, NVIDIA H100 80GB HBM3, 9.0, 81559, 580.65.06, GPU-bbbbbbbb-1111-2222-3333-444444444444'\n");
+  o.env["CUDA_VISIBLE_DEVICES"] = "GPU-bbbbbbbb";
+  auto r = t::archbuild({"detect", "--json"}, o);
+  CHECK(r.status == 0);
+  auto j = nlohmann::json::parse(r.out);
+  REQUIRE(j["gpus"].size() == 1);
+  CHECK(j["gpus"][0]["index"] == 1);
+  CHECK(j["gpus"][0]["uuid"] == "GPU-bbbbbbbb-1111-2222-3333-444444444444");
+  CHECK(j["gpus"][0]["cuda_select"] == "GPU-bbbbbbbb-1111-2222-3333-444444444444");
+  REQUIRE(j["hidden"].size() == 1);
+  // A mask that leaves nothing: no GPU, with the reason.
+  o.env["CUDA_VISIBLE_DEVICES"] = "";
+  auto none = t::archbuild({"detect"}, o);
+  CHECK(none.status == 3);
+  CHECK(none.err.find("CUDA_VISIBLE_DEVICES") != std::string::npos);
+}

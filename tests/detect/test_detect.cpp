@@ -1,6 +1,7 @@
 // detect: nvidia-smi parsing, source fallback order, reasons when nothing answers.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <filesystem>
 
 #include "arch/arch_data.hpp"
@@ -94,6 +95,180 @@ TEST_CASE("no source answers: empty result with the reasons", "[detect]") {
   d = detect::detect(data(), o);
   CHECK(d.gpus.empty());
   CHECK(d.tried.back().find("couldn't communicate") != std::string::npos);
+}
+
+namespace {
+
+detect::DetectedGpu gpu(int index, std::string uuid, std::string name = "NVIDIA H100 80GB HBM3") {
+  detect::DetectedGpu g;
+  g.index = index;
+  g.uuid = std::move(uuid);
+  g.name = std::move(name);
+  g.cc = {9, 0};
+  return g;
+}
+
+detect::Detection two_gpus() {
+  detect::Detection d;
+  d.source = "nvml";
+  d.gpus = {gpu(0, "GPU-aaaaaaaa-0000-0000-0000-000000000000"), gpu(1, "GPU-bbbbbbbb-0000-0000-0000-000000000000")};
+  return d;
+}
+
+// Sets environment variables for one test and restores them after.
+struct Env {
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved;
+  void set(const std::string& k, const std::optional<std::string>& v) {
+    const char* old = std::getenv(k.c_str());
+    saved.emplace_back(k, old ? std::optional<std::string>(old) : std::nullopt);
+    if (v) setenv(k.c_str(), v->c_str(), 1);
+    else unsetenv(k.c_str());
+  }
+  ~Env() {
+    for (auto it = saved.rbegin(); it != saved.rend(); ++it) {
+      if (it->second) setenv(it->first.c_str(), it->second->c_str(), 1);
+      else unsetenv(it->first.c_str());
+    }
+  }
+};
+
+// Two H100s in PCI order; CUDA's default order (fastest first) puts the second first.
+const char* kFakeGpus =
+    "GPU-aaaaaaaa-1111-2222-3333-444444444444|NVIDIA H100 80GB HBM3|9|0|81559;"
+    "GPU-bbbbbbbb-1111-2222-3333-444444444444|NVIDIA H100 NVL|9|0|95830";
+
+// A job given "device 0" (CUDA_VISIBLE_DEVICES=0, CUDA's default order) on the two fake H100s.
+detect::DetectOptions job_given_device_0(Env& env) {
+  env.set("FAKE_GPUS", std::string(kFakeGpus));
+  env.set("FAKE_CUDA_ORDER", std::string("1,0"));
+  env.set("CUDA_DEVICE_ORDER", std::nullopt);
+  env.set("CUDA_VISIBLE_DEVICES", std::string("0"));
+  detect::DetectOptions o;
+  o.nvml_library = FAKE_DRIVER_LIBRARY;
+  o.cuda_library = FAKE_DRIVER_LIBRARY;
+  o.visible_devices = "0";
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("CUDA_VISIBLE_DEVICES: the job's mask decides which GPUs it has, selected by UUID", "[detect]") {
+  // No mask: every GPU, by UUID (order-free).
+  auto d = two_gpus();
+  detect::apply_visible_devices(d, std::nullopt, "", std::nullopt);
+  REQUIRE(d.gpus.size() == 2);
+  CHECK(d.gpus[1].cuda_select == "GPU-bbbbbbbb-0000-0000-0000-000000000000");
+  CHECK_FALSE(d.gpus[1].pci_order);
+
+  // An index in PCI order.
+  d = two_gpus();
+  detect::apply_visible_devices(d, std::string("1"), "PCI_BUS_ID", std::nullopt);
+  REQUIRE(d.gpus.size() == 1);
+  CHECK(d.gpus[0].index == 1);
+  CHECK(d.gpus[0].cuda_select == "GPU-bbbbbbbb-0000-0000-0000-000000000000");
+  REQUIRE(d.hidden.size() == 1);
+  CHECK(d.hidden[0].find("GPU 0") != std::string::npos);
+
+  // A UUID prefix.
+  d = two_gpus();
+  detect::apply_visible_devices(d, std::string("GPU-aaaa"), "", std::nullopt);
+  REQUIRE(d.gpus.size() == 1);
+  CHECK(d.gpus[0].index == 0);
+
+  // An index in CUDA's default order: libcuda's list (under the mask) decides, not NVML's order.
+  d = two_gpus();
+  detect::apply_visible_devices(d, std::string("1"), "",
+                                std::vector<std::string>{"GPU-bbbbbbbb-0000-0000-0000-000000000000",
+                                                         "GPU-aaaaaaaa-0000-0000-0000-000000000000"});
+  REQUIRE(d.gpus.size() == 1);
+  CHECK(d.gpus[0].index == 0);
+  // Without it, PCI order is assumed, and said.
+  d = two_gpus();
+  detect::apply_visible_devices(d, std::string("1"), "", std::nullopt);
+  REQUIRE(d.gpus.size() == 1);
+  CHECK(d.gpus[0].index == 1);
+  REQUIRE(d.notes.size() == 1);
+  CHECK(d.notes[0].find("PCI bus order assumed") != std::string::npos);
+
+  // CUDA stops at the first entry it cannot use.
+  d = two_gpus();
+  detect::apply_visible_devices(d, std::string("0,7,1"), "PCI_BUS_ID", std::nullopt);
+  REQUIRE(d.gpus.size() == 1);
+  CHECK(d.gpus[0].index == 0);
+  CHECK(d.notes.front().find("'7'") != std::string::npos);
+
+  // MIG: a MIG-enabled GPU is selected through its MIG device; without one CUDA cannot use it.
+  d = two_gpus();
+  d.gpus[0].mig = true;
+  d.gpus[0].mig_devices = {{"MIG-11111111-2222-3333-4444-555555555555", 10ull << 30}};
+  d.gpus[1].mig = true;
+  detect::apply_visible_devices(d, std::nullopt, "", std::nullopt);
+  CHECK(d.gpus[0].cuda_select == "MIG-11111111-2222-3333-4444-555555555555");
+  CHECK(d.gpus[1].cuda_select.empty());
+  detect::apply_visible_devices(d, std::string("MIG-1111"), "", std::nullopt);
+  REQUIRE(d.gpus.size() == 1);
+  CHECK(d.gpus[0].cuda_select == "MIG-11111111-2222-3333-4444-555555555555");
+}
+
+TEST_CASE("NVML: UUIDs, MIG mode and MIG devices (fake NVML)", "[detect]") {
+  Env env;
+  env.set("FAKE_GPUS", std::string("GPU-aaaaaaaa-1111-2222-3333-444444444444|NVIDIA H100 80GB HBM3|9|0|81559|"
+                                   "MIG-cccccccc-1111-2222-3333-444444444444:9856,MIG-dddddddd-1111-2222-3333-444444444444:9856;"
+                                   "GPU-bbbbbbbb-1111-2222-3333-444444444444|NVIDIA H100 NVL|9|0|95830"));
+  detect::DetectOptions o;
+  o.only = "nvml";
+  o.nvml_library = FAKE_DRIVER_LIBRARY;
+  auto d = detect::detect(data(), o);
+  REQUIRE(d.source == "nvml");
+  REQUIRE(d.gpus.size() == 2);
+  CHECK(d.gpus[0].uuid == "GPU-aaaaaaaa-1111-2222-3333-444444444444");
+  CHECK(d.gpus[0].mig);
+  REQUIRE(d.gpus[0].mig_devices.size() == 2);
+  // What CUDA gets is a MIG device: its memory, not the whole GPU's.
+  CHECK(*d.gpus[0].memory_bytes == 9856ull << 20);
+  CHECK(d.gpus[0].cuda_select == "MIG-cccccccc-1111-2222-3333-444444444444");
+  CHECK_FALSE(d.gpus[1].mig);
+  CHECK(*d.gpus[1].memory_bytes == 95830ull << 20);
+  CHECK(d.gpus[1].cuda_select == "GPU-bbbbbbbb-1111-2222-3333-444444444444");
+  // A driver that does not know MIG for a GPU (NVML_ERROR_NOT_SUPPORTED): a whole GPU.
+  env.set("FAKE_NO_MIG_SUPPORT", std::string("1"));
+  env.set("FAKE_GPUS", std::string(kFakeGpus));
+  d = detect::detect(data(), o);
+  REQUIRE(d.gpus.size() == 2);
+  CHECK_FALSE(d.gpus[0].mig);
+}
+
+TEST_CASE("NVML with the job's CUDA_VISIBLE_DEVICES in CUDA's default order (fake NVML and libcuda)", "[detect]") {
+  Env env;
+  auto o = job_given_device_0(env);
+  auto d = detect::detect(data(), o);
+  REQUIRE(d.source == "nvml");
+  // The job's device 0 is, in CUDA's order, the second GPU on the bus — not NVML's GPU 0.
+  REQUIRE(d.gpus.size() == 1);
+  CHECK(d.gpus[0].index == 1);
+  CHECK(d.gpus[0].cuda_select == "GPU-bbbbbbbb-1111-2222-3333-444444444444");
+  REQUIRE(d.hidden.size() == 1);
+}
+
+TEST_CASE("the driver-API fallback keeps the job's mask and order (fake libcuda)", "[detect]") {
+  Env env;
+  auto o = job_given_device_0(env);
+  o.nvml_library = "/nonexistent/libnvidia-ml.so.1";
+  auto d = detect::detect(data(), o);
+  REQUIRE(d.source == "cuda");
+  REQUIRE(d.gpus.size() == 1);
+  CHECK(d.gpus[0].name == "NVIDIA H100 NVL");
+  CHECK(d.gpus[0].uuid == "GPU-bbbbbbbb-1111-2222-3333-444444444444");
+  // The ordinal is CUDA's, under the job's mask and order: named by the job's own entry, and no
+  // PCI order is forced on it (that would select the other GPU).
+  CHECK(d.gpus[0].cuda_select == "0");
+  CHECK_FALSE(d.gpus[0].pci_order);
+  // A child given that selection, with the job's order, sees the same GPU.
+  env.set("CUDA_VISIBLE_DEVICES", d.gpus[0].cuda_select);
+  o.only = "cuda";
+  auto child = detect::detect(data(), o);
+  REQUIRE(child.gpus.size() == 1);
+  CHECK(child.gpus[0].name == "NVIDIA H100 NVL");
 }
 
 TEST_CASE("real NVML and CUDA driver on a GPU host", "[gpu]") {

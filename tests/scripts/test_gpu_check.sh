@@ -5,7 +5,11 @@
 # lib/libtorch_cuda.so built by nvcc for sm_80 and sm_90 (+PTX). inspect agrees with
 # get_arch_list() there (PASS); a look-alike whose get_arch_list() names another arch is a
 # DISAGREE and exit 1. validate --installed torch runs its CPU checks, compared with the
-# interpreter's own answers.
+# interpreter's own answers. Like a real torch (cmake/Codegen.cmake's _BUILD_FOR_ADDITIONAL_ARCHS),
+# the library also carries sm_90a SASS that get_arch_list() never names: accepted, as
+# data/torch-additional-archs.toml says; an sm_100a without compute_100 in the build is not.
+# --exe runs the binary with ARCHBUILD_DATA_DIR set (its compiled-in source path is the build
+# machine's); the quick plan's caps sum to well under five minutes, and a step at its cap is a SKIP.
 # Usage: test_gpu_check.sh SOURCE_DIR BUILD_DIR   (run by ctest)
 set -euo pipefail
 src=$1 build=$2
@@ -27,8 +31,15 @@ cat > "$tmp/k.cu" <<'EOF'
 __global__ void k(float* p) { p[threadIdx.x] *= 2.0f; }
 void launch(float* p) { k<<<1, 32>>>(p); }
 EOF
-"$nvcc" -shared -Xcompiler -fPIC -gencode arch=compute_80,code=sm_80 \
-  -gencode arch=compute_90,code='[sm_90,compute_90]' -o "$t/lib/libtorch_cuda.so" "$tmp/k.cu"
+# The "RowwiseScaledMM.cu" of the look-alike: SASS for sm_90a only, as Codegen.cmake adds it.
+cat > "$tmp/rowwise.cu" <<'EOF'
+__global__ void rowwise(float* p) { p[threadIdx.x] += 1.0f; }
+void launch_rowwise(float* p) { rowwise<<<1, 32>>>(p); }
+EOF
+"$nvcc" -c -Xcompiler -fPIC -gencode arch=compute_80,code=sm_80 \
+  -gencode arch=compute_90,code='[sm_90,compute_90]' -o "$tmp/k.o" "$tmp/k.cu"
+"$nvcc" -c -Xcompiler -fPIC -gencode arch=compute_90a,code=sm_90a -o "$tmp/rowwise.o" "$tmp/rowwise.cu"
+c++ -shared -o "$t/lib/libtorch_cuda.so" "$tmp/k.o" "$tmp/rowwise.o"  # not nvcc: its link step adds an sm_75 stub
 cat > "$t/__init__.py" <<'EOF'
 """A torch look-alike: what scripts/gpu-check and validate's feature checks read."""
 from . import _C, backends, cuda, distributed, linalg, version
@@ -87,10 +98,19 @@ printf 'Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: false\nTag: cp3-no
 echo torch > "$info/top_level.txt"
 (cd "$site" && find torch torch-2.11.0+cu130.dist-info -type f | sed 's/$/,,/') > "$info/RECORD"
 
-run_check() {
-  rm -rf "$tmp/report"
+# The binary through a wrapper that notes the ARCHBUILD_DATA_DIR it was given.
+mkdir -p "$tmp/bin"
+cat > "$tmp/bin/archbuild" <<EOF
+#!/bin/sh
+echo "\${ARCHBUILD_DATA_DIR:-unset}" >> "$tmp/data-dirs"
+exec "$build/src/archbuild" "\$@"
+EOF
+chmod +x "$tmp/bin/archbuild"
+
+run_check() {  # run_check [gpu-check options]
+  rm -rf "$tmp/report" "$tmp/data-dirs"
   set +e
-  "$src/scripts/gpu-check" --exe "$build/src/archbuild" --python "$py" --no-wheel --report "$tmp/report" \
+  env -u ARCHBUILD_DATA_DIR "$src/scripts/gpu-check" --exe "$tmp/bin/archbuild" --python "$py" --report "$tmp/report" "$@" \
     > "$tmp/stdout" 2> "$tmp/stderr"
   rc=$?
   set -e
@@ -118,8 +138,15 @@ expect runs PASS
 expect detect SKIP
 expect smoke SKIP
 expect inspect PASS
-detail_of inspect | grep -q 'libtorch_cuda.so: compute_90 sm_80 sm_90 = get_arch_list()' ||
+detail_of inspect | grep -q 'libtorch_cuda.so: compute_90 sm_80 sm_90 = get_arch_list(), and sm_90a the build adds on purpose' ||
   fail "inspect: $(detail_of inspect)"
+# Every archbuild command ran with the data of this source tree named.
+[ "$(sort -u "$tmp/data-dirs")" = "$src" ] || fail "ARCHBUILD_DATA_DIR given to archbuild: $(sort -u "$tmp/data-dirs" | tr '\n' ' ')"
+# The quick plan, printed first, with the sum of its caps.
+budget=$(sed -n 's/^gpu-check: quick plan, .*; at most \([0-9]*\) s in all.*/\1/p' "$tmp/stderr")
+[ -n "$budget" ] && [ "$budget" -lt 300 ] || fail "no quick plan under 300 s announced: $(head -1 "$tmp/stderr")"
+"$py" -c 'import json, sys; assert json.load(open(sys.argv[1]))["context"]["budget_s"] == int(sys.argv[2])' \
+  "$tmp/report/summary.json" "$budget" || fail "summary.json's budget_s is not $budget"
 expect validate-installed PASS
 detail_of validate-installed | grep -q "'features': 'pass'" || fail "validate-installed: $(detail_of validate-installed)"
 expect kernel-installed SKIP
@@ -134,5 +161,30 @@ run_check
 expect inspect DISAGREE
 grep -q "DISAGREE inspect: get_arch_list() \['compute_90', 'sm_100', 'sm_80', 'sm_90'\]" "$tmp/stdout" ||
   fail "stdout: $(cat "$tmp/stdout")"
+
+# An arch-specific image the build does not add on purpose (sm_100a without compute_100): DISAGREE.
+sed -i 's/ARCH_LIST = .*/ARCH_LIST = ["sm_80", "sm_90", "compute_90"]/' "$t/cuda.py"
+"$nvcc" -c -Xcompiler -fPIC -gencode arch=compute_100a,code=sm_100a -Drowwise=rowwise100 -Dlaunch_rowwise=launch_rowwise100 \
+  -o "$tmp/rowwise100.o" "$tmp/rowwise.cu"
+c++ -shared -o "$t/lib/libtorch_cuda.so" "$tmp/k.o" "$tmp/rowwise.o" "$tmp/rowwise100.o"  # not nvcc: its link step adds an sm_75 stub
+run_check
+[ "$rc" = 1 ] || fail "gpu-check exit $rc with an unexplained sm_100a, expected 1"
+expect inspect DISAGREE
+detail_of inspect | grep -q 'not added on purpose by the build: sm_100a' || fail "inspect: $(detail_of inspect)"
+
+# A step that reaches its cap is a SKIP with that reason: a cuobjdump that hangs, capped at 2 s.
+cat > "$tmp/bin/cuobjdump" <<'EOF'
+#!/bin/sh
+exec sleep 30
+EOF
+chmod +x "$tmp/bin/cuobjdump"
+c++ -shared -o "$t/lib/libtorch_cuda.so" "$tmp/k.o" "$tmp/rowwise.o"  # not nvcc: its link step adds an sm_75 stub
+PATH=$tmp/bin:$PATH run_check --cap cuobjdump=2
+[ "$rc" = 0 ] || fail "gpu-check exit $rc with cuobjdump at its cap, expected 0: $(detail_of cuobjdump)"
+expect cuobjdump SKIP
+detail_of cuobjdump | grep -q "cap" || fail "cuobjdump: $(detail_of cuobjdump)"
+rc=0
+"$src/scripts/gpu-check" --exe "$tmp/bin/archbuild" --report "$tmp/report" --cap nosuchstep=5 2> "$tmp/stderr" || rc=$?
+[ "$rc" = 2 ] || fail "gpu-check --cap nosuchstep=5: exit $rc, expected 2"
 [ -n "${KEEP:-}" ] && echo "kept $tmp"
 echo "gpu-check: no-GPU report and the disagreement found"

@@ -558,6 +558,59 @@ TEST_CASE("smoke: without a GPU it compiles and inspects, and the run is skipped
   CHECK_THAT(check(other, "smoke-run").summary, Catch::Contains("NVIDIA A100 (8.0), not a target (9.0)"));
 }
 
+TEST_CASE("smoke: the GPU is selected by the name detection gives, and the job's order is kept", "[validate][smoke]") {
+  FakeTools tools;
+  auto s = smoke_setup();
+  // A UUID (NVML): order-free, so CUDA_DEVICE_ORDER is not touched.
+  s.gpus.gpus = {{3, "NVIDIA H100 80GB HBM3", {9, 0}, "GPU-0b1c2d3e-aaaa-bbbb-cccc-000011112222", false}};
+  auto r = validate::smoke(sms("90"), s, tools.exec());
+  REQUIRE(tools.seen.size() == 2);
+  CHECK(tools.seen[1].env.at("CUDA_VISIBLE_DEVICES") == "GPU-0b1c2d3e-aaaa-bbbb-cccc-000011112222");
+  CHECK(tools.seen[1].env.count("CUDA_DEVICE_ORDER") == 0);
+  // A MIG device's UUID, likewise.
+  s.gpus.gpus = {{0, "NVIDIA H100 80GB HBM3", {9, 0}, "MIG-5c3e-aaaa", false}};
+  FakeTools mig;
+  validate::smoke(sms("90"), s, mig.exec());
+  REQUIRE(mig.seen.size() == 2);
+  CHECK(mig.seen[1].env.at("CUDA_VISIBLE_DEVICES") == "MIG-5c3e-aaaa");
+}
+
+TEST_CASE("smoke: a driver older than the toolkit's runtime needs is the driver finding, not 'no device'",
+          "[validate][smoke]") {
+  FakeTools tools;
+  auto s = smoke_setup();
+  s.gpus.gpus = {{0, "NVIDIA H100 80GB HBM3", {9, 0}}};
+  s.gpus.driver_version = "575.57.08";
+  s.release = "13.0";
+  s.driver = validate::DriverNeed{*Version::parse("580.65.06"), "580.65.06", Version::parse("580"), "580",
+                                  "cuda-13.0.toml"};
+  s.require_gpu = true;
+  auto r = validate::smoke(sms("90"), s, tools.exec());
+  REQUIRE(tools.seen.size() == 1);  // nvcc only: the run would fail anyway
+  CHECK(check(r, "smoke-run").status == Status::skip);
+  CHECK(check(r, "smoke-run").missing_tool);
+  CHECK_THAT(check(r, "smoke-run").summary,
+             Catch::Contains("driver-too-old") && Catch::Contains("575.57.08") && Catch::Contains(">= 580.65.06"));
+  CHECK(r.exit() == Exit::missing_tool);
+  // At the floor it runs (minor-version compatibility: SASS only, no JIT needed).
+  FakeTools ok;
+  s.gpus.driver_version = "580.65.06";
+  validate::smoke(sms("90"), s, ok.exec());
+  CHECK(ok.seen.size() == 2);
+  CHECK(validate::driver_too_old("580.65.06", *s.driver, "13.0").empty());
+  CHECK(validate::driver_too_old("", *s.driver, "13.0").empty());  // unknown: not refused
+
+  // When the run happens anyway, the runtime's own error reads as the driver, not as "no device".
+  auto run = validate::interpret_run(
+      {2, false,
+       "{\"device\":null,\"error\":\"CUDA driver version is insufficient for CUDA runtime version\",\"code\":"
+       "\"cudaErrorInsufficientDriver\"}\n",
+       ""},
+      sms("90"), s.gpus.gpus.front());
+  CHECK(run.status == Status::fail);
+  CHECK_THAT(run.summary, Catch::Contains("driver-too-old") && !Catch::Contains("found no CUDA device"));
+}
+
 TEST_CASE("smoke: with a GPU of a target CC it runs on that device", "[validate][smoke]") {
   FakeTools tools;
   auto s = smoke_setup();
