@@ -260,6 +260,88 @@ std::optional<Version> release_part(const std::string& version) {
 
 namespace {
 
+// A string, or a CMake-style spelling of a boolean or an integer (cmake.define's values).
+std::optional<std::string> define_value(const toml::node& v) {
+  if (const auto* s = v.as_string()) return s->get();
+  if (const auto* b = v.as_boolean()) return std::string(b->get() ? "ON" : "OFF");  // CMake's spelling
+  if (const auto* i = v.as_integer()) return std::to_string(i->get());
+  return std::nullopt;
+}
+
+template <class At>
+Result<ScikitBuild> read_scikit_build(const toml::table& sk, const std::string& file, const At& at) {
+  ScikitBuild b;
+  b.where = {file, line_of(sk)};
+  auto string_of = [&](const toml::node& n, const std::string& what) -> Result<std::string> {
+    if (const auto* s = n.as_string()) return s->get();
+    return Error::bad_input(fmt::format("{}: [tool.scikit-build].{} must be a string", at(n), what));
+  };
+  if (const auto* bd = sk.get("build-dir")) {
+    auto v = string_of(*bd, "build-dir");
+    if (!v) return v.error();
+    b.build_dir = *v;
+    b.build_dir_where = {file, line_of(*bd)};
+  }
+  if (const auto* bt = sk["cmake"]["build-type"].node()) {
+    auto v = string_of(*bt, "cmake.build-type");
+    if (!v) return v.error();
+    b.build_type = *v;
+    b.build_type_where = {file, line_of(*bt)};
+  }
+  if (const auto* defs = sk["cmake"]["define"].as_table())
+    for (const auto& [k, v] : *defs) {
+      auto value = define_value(v);
+      if (!value)
+        return Error::bad_input(fmt::format("{}: cmake.define.{} must be a string, boolean or integer", at(v), k.str()));
+      b.defines[std::string(k.str())] = *value;
+    }
+  if (const auto* ex = sk.get("experimental")) b.experimental = ex->value_or(false);
+  if (const auto* md = sk["metadata"].as_table())
+    for (const auto& [field, entry] : *md) {
+      const auto* t = entry.as_table();
+      if (!t) continue;
+      std::string provider = (*t)["provider"].value_or(std::string());
+      if (t->contains("provider-path") || provider.rfind("scikit_build_core.", 0) != 0) {
+        b.legacy_metadata = std::string(field.str());
+        b.legacy_metadata_where = {file, line_of(entry)};
+        break;
+      }
+    }
+  std::set<std::string> env_names;
+  if (const auto* overrides = sk.get("overrides")) {
+    const auto* arr = overrides->as_array();
+    if (!arr) return Error::bad_input(fmt::format("{}: [tool.scikit-build].overrides must be an array of tables "
+                                                  "([[tool.scikit-build.overrides]])", at(*overrides)));
+    for (const auto& el : *arr) {
+      const auto* o = el.as_table();
+      if (!o) return Error::bad_input(fmt::format("{}: [[tool.scikit-build.overrides]] holds a non-table", at(el)));
+      BuildTypeOverride bo;
+      bo.where = {file, line_of(el)};
+      if (const auto* cond = (*o)["if"].as_table())
+        for (const auto& [name, value] : *cond) {
+          if (name.str() != "env") {
+            bo.other_if.emplace_back(name.str());
+            continue;
+          }
+          if (const auto* env = value.as_table())
+            for (const auto& [var, want] : *env) {
+              env_names.insert(std::string(var.str()));
+              if (const auto* flag = want.as_boolean()) bo.if_env[std::string(var.str())] = flag->get() ? "true" : "false";
+              else bo.if_env[std::string(var.str())] = want.value_or(std::string());
+            }
+        }
+      if (const auto* bt = (*o)["cmake"]["build-type"].node()) {
+        auto v = string_of(*bt, "overrides.cmake.build-type");
+        if (!v) return v.error();
+        bo.build_type = *v;
+        b.build_type_overrides.push_back(std::move(bo));
+      }
+    }
+  }
+  b.override_env.assign(env_names.begin(), env_names.end());
+  return b;
+}
+
 Result<Ok> read_pyproject(const FileAccess& files, const std::string& text, Contract& c) {
   const std::string file = "pyproject.toml";
   auto parsed = tomlx::parse_string(text, shown(files, file));
@@ -295,21 +377,12 @@ Result<Ok> read_pyproject(const FileAccess& files, const std::string& text, Cont
     }
   }
   if (const auto* sk = doc["tool"]["scikit-build"].as_table()) {
-    c.scikit_build = true;
-    c.scikit_build_where = {file, line_of(*sk)};
-    if (const auto* bd = sk->get("build-dir")) {
-      if (const auto* s = bd->as_string()) c.skbuild_build_dir = s->get();
-      else return Error::bad_input(fmt::format("{}: [tool.scikit-build].build-dir must be a string", at(*bd)));
-    }
-    if (const auto* defs = (*sk)["cmake"]["define"].as_table())
-      for (const auto& [k, v] : *defs) {
-        std::string& value = c.skbuild_defines[std::string(k.str())];
-        if (const auto* s = v.as_string()) value = s->get();
-        else if (const auto* b = v.as_boolean()) value = b->get() ? "ON" : "OFF";  // CMake's spelling
-        else if (const auto* i = v.as_integer()) value = std::to_string(i->get());
-        else return Error::bad_input(fmt::format("{}: cmake.define.{} must be a string, boolean or integer", at(v), k.str()));
-      }
+    auto skb = read_scikit_build(*sk, file, at);
+    if (!skb) return skb.error();
+    c.skbuild = std::move(*skb);
   }
+  if (const auto* dm = doc["tool"]["dynamic-metadata"].as_array(); dm && !dm->empty())
+    c.dynamic_metadata_where = {file, line_of(*dm->get(0))};
   return Ok{};
 }
 
@@ -317,7 +390,7 @@ Backend backend_kind(const Contract& c) {
   if (c.backend) {
     if (*c.backend == "scikit_build_core.build") return Backend::scikit_build_core;
     // An in-tree backend (backend-path) that configures scikit-build-core: it defers to it.
-    if (!c.backend_path.empty() && c.scikit_build) return Backend::scikit_build_core;
+    if (!c.backend_path.empty() && c.skbuild) return Backend::scikit_build_core;
     if (c.backend->rfind("setuptools.build_meta", 0) == 0) return Backend::setuptools;
     return Backend::other;
   }
@@ -420,6 +493,37 @@ std::string drivers_text(const Contract& c) {
 
 }  // namespace
 
+json to_json(const ScikitBuild& b) {
+  auto opt = [](const std::optional<std::string>& v) { return v ? json(*v) : json(nullptr); };
+  json overrides = json::array();
+  for (const auto& o : b.build_type_overrides)
+    overrides.push_back({{"if_env", o.if_env}, {"other_if", o.other_if}, {"build_type", o.build_type},
+                         {"where", o.where.str()}});
+  return {{"where", b.where.str()},
+          {"build_dir", opt(b.build_dir)},
+          {"build_type", opt(b.build_type)},
+          {"build_type_overrides", overrides},
+          {"override_env", b.override_env},
+          {"cmake_define", b.defines},
+          {"experimental", b.experimental},
+          {"legacy_metadata", b.legacy_metadata ? json{{"field", *b.legacy_metadata}, {"where", b.legacy_metadata_where.str()}}
+                                                : json(nullptr)}};
+}
+
+std::string build_type_rule(const ScikitBuild& b) {
+  if (b.build_type) return fmt::format("{} ({})", *b.build_type, b.build_type_where.str());
+  std::vector<std::string> by;
+  for (const auto& o : b.build_type_overrides) {
+    std::vector<std::string> conds;
+    for (const auto& [name, want] : o.if_env)
+      conds.push_back(want == "true" ? name : want == "false" ? "not " + name : fmt::format("{} ~ {}", name, want));
+    conds.insert(conds.end(), o.other_if.begin(), o.other_if.end());
+    by.push_back(fmt::format("{} if {} ({})", o.build_type, text::join(conds, " and "), o.where.str()));
+  }
+  by.push_back("else $CMAKE_BUILD_TYPE, else Release");
+  return text::join(by, "; ");
+}
+
 json to_json(const Contract& c) {
   json j;
   j["files"] = {{"pyproject.toml", c.has_pyproject}, {"setup.py", c.has_setup_py}, {"CMakeLists.txt", c.has_cmakelists}};
@@ -430,10 +534,8 @@ json to_json(const Contract& c) {
                   {"backend_path", c.backend_path},
                   {"kind", std::string(to_string(c.kind))},
                   {"drivers", drivers}};
-  j["scikit_build"] = c.scikit_build ? json{{"where", c.scikit_build_where.str()},
-                                            {"build_dir", c.skbuild_build_dir ? json(*c.skbuild_build_dir) : json(nullptr)},
-                                            {"cmake_define", c.skbuild_defines}}
-                                     : json(nullptr);
+  j["scikit_build"] = c.skbuild ? to_json(*c.skbuild) : json(nullptr);
+  j["dynamic_metadata"] = c.dynamic_metadata_where.line ? json(c.dynamic_metadata_where.str()) : json(nullptr);
   json reqs = json::array();
   for (const auto& r : c.requirements)
     reqs.push_back({{"name", r.name}, {"extras", r.extras}, {"specifier", r.specifier}, {"marker", r.marker},
@@ -458,10 +560,13 @@ std::vector<std::string> describe(const Contract& c) {
                                   : c.has_cmakelists ? "none: CMakeLists.txt only" : "none";
   out.push_back(fmt::format("backend        {}; drivers that build it: {}", backend, drivers_text(c)));
   if (!c.backend_path.empty()) out.push_back(fmt::format("backend path   {}", text::join(c.backend_path, ", ")));
-  if (c.scikit_build)
-    out.push_back(fmt::format("scikit-build   [tool.scikit-build] ({}){}{}", c.scikit_build_where.str(),
-                              c.skbuild_build_dir ? ", build-dir " + *c.skbuild_build_dir : "",
-                              c.skbuild_defines.empty() ? "" : fmt::format(", {} cmake.define", c.skbuild_defines.size())));
+  if (c.skbuild) {
+    const ScikitBuild& b = *c.skbuild;
+    out.push_back(fmt::format("scikit-build   [tool.scikit-build] ({}){}{}", b.where.str(),
+                              b.build_dir ? ", build-dir " + *b.build_dir : "",
+                              b.defines.empty() ? "" : fmt::format(", {} cmake.define", b.defines.size())));
+    out.push_back("  build type   " + build_type_rule(b));
+  }
   out.push_back(fmt::format("requirements   {}", c.requirements.empty() ? "none declared" : ""));
   for (const auto& r : c.requirements) out.push_back(fmt::format("  {:<28} {}", requirement_text(r), r.where.str()));
   if (c.cmake_minimum)
@@ -531,11 +636,35 @@ Finding cmake_new_enough(const Contract& c, const Expectation& e) {
                       cm.min.str(), cm.min.str())};
 }
 
+// scikit-build-core refuses the provisional [tool.scikit-build.metadata.<field>] form with a
+// provider of the tree's own unless experimental = true, and refuses it next to
+// [[tool.dynamic-metadata]] (scikit-build/scikit-build-core@120c8dc7:
+// src/scikit_build_core/settings/skbuild_read_settings.py): the build would stop in its first
+// seconds, after the venv and the fetch.
+Finding skbuild_metadata_accepted(const Contract& c, const Expectation& e) {
+  const std::string rule = "skbuild-metadata";
+  if (e.driver != recipe::Driver::scikit_build_core || !c.skbuild || !c.skbuild->legacy_metadata)
+    return {rule, true, Exit::ok, "no provisional [tool.scikit-build.metadata] provider"};
+  const ScikitBuild& b = *c.skbuild;
+  std::string table = fmt::format("[tool.scikit-build.metadata.{}]", *b.legacy_metadata);
+  if (c.dynamic_metadata_where.line)
+    return {rule, false, Exit::bad_input,
+            fmt::format("{}: {} next to [[tool.dynamic-metadata]] ({}): scikit-build-core refuses the two together; "
+                        "keep only [[tool.dynamic-metadata]]",
+                        b.legacy_metadata_where.str(), table, c.dynamic_metadata_where.str())};
+  if (b.experimental) return {rule, true, Exit::ok, table + " with experimental = true"};
+  return {rule, false, Exit::bad_input,
+          fmt::format("{}: {} names a provider of the tree's own, which scikit-build-core refuses without "
+                      "experimental = true; declare it as [[tool.dynamic-metadata]] with provider = {{ path = \"DIR\", "
+                      "module = \"NAME\" }}",
+                      b.legacy_metadata_where.str(), table)};
+}
+
 }  // namespace
 
 std::vector<Finding> check(const Contract& c, const Expectation& e) {
   // Each rule is one small function; a new rule is one more line here.
-  return {driver_matches_backend(c, e), version_agrees(c, e), cmake_new_enough(c, e)};
+  return {driver_matches_backend(c, e), version_agrees(c, e), cmake_new_enough(c, e), skbuild_metadata_accepted(c, e)};
 }
 
 json to_json(const std::vector<Finding>& findings) {

@@ -69,15 +69,43 @@ enum class Backend {
 };
 std::string_view to_string(Backend b);
 
+// One [[tool.scikit-build.overrides]] entry that sets cmake.build-type.
+struct BuildTypeOverride {
+  std::map<std::string, std::string> if_env;  // if.env.NAME as written: "true", "false", or a regex
+  std::vector<std::string> other_if;          // its other conditions, by name (platform-system …)
+  std::string build_type;
+  Where where;
+};
+
+// What [tool.scikit-build] decides of a scikit-build-core build. scikit-build-core takes each
+// setting from SKBUILD_* variables, then the config settings (-C), then this table with its
+// matching [[tool.scikit-build.overrides]] applied; cmake.build-type set nowhere is
+// $CMAKE_BUILD_TYPE, else "Release" (scikit-build/scikit-build-core@120c8dc7:
+// src/scikit_build_core/settings/skbuild_read_settings.py, skbuild_model.py). So a setting a
+// driver passes silences what the tree decides, overrides by environment included.
+struct ScikitBuild {
+  Where where;
+  std::optional<std::string> build_dir;  // build-dir
+  Where build_dir_where;
+  std::optional<std::string> build_type;  // cmake.build-type outside any override
+  Where build_type_where;
+  std::vector<BuildTypeOverride> build_type_overrides;  // in file order (a later match wins)
+  std::vector<std::string> override_env;  // every NAME an override's if.env reads, sorted
+  std::map<std::string, std::string> defines;  // cmake.define
+  bool experimental = false;
+  // [tool.scikit-build.metadata.<field>] with a provider of its own (provider-path, or not
+  // scikit_build_core.*): the provisional form, refused without experimental = true.
+  std::optional<std::string> legacy_metadata;  // the field ("version")
+  Where legacy_metadata_where;
+};
+
 struct Contract {
   bool has_pyproject = false, has_setup_py = false, has_cmakelists = false;
   std::optional<std::string> backend;  // [build-system].build-backend as written
   Where backend_where;
   std::vector<std::string> backend_path;  // [build-system].backend-path (an in-tree backend)
-  bool scikit_build = false;              // [tool.scikit-build] present
-  std::optional<std::string> skbuild_build_dir;      // [tool.scikit-build].build-dir
-  std::map<std::string, std::string> skbuild_defines;  // [tool.scikit-build].cmake.define
-  Where scikit_build_where;
+  std::optional<ScikitBuild> skbuild;     // [tool.scikit-build], when present
+  Where dynamic_metadata_where;           // the first [[tool.dynamic-metadata]] (line 0: none)
   Backend kind = Backend::none;
   // [build-system].requires, then requirements-build.txt, then requirements.txt (with what
   // they include through -r), each with its file and line.
@@ -102,6 +130,10 @@ Result<std::optional<CmakeMinimum>> parse_cmake_minimum(const std::string& text,
 std::optional<Version> release_part(const std::string& version);
 
 nlohmann::json to_json(const Contract& c);
+nlohmann::json to_json(const ScikitBuild& b);
+// How the tree decides its build type: "Debug if DEBUG (pyproject.toml:30); …; else
+// $CMAKE_BUILD_TYPE, else Release", or its static cmake.build-type.
+std::string build_type_rule(const ScikitBuild& b);
 // Human lines for `plan`: "backend   setuptools.build_meta (pyproject.toml:14)" …
 std::vector<std::string> describe(const Contract& c);
 
@@ -116,7 +148,7 @@ struct Expectation {
 
 // One check of the contract against the plan.
 struct Finding {
-  std::string rule;  // driver-backend, version, cmake-minimum
+  std::string rule;  // driver-backend, version, cmake-minimum, skbuild-metadata
   bool ok = true;
   Exit exit = Exit::ok;  // when not ok
   std::string message;   // one line, naming the file:line and what would be valid

@@ -286,18 +286,63 @@ json config_settings_json(const std::vector<std::pair<std::string, std::string>>
   return a;
 }
 
-// The config settings a PEP 517 driver passes. scikit-build-core builds in a temporary directory
-// unless build-dir is set (nothing would resume, and ccache would see new paths every time); a
-// relative build-dir is taken from the working directory, which `python -m build` makes the
-// source tree (scikit-build-core src/scikit_build_core/build/wheel.py, commit dd7671e4), so the
-// key holds the relative form. PyTorch 2.14 reads everything else from the environment: MAX_JOBS
-// reaches CMAKE_BUILD_PARALLEL_LEVEL through [tool.scikit-build.env], USE_*/BUILD_*/CMAKE_* and
-// TORCH_CUDA_ARCH_LIST are forwarded by cmake/EnvVarForwarding.cmake (pytorch/pytorch, commit
-// 6e456c7e; PR #180247). pyproject.toml at v2.14.0 is not in the searchable index: the facts
-// are from those files and releases-2026.md.
-std::vector<std::pair<std::string, std::string>> pep517_config_settings(recipe::Driver d, const std::string& build_dir) {
-  if (d != recipe::Driver::scikit_build_core) return {};
-  return {{"build-dir", build_dir}, {"cmake.build-type", "Release"}};
+// Why the tree's build-dir cannot be the plan's build tree ("" when it can): the build tree lies
+// in the key's source tree, where resume and the half-configured check look for it.
+std::string build_dir_unusable(const std::string& dir) {
+  if (dir.empty()) return "empty: a temporary directory, nothing would resume";
+  if (dir.find('{') != std::string::npos) return "it has placeholders the plan does not expand";
+  fs::path p = fs::path(dir).lexically_normal();
+  if (p.is_absolute()) return "absolute: outside the key's source tree";
+  if (p == "." || p == "./") return "the source tree itself";
+  for (const auto& part : p)
+    if (part == "..") return "it leads out of the source tree";
+  return "";
+}
+
+struct Pep517Settings {
+  std::vector<std::pair<std::string, std::string>> settings;
+  std::string build_dir;
+  std::vector<std::string> notes;
+};
+
+// The config settings the scikit-build-core driver passes: only what the tree's
+// [tool.scikit-build] leaves open, since scikit-build-core takes a config setting over the tree's
+// table and its [[tool.scikit-build.overrides]] alike (contract::ScikitBuild). PyTorch >= 2.14
+// sets build-dir = "build" itself and leaves cmake.build-type unset on purpose: overrides map
+// DEBUG and REL_WITH_DEB_INFO to it, scikit-build-core >= 1.0 reads CMAKE_BUILD_TYPE, the default
+// is Release (cyyever/pytorch@0011014f:pyproject.toml, a fork of pytorch/pytorch after the
+// switch, PR #180247; pytorch/pytorch@002e962d:cmake/EnvVarForwarding.cmake names the same
+// overrides). So the build type is never passed: --env DEBUG=1 reaches the tree's overrides.
+// build-dir is passed where the tree sets none (scikit-build-core builds in a temporary directory
+// otherwise: nothing would resume, ccache would see new paths every time); a relative build-dir
+// is taken from the working directory, which `python -m build` makes the source tree
+// (scikit-build/scikit-build-core@dd7671e4:src/scikit_build_core/build/wheel.py), so the key
+// holds the relative form.
+Pep517Settings pep517_config_settings(recipe::Driver d, const std::optional<contract::ScikitBuild>& tree,
+                                      const std::string& build_dir) {
+  Pep517Settings out{{}, build_dir, {}};
+  if (d != recipe::Driver::scikit_build_core) return out;
+  if (tree && tree->build_dir) {
+    if (std::string why = build_dir_unusable(*tree->build_dir); why.empty()) {
+      fs::path own = fs::path(*tree->build_dir).lexically_normal();
+      if (!own.has_filename()) own = own.parent_path();  // "build/"
+      out.build_dir = own.generic_string();
+      out.notes.push_back(fmt::format("build-dir: not passed: the tree's own, {} ({})", out.build_dir,
+                                      tree->build_dir_where.str()));
+    } else {
+      out.settings.push_back({"build-dir", build_dir});
+      out.notes.push_back(fmt::format("build-dir: passed over the tree's \"{}\" ({}): {}", *tree->build_dir,
+                                      tree->build_dir_where.str(), why));
+    }
+  } else {
+    out.settings.push_back({"build-dir", build_dir});
+    out.notes.push_back(tree ? "build-dir: passed: the tree sets none (scikit-build-core would build in a temporary directory)"
+                             : "build-dir: passed: the tree's [tool.scikit-build] is not read yet");
+  }
+  out.notes.push_back("cmake.build-type: not passed: " +
+                      (tree ? "the tree's: " + contract::build_type_rule(*tree)
+                            : std::string("the backend's: the tree's overrides, else $CMAKE_BUILD_TYPE, else Release")));
+  return out;
 }
 
 std::vector<std::string> pep517_args(const std::string& wheel_dir,
@@ -505,6 +550,7 @@ json Plan::to_json() const {
   j["configure_stage"] = p.configure_stage;
   j["stage_notes"] = p.stage_notes;
   j["config_settings"] = config_settings_json(p.config_settings);
+  j["config_settings_notes"] = p.config_notes;
   j["fetches"] = fetches_json(p.fetches, false);
   j["jobs"] = {{"jobs", p.jobs.jobs}, {"cores", p.jobs.cores}, {"mem_available_gib", p.jobs.mem_gib},
                {"gib_per_job", p.jobs.gib_per_job}, {"per_job_from", p.jobs.per_job_from}, {"threads_per_job", p.jobs.threads_per_job}, {"from_option", p.jobs.from_option}, {"admitted", p.jobs.admitted}, {"rule", p.jobs.rule()}};
@@ -665,7 +711,12 @@ Result<Plan> make_plan(const Resolution& res, const PlanOptions& options) {
     case recipe::Driver::python_build:
     case recipe::Driver::scikit_build_core:
       p.wheel_dir = r.wheel_dir;
-      p.config_settings = pep517_config_settings(r.driver, p.build_dir);
+      {
+        auto pep = pep517_config_settings(r.driver, options.skbuild, p.build_dir);
+        p.build_dir = pep.build_dir;
+        p.config_settings = std::move(pep.settings);
+        p.config_notes = std::move(pep.notes);
+      }
       p.steps.push_back({"build", "python", py, pep517_args(p.wheel_dir, p.config_settings), "."});
       // One PEP 517 call configures, compiles and packages: no step of its own before or after.
       p.wheel_stage = "build";

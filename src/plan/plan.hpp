@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "contract/contract.hpp"
 #include "plan/libraries.hpp"
 #include "plan/resolve.hpp"
 
@@ -192,8 +193,13 @@ struct PlanData {
   std::string configure_stage = "configure";
   // Why a stage has no step of its own (shown by `plan`, reported when the stage runs).
   std::map<std::string, std::string> stage_notes;
-  // PEP 517 config settings (`-C NAME=VALUE`), in argv order; each is also in the key.
+  // PEP 517 config settings (`-C NAME=VALUE`), in argv order; each is also in the key. Only what
+  // the tree's [tool.scikit-build] leaves open: a setting passed wins over the tree's own,
+  // its overrides by environment included.
   std::vector<std::pair<std::string, std::string>> config_settings;
+  // Why each setting is passed or left to the tree ("cmake.build-type: not passed: …"); not keyed
+  // (the tree's pyproject is in the key through its commit or content).
+  std::vector<std::string> config_notes;
   // The recipe's [[fetch]]es: what the build would download, fetched by the fetch stage instead.
   // The active ones are in the key with their commits.
   std::vector<FetchPlan> fetches;
@@ -246,6 +252,10 @@ struct PlanOptions {
   // is planned unresolved (its commit null in the key): `plan` before the tree is mirrored.
   std::map<std::string, ResolvedFetch> fetches;
   std::optional<BuildVenv> venv;             // made before planning (stages::prepare_build_venv)
+  // The tree's [tool.scikit-build] (contract::read_contract's `skbuild`), read before planning
+  // with the tree's requirements. Unset: not known yet (`plan` before the commit is mirrored) or
+  // the tree has none; then build-dir is passed and the build type is left to the backend.
+  std::optional<contract::ScikitBuild> skbuild;
   // Admission by memory: unset → the static rule (jobs from cores and memory). A budget of 0 MB
   // means the default, 90% of available memory (--memory-budget unset).
   std::optional<std::uint64_t> memory_budget_mb;

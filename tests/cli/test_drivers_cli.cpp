@@ -6,8 +6,10 @@
 // exactly the target's SASS, a repeat runs nothing, and a run killed mid-build resumes past the
 // stages it finished without reusing a build tree whose configure did not finish.
 //
-// Debian 12 has no scikit-build-core: there the skbuild example's in-tree backend stands in for it
-// (tools/backend/minitorch_backend.py, same config settings); the test says which one ran.
+// The skbuild example's pyproject.toml is PyTorch's contract (build-backend scikit_build_core.build,
+// requires scikit-build-core>=1.0): Debian 12 packages no scikit-build-core and the tests run
+// offline, so the test builds tests/support/scikit-build-core-standin into a wheelhouse and passes
+// it with --find-links; the build venv installs it as it would the real one.
 #include <catch2/catch.hpp>
 
 #include <signal.h>
@@ -46,13 +48,27 @@ bool can_build(const Case& c, std::string& why) {
   else if (t::which("cmake").empty() || t::which("ninja").empty()) why = "cmake or ninja not on PATH";
   else if (c.driver != "setup-py" && t::run(kPython, {"-c", "import build"}).status != 0)
     why = kPython + " lacks the `build` module (Debian: python3-build)";
+  else if (c.driver == "scikit-build-core" && t::run(kPython, {"-c", "import setuptools, wheel, pip, venv"}).status != 0)
+    why = kPython + " lacks setuptools, wheel, pip or venv (the stand-in's wheel is made with them)";
   return why.empty();
 }
 
-std::string backend_of(const Case& c) {
-  if (c.driver != "scikit-build-core") return "";
-  bool real = t::run(kPython, {"-c", "import scikit_build_core.build"}).status == 0;
-  return real ? "scikit-build-core (installed)" : "the example's in-tree backend (scikit-build-core is not importable)";
+// The wheelhouse with the scikit-build-core stand-in, built from a copy (pip builds in the tree
+// it is given).
+fs::path standin_wheelhouse(const fs::path& dir) {
+  fs::path src = dir / "standin", wheelhouse = dir / "wheelhouse";
+  auto cp = t::run("/bin/cp", {"-r", std::string(ARCHBUILD_SOURCE_DIR) + "/tests/support/scikit-build-core-standin",
+                               src.string()});
+  REQUIRE(cp.status == 0);
+  t::RunOptions o;
+  o.env["PIP_NO_INDEX"] = "1";
+  o.timeout = std::chrono::seconds(300);
+  auto w = t::run(kPython, {"-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", wheelhouse.string(),
+                            src.string()},
+                  o);
+  INFO(w.out << w.err);
+  REQUIRE(w.status == 0);
+  return wheelhouse;
 }
 
 struct Workspace {
@@ -60,7 +76,9 @@ struct Workspace {
   Case c;
   std::string url;
   std::string recipe;
+  fs::path wheelhouse;  // scikit-build-core: the stand-in's
   explicit Workspace(Case cs) : c(std::move(cs)) {
+    if (c.driver == "scikit-build-core") wheelhouse = standin_wheelhouse(dir.path());
     auto r = t::run("/bin/bash", {std::string(ARCHBUILD_SOURCE_DIR) + "/tests/support/make-example-repos",
                                   (dir / "repos").string()});
     REQUIRE(r.status == 0);
@@ -75,8 +93,10 @@ struct Workspace {
     }
   }
   std::vector<std::string> common(const std::string& command) const {
-    return {"--cache-dir", (dir / "cache").string(), command, "--sm", "90", "--recipe", recipe,
-            "--source-url", url, "--python", kPython, "--json"};
+    std::vector<std::string> a = {"--cache-dir", (dir / "cache").string(), command, "--sm", "90", "--recipe", recipe,
+                                  "--source-url", url, "--python", kPython, "--json"};
+    if (!wheelhouse.empty()) a.insert(a.end(), {"--find-links", wheelhouse.string()});
+    return a;
   }
   std::vector<std::string> wheel_args(const std::string& out = "out") const {
     auto a = common("wheel");
@@ -119,6 +139,19 @@ std::vector<std::string> files_in(const fs::path& d) {
 
 const std::vector<std::string> kAllStages = {"fetch", "configure", "build", "package", "validate"};
 
+// The CMake build type the skbuild example recorded in its wheel (minitorch/_build_info.json).
+std::string build_type_of(const std::string& wheel) {
+  auto r = t::run(kPython, {"-c",
+                            "import json, sys, zipfile; "
+                            "print(json.load(zipfile.ZipFile(sys.argv[1]).open('minitorch/_build_info.json'))['build_type'])",
+                            wheel});
+  INFO(r.out << r.err);
+  REQUIRE(r.status == 0);
+  std::string out = r.out;
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  return out;
+}
+
 // The plan of each driver: its steps, the stage that makes the wheel, the config settings.
 void check_plan(const Case& c, const json& p) {
   INFO(p.dump(2));
@@ -139,8 +172,9 @@ void check_plan(const Case& c, const json& p) {
   std::vector<std::string> head(argv.begin() + 1, argv.begin() + 7);
   CHECK(head == std::vector<std::string>{"-m", "build", "--wheel", "--no-isolation", "--outdir", "dist"});
   if (c.driver == "scikit-build-core") {
-    CHECK(p["config_settings"] == json::parse(R"([{"name": "build-dir", "value": "build"},
-                                                   {"name": "cmake.build-type", "value": "Release"}])"));
+    // Before the commit is mirrored the tree's [tool.scikit-build] is unknown: build-dir is passed,
+    // the build type never (it would silence the tree's overrides by environment).
+    CHECK(p["config_settings"] == json::parse(R"([{"name": "build-dir", "value": "build"}])"));
     const std::vector<std::string> setting{"-C", "build-dir=build"};
     CHECK(std::search(argv.begin(), argv.end(), setting.begin(), setting.end()) != argv.end());
     CHECK(p["key_inputs"]["config_settings"] == p["config_settings"]);
@@ -155,7 +189,6 @@ void end_to_end(const Case& c) {
     WARN("##archbuild-skip## " << why);
     return;
   }
-  if (auto b = backend_of(c); !b.empty()) WARN(c.driver << " example built with " << b);
   Workspace w(c);
   json p = w.plan();
   check_plan(c, p);
@@ -177,8 +210,9 @@ void end_to_end(const Case& c) {
   CHECK(files_in(w.dir / "out").size() == 2);  // the wheel and its manifest
   CHECK(sass_of(wheel) == std::vector<std::string>{"sm_90"});
   CHECK(j["validation"]["valid"] == true);
-  // The build tree is the key's own and persistent (scikit-build-core: -C build-dir=build).
+  // The build tree is the key's own and persistent (scikit-build-core: the tree's build-dir).
   CHECK(fs::exists(w.tree(key) / "build" / "build.ninja"));
+  if (c.driver == "scikit-build-core") CHECK(build_type_of(wheel) == "Release");  // the backend's default
 
   auto again = t::archbuild(w.wheel_args("out2"), long_run());
   INFO(again.err);
@@ -290,6 +324,30 @@ TEST_CASE("drivers: python-build on the setup.py example keeps the wheel its bui
 
 TEST_CASE("drivers: scikit-build-core end to end, then a repeat runs nothing", "[cli][drivers][nvcc]") {
   end_to_end(kScikitBuildCore);
+}
+
+// The issue: the driver passed -C cmake.build-type=Release, which wins over the tree's overrides:
+// --env DEBUG=1 was keyed, recorded, and made a Release build.
+TEST_CASE("drivers: scikit-build-core --env DEBUG=1 reaches the tree's overrides: a Debug build", "[cli][drivers][nvcc]") {
+  std::string why;
+  if (!can_build(kScikitBuildCore, why)) {
+    WARN("##archbuild-skip## " << why);
+    return;
+  }
+  Workspace w(kScikitBuildCore);
+  auto args = w.wheel_args();
+  args.insert(args.end(), {"--env", "DEBUG=1"});
+  auto r = t::archbuild(args, long_run());
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  auto j = json::parse(r.out);
+  CHECK(j["ok"] == true);
+  CHECK(build_type_of(j["wheel"]) == "Debug");
+  std::ifstream log(w.dir / "cache" / "logs" / j["key"].get<std::string>() / "build.log");
+  std::stringstream text;
+  text << log.rdbuf();
+  CHECK(text.str().find("CMake build type Debug (from override #1 (env DEBUG is true))") != std::string::npos);
+  CHECK(sass_of(j["wheel"]) == std::vector<std::string>{"sm_90"});
 }
 
 TEST_CASE("drivers: setup-py resumes after kill -9 mid-build", "[cli][drivers][nvcc]") { resume_after_kill(kSetupPy); }

@@ -84,11 +84,14 @@ TEST_CASE("pyproject with scikit-build-core, and an in-tree backend that defers 
                   "[tool.scikit-build]\nbuild-dir = \"build/{wheel_tag}\"\n"
                   "cmake.define.USE_CUDA = \"ON\"\ncmake.define.BUILD_TEST = false\n"}});
   CHECK(c.kind == Backend::scikit_build_core);
-  CHECK(c.scikit_build);
-  CHECK(c.scikit_build_where.line == 5);
-  CHECK(c.skbuild_build_dir == std::optional<std::string>("build/{wheel_tag}"));
-  CHECK(c.skbuild_defines.at("USE_CUDA") == "ON");
-  CHECK(c.skbuild_defines.at("BUILD_TEST") == "OFF");
+  REQUIRE(c.skbuild);
+  CHECK(c.skbuild->where.line == 5);
+  CHECK(c.skbuild->build_dir == std::optional<std::string>("build/{wheel_tag}"));
+  CHECK(c.skbuild->build_dir_where.str() == "pyproject.toml:6");
+  CHECK(c.skbuild->defines.at("USE_CUDA") == "ON");
+  CHECK(c.skbuild->defines.at("BUILD_TEST") == "OFF");
+  CHECK_FALSE(c.skbuild->build_type);
+  CHECK(c.skbuild->build_type_overrides.empty());
 
   auto in_tree = read({{"pyproject.toml",
                         "[build-system]\nrequires = []\nbuild-backend = \"backend\"\nbackend-path = [\"_build\"]\n"
@@ -98,6 +101,52 @@ TEST_CASE("pyproject with scikit-build-core, and an in-tree backend that defers 
   // Without the table an in-tree backend is one archbuild has no driver for.
   CHECK(read({{"pyproject.toml", "[build-system]\nbuild-backend = \"backend\"\nbackend-path = [\".\"]\n"}}).kind ==
         Backend::other);
+}
+
+// PyTorch's tables after the switch (cyyever/pytorch@0011014f:pyproject.toml, a fork of
+// pytorch/pytorch): build-dir set, cmake.build-type unset, DEBUG / REL_WITH_DEB_INFO by overrides.
+const char* const kTorchSkbuild =
+    "[build-system]\nrequires = [\"scikit-build-core>=1.0\"]\nbuild-backend = \"scikit_build_core.build\"\n"  // 1-3
+    "[tool.scikit-build]\nminimum-version = \"build-system.requires\"\nbuild-dir = \"build\"\n"               // 4-6
+    "[[tool.scikit-build.overrides]]\nif.env.DEBUG = true\ncmake.build-type = \"Debug\"\n"                    // 7-9
+    "[[tool.scikit-build.overrides]]\nif.env.REL_WITH_DEB_INFO = true\ncmake.build-type = \"RelWithDebInfo\"\n"  // 10-12
+    "[[tool.scikit-build.overrides]]\nif.platform-system = \"win32\"\nif.env.CI = \"^1$\"\n"                  // 13-15
+    "cmake.define.CMAKE_GENERATOR = \"Ninja\"\n"                                                                 // 16
+    "[[tool.dynamic-metadata]]\nprovider = { path = \"tools/metadata\", module = \"version\" }\n";              // 17-18
+
+TEST_CASE("[tool.scikit-build] as PyTorch has it: build-dir, the build type by overrides, dynamic metadata", "[contract]") {
+  auto c = read({{"pyproject.toml", kTorchSkbuild}});
+  REQUIRE(c.skbuild);
+  const ScikitBuild& b = *c.skbuild;
+  CHECK(b.build_dir == std::optional<std::string>("build"));
+  CHECK(b.build_dir_where.str() == "pyproject.toml:6");
+  CHECK_FALSE(b.build_type);  // left unset on purpose
+  REQUIRE(b.build_type_overrides.size() == 2);  // the third sets no build type
+  CHECK(b.build_type_overrides[0].if_env == std::map<std::string, std::string>{{"DEBUG", "true"}});
+  CHECK(b.build_type_overrides[0].build_type == "Debug");
+  CHECK(b.build_type_overrides[0].where.str() == "pyproject.toml:7");
+  CHECK(b.build_type_overrides[1].if_env == std::map<std::string, std::string>{{"REL_WITH_DEB_INFO", "true"}});
+  CHECK(b.build_type_overrides[1].build_type == "RelWithDebInfo");
+  CHECK(b.override_env == std::vector<std::string>{"CI", "DEBUG", "REL_WITH_DEB_INFO"});
+  CHECK_FALSE(b.legacy_metadata);
+  CHECK(c.dynamic_metadata_where.str() == "pyproject.toml:17");
+  CHECK(build_type_rule(b) == "Debug if DEBUG (pyproject.toml:7); RelWithDebInfo if REL_WITH_DEB_INFO "
+                              "(pyproject.toml:10); else $CMAKE_BUILD_TYPE, else Release");
+  auto j = to_json(c);
+  CHECK(j["scikit_build"]["build_dir"] == "build");
+  CHECK(j["scikit_build"]["build_type"].is_null());
+  CHECK(j["scikit_build"]["build_type_overrides"].size() == 2);
+  CHECK(j["dynamic_metadata"] == "pyproject.toml:17");
+
+  auto fixed = read({{"pyproject.toml", "[tool.scikit-build]\ncmake.build-type = \"RelWithDebInfo\"\n"}});
+  REQUIRE(fixed.skbuild);
+  CHECK(fixed.skbuild->build_type == std::optional<std::string>("RelWithDebInfo"));
+  CHECK(build_type_rule(*fixed.skbuild) == "RelWithDebInfo (pyproject.toml:2)");
+
+  auto bad = read_contract(memory({{"pyproject.toml", "[tool.scikit-build]\noverrides = 3\n"}}));
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().exit == Exit::bad_input);
+  CHECK_THAT(bad.error().message, Catch::StartsWith("pyproject.toml:2:") && Catch::Contains("array of tables"));
 }
 
 TEST_CASE("no pyproject: setup.py means setuptools, CMakeLists alone means cmake", "[contract]") {
@@ -240,6 +289,54 @@ TEST_CASE("checks: the recipe's driver against the tree's backend (exit 2)", "[c
   CHECK(finding(check(setuptools, expect(recipe::Driver::python_build)), "driver-backend").ok);
   CHECK_FALSE(finding(check(setuptools, expect(recipe::Driver::scikit_build_core)), "driver-backend").ok);
   CHECK_FALSE(finding(check(read({{"setup.py", ""}}), expect(recipe::Driver::cmake)), "driver-backend").ok);
+}
+
+TEST_CASE("checks: a provisional metadata provider of the tree's own without experimental (exit 2)", "[contract]") {
+  const std::string head = "[build-system]\nbuild-backend = \"scikit_build_core.build\"\n[tool.scikit-build]\n";
+  const std::string legacy = "[tool.scikit-build.metadata.version]\nprovider = \"version\"\nprovider-path = \"tools/metadata\"\n";
+  auto skb = expect(recipe::Driver::scikit_build_core);
+  auto refused = read({{"pyproject.toml", head + legacy}});
+  auto findings = check(refused, skb);
+  const auto& f = finding(findings, "skbuild-metadata");
+  CHECK_FALSE(f.ok);
+  CHECK(f.exit == Exit::bad_input);
+  CHECK_THAT(f.message, Catch::StartsWith("pyproject.toml:4: [tool.scikit-build.metadata.version]") &&
+                            Catch::Contains("experimental = true") && Catch::Contains("[[tool.dynamic-metadata]]"));
+  CHECK(finding(check(read({{"pyproject.toml", head + "experimental = true\n" + legacy}}), skb), "skbuild-metadata").ok);
+  // scikit-build-core's own providers need no experimental.
+  CHECK(finding(check(read({{"pyproject.toml", head + "metadata.version.provider = \"scikit_build_core.metadata.regex\"\n"}}),
+                      skb),
+                "skbuild-metadata")
+            .ok);
+  auto both = read({{"pyproject.toml", head + "experimental = true\n" + legacy +
+                                           "[[tool.dynamic-metadata]]\nprovider = { path = \"m\", module = \"v\" }\n"}});
+  auto both_findings = check(both, skb);
+  const auto& twice = finding(both_findings, "skbuild-metadata");
+  CHECK_FALSE(twice.ok);
+  CHECK_THAT(twice.message, Catch::Contains("next to [[tool.dynamic-metadata]] (pyproject.toml:8)"));
+  CHECK(finding(check(read({{"pyproject.toml", kTorchSkbuild}}), skb), "skbuild-metadata").ok);
+  // Only the scikit-build-core driver runs scikit-build-core's settings reader.
+  CHECK(finding(check(refused, expect(recipe::Driver::python_build)), "skbuild-metadata").ok);
+}
+
+TEST_CASE("checks: the example minitorch-skbuild follows PyTorch's contract", "[contract]") {
+  auto c = read_contract(directory_access(std::string(ARCHBUILD_SOURCE_DIR) + "/examples/minitorch-skbuild"));
+  REQUIRE(c.ok());
+  CHECK(c->backend == std::optional<std::string>("scikit_build_core.build"));
+  CHECK(c->backend_path.empty());
+  REQUIRE(c->requirements.size() == 1);
+  CHECK(c->requirements[0].name == "scikit-build-core");
+  CHECK(c->requirements[0].specifier == ">=1.0");
+  REQUIRE(c->skbuild);
+  CHECK(c->skbuild->build_dir == std::optional<std::string>("build"));
+  CHECK_FALSE(c->skbuild->build_type);
+  std::vector<std::string> overrides;
+  for (const auto& o : c->skbuild->build_type_overrides)
+    for (const auto& [name, want] : o.if_env) overrides.push_back(name + "=" + want + "->" + o.build_type);
+  CHECK(overrides == std::vector<std::string>{"DEBUG=true->Debug", "REL_WITH_DEB_INFO=true->RelWithDebInfo"});
+  CHECK(c->dynamic_metadata_where.line > 0);
+  for (const auto& f : check(*c, expect(recipe::Driver::scikit_build_core, "0.1.0")))
+    CHECK((f.ok || f.rule == "cmake-minimum"));
 }
 
 TEST_CASE("checks: version.txt's release against the recipe's (exit 2)", "[contract]") {

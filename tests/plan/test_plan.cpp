@@ -521,21 +521,98 @@ TEST_CASE("the scikit-build-core driver: python -m build with a persistent build
   auto file = std::string(ARCHBUILD_SOURCE_DIR) + "/examples/minitorch-skbuild/recipe.toml";
   auto req = request("90");
   req.source_url = "file:///srv/git/minitorch-skbuild";
+  // The tree not read yet (`plan` before the commit is mirrored): build-dir is passed, the build
+  // type left to the backend.
   Plan p = plan_for(req, inputs(host_130(), file));
   REQUIRE(p->steps.size() == 1);
   CHECK(p->steps[0].stage == "build");
   CHECK(p->steps[0].args == std::vector<std::string>{"-m", "build", "--wheel", "--no-isolation", "--outdir", "dist", "-C",
-                                                     "build-dir=build", "-C", "cmake.build-type=Release", "."});
-  CHECK(p->config_settings ==
-        std::vector<std::pair<std::string, std::string>>{{"build-dir", "build"}, {"cmake.build-type", "Release"}});
+                                                     "build-dir=build", "."});
+  CHECK(p->config_settings == std::vector<std::pair<std::string, std::string>>{{"build-dir", "build"}});
+  CHECK(p->build_dir == "build");
   CHECK(p->wheel_stage == "build");
-  // In the key by name, relative (no path of this host), and shown by `plan --json`.
+  // In the key by name, relative (no path of this host), and shown by `plan --json` with why.
   CHECK(p->key_inputs["config_settings"][0] == nlohmann::json{{"name", "build-dir"}, {"value", "build"}});
   CHECK(p.to_json()["config_settings"] == p->key_inputs["config_settings"]);
+  CHECK(p.to_json()["config_settings_notes"] ==
+        nlohmann::json{"build-dir: passed: the tree's [tool.scikit-build] is not read yet",
+                       "cmake.build-type: not passed: the backend's: the tree's overrides, else $CMAKE_BUILD_TYPE, "
+                       "else Release"});
   CHECK(p.to_json()["stage_notes"].contains("configure"));
   CHECK(p.environment().at("CMAKE_BUILD_PARALLEL_LEVEL") == "16");  // MAX_JOBS as PyTorch 2.14 maps it
-  // The recipe's python_modules: only `build` (its in-tree backend needs no scikit_build_core).
+  // The recipe's python_modules: only `build` (scikit_build_core comes into the build venv).
   CHECK(p.to_json()["recipe"]["build"]["python_modules"] == nlohmann::json{"build"});
+}
+
+namespace {
+
+contract::ScikitBuild skbuild_table(const std::string& toml) {
+  auto files = std::make_shared<std::string>(toml);
+  contract::FileAccess a;
+  a.read = [files](const std::string& rel) -> std::optional<std::string> {
+    if (rel == "pyproject.toml") return *files;
+    return std::nullopt;
+  };
+  a.list = [](const std::string&) { return std::vector<std::string>{}; };
+  auto c = contract::read_contract(a);
+  INFO((c ? "" : c.error().message));
+  REQUIRE(c.ok());
+  REQUIRE(c->skbuild);
+  return *c->skbuild;
+}
+
+}  // namespace
+
+// The issue: the driver always passed -C cmake.build-type=Release, which wins over the tree's
+// overrides, so --env DEBUG=1 was keyed and did nothing.
+TEST_CASE("the scikit-build-core driver passes only what the tree's [tool.scikit-build] leaves open") {
+  auto file = std::string(ARCHBUILD_SOURCE_DIR) + "/examples/minitorch-skbuild/recipe.toml";
+  auto req = request("90");
+  req.source_url = "file:///srv/git/minitorch-skbuild";
+  auto with_tree = [&](const std::string& toml, std::map<std::string, std::string> env = {}) {
+    PlanOptions o = fixed_resources();
+    o.skbuild = skbuild_table(toml);
+    o.env = std::move(env);
+    return plan_for(req, inputs(host_130(), file), o);
+  };
+  auto settings_of = [](const Plan& p) {
+    std::vector<std::string> out;
+    for (const auto& a : p->steps.at(0).args)
+      if (a.find('=') != std::string::npos) out.push_back(a);
+    return out;
+  };
+  // PyTorch's tables: build-dir set, the build type by overrides. Nothing is passed; --env DEBUG=1
+  // reaches the backend (and the key), which the overrides turn into a Debug build.
+  const std::string torch = "[tool.scikit-build]\nbuild-dir = \"build\"\n"
+                            "[[tool.scikit-build.overrides]]\nif.env.DEBUG = true\ncmake.build-type = \"Debug\"\n";
+  Plan release = with_tree(torch);
+  Plan debug = with_tree(torch, {{"DEBUG", "1"}});
+  CHECK(settings_of(debug).empty());
+  CHECK(debug->config_settings.empty());
+  CHECK(debug->steps[0].args == std::vector<std::string>{"-m", "build", "--wheel", "--no-isolation", "--outdir", "dist", "."});
+  CHECK(debug.environment().at("DEBUG") == "1");
+  CHECK(debug->key != release->key);
+  CHECK(debug->config_notes == std::vector<std::string>{
+                                   "build-dir: not passed: the tree's own, build (pyproject.toml:2)",
+                                   "cmake.build-type: not passed: the tree's: Debug if DEBUG (pyproject.toml:3); else "
+                                   "$CMAKE_BUILD_TYPE, else Release"});
+  // The tree's own build-dir is the plan's build tree.
+  Plan other = with_tree("[tool.scikit-build]\nbuild-dir = \"_skbuild/\"\n");
+  CHECK(other->build_dir == "_skbuild");
+  CHECK(other->config_settings.empty());
+  CHECK(other->key_inputs["build_dir"] == "_skbuild");
+  // One the plan cannot use as the key's build tree: archbuild's is passed over it, and says why.
+  for (const char* dir : {"build/{wheel_tag}", "/tmp/b", "../b", "", "."}) {
+    Plan p = with_tree(std::string("[tool.scikit-build]\nbuild-dir = \"") + dir + "\"\n");
+    INFO(dir);
+    CHECK(p->build_dir == "build");
+    CHECK(p->config_settings == std::vector<std::pair<std::string, std::string>>{{"build-dir", "build"}});
+    CHECK(p->config_notes.at(0).rfind("build-dir: passed over the tree's", 0) == 0);
+  }
+  // No build-dir in the table: passed. A static build type is the tree's too: never passed.
+  Plan fixed = with_tree("[tool.scikit-build]\ncmake.build-type = \"RelWithDebInfo\"\n");
+  CHECK(settings_of(fixed) == std::vector<std::string>{"build-dir=build"});
+  CHECK(fixed->config_notes.at(1) == "cmake.build-type: not passed: the tree's: RelWithDebInfo (pyproject.toml:2)");
 }
 
 TEST_CASE("python modules: recipe data, else the driver's default, a lacking one is the build venv's to install, "
