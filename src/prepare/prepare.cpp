@@ -559,6 +559,7 @@ Result<Prepared> prepare(const plan::Resolution& r, const Request& q, const Cach
       if (!line.note.empty()) notes.push_back(line.note);
     }
     if (tree.contract) {
+      opts.skbuild = tree.contract->skbuild;  // what the tree's [tool.scikit-build] decides itself
       tree.findings = contract::check(*tree.contract, early_expectation(r));
       for (auto& st : contradictions(tree.findings, tree.origin)) stops.push_back(std::move(st));
     }
