@@ -12,6 +12,7 @@
 #include "binary/archive_api.hpp"
 #include "binary/elf.hpp"
 #include "binary/mapped_file.hpp"
+#include "core/path_kind.hpp"
 #include "core/spread_thread.hpp"
 
 namespace archbuild::binary {
@@ -260,10 +261,12 @@ Result<Inspection> inspect_zip(Bytes data, const std::string& path, const Inspec
 
 Result<Inspection> inspect_path(const fs::path& path, const InspectOptions& options) {
   std::error_code ec;
-  auto st = fs::status(path, ec);
-  if (ec || !fs::exists(st)) return Error::bad_input(fmt::format("{}: no such file or directory", path.string()));
+  // A directory is walked; anything else must be a regular file (said by what it is otherwise).
+  const bool directory = paths::classify(path).kind == paths::Kind::directory;
+  if (!directory)
+    if (auto is_file = paths::expect_regular_file(path, "inspect: file"); !is_file) return is_file.error();
   Inspection out;
-  if (fs::is_directory(st)) {
+  if (directory) {
     std::vector<fs::path> files;
     fs::recursive_directory_iterator it(path, ec), end;
     if (ec) return Error::bad_input(fmt::format("{}: cannot read directory: {}", path.string(), ec.message()));

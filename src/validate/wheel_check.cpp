@@ -11,6 +11,7 @@
 #include "binary/elf.hpp"
 #include "binary/mapped_file.hpp"
 #include "core/crypto_api.hpp"
+#include "core/path_kind.hpp"
 #include "core/sha256.hpp"
 #include "core/text.hpp"
 
@@ -273,9 +274,7 @@ Result<WheelContents> read_wheel(binary::Bytes data, const std::string& path, co
 }
 
 Result<WheelContents> read_wheel(const fs::path& path, const ReadOptions& options) {
-  std::error_code ec;
-  if (fs::is_directory(path, ec))
-    return Error::bad_input(fmt::format("{}: is a directory (give a .whl file)", path.string()));
+  if (auto is_file = paths::expect_regular_file(path, "wheel"); !is_file) return is_file.error();
   auto mapped = binary::MappedFile::open(path);
   if (!mapped) return mapped.error();
   return read_wheel(mapped->bytes(), path.string(), options);
@@ -576,6 +575,13 @@ Check check_members(const WheelContents& w) {
     c.summary = fmt::format("{} members, none escapes the wheel root", w.members.size());
   }
   return c;
+}
+
+std::vector<Check> structure_checks(const std::string& file_name, const Result<WheelName>& parsed,
+                                    const WheelContents& w) {
+  std::optional<WheelName> name;
+  if (parsed) name = *parsed;
+  return {check_name(file_name, parsed), check_metadata(w, name), check_record(w, name), check_members(w)};
 }
 
 LabelParts parse_label(std::string_view label) {
