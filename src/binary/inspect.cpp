@@ -14,6 +14,7 @@
 #include "binary/mapped_file.hpp"
 #include "core/path_kind.hpp"
 #include "core/spread_thread.hpp"
+#include "core/text.hpp"
 
 namespace archbuild::binary {
 
@@ -269,9 +270,9 @@ Result<Inspection> inspect_path(const fs::path& path, const InspectOptions& opti
   if (directory) {
     std::vector<fs::path> files;
     fs::recursive_directory_iterator it(path, ec), end;
-    if (ec) return Error::bad_input(fmt::format("{}: cannot read directory: {}", path.string(), ec.message()));
+    if (ec) return Error::bad_input(fmt::format("{}: cannot read directory: {}", text::quoted(path.string()), ec.message()));
     for (; it != end; it.increment(ec)) {
-      if (ec) return Error::bad_input(fmt::format("{}: cannot read directory: {}", path.string(), ec.message()));
+      if (ec) return Error::bad_input(fmt::format("{}: cannot read directory: {}", text::quoted(path.string()), ec.message()));
       // Links are not followed: a library's soname links would count it twice, and a link to a
       // directory could loop.
       if (it->is_symlink(ec) || !it->is_regular_file(ec)) continue;
@@ -314,14 +315,14 @@ Result<Inspection> inspect_path(const fs::path& path, const InspectOptions& opti
     }
     if (elf_files == 0)
       return Error::bad_input(
-          fmt::format("{}: no ELF files in this directory (expected shared libraries or executables)", path.string()));
+          fmt::format("{}: no ELF files in this directory (expected shared libraries or executables)", text::quoted(path.string())));
     return out;
   }
   auto mapped = MappedFile::open(path);
   if (!mapped) return mapped.error();
   Bytes b = mapped->bytes();
   if (b.empty())
-    return Error::bad_input(fmt::format("{}: empty file (expected an ELF file, a wheel or a zip)", path.string()));
+    return Error::bad_input(fmt::format("{}: empty file (expected an ELF file, a wheel or a zip)", text::quoted(path.string())));
   if (looks_like_elf(b)) {
     auto reader = ByteReader::open(path);
     if (!reader) return reader.error();
@@ -334,7 +335,7 @@ Result<Inspection> inspect_path(const fs::path& path, const InspectOptions& opti
   std::string start;
   for (std::size_t i = 0; i < std::min<std::size_t>(4, b.size()); ++i) start += fmt::format("{:02x}", b[i]);
   return Error::bad_input(fmt::format(
-      "{}: not an ELF file, a wheel or a zip (starts with {}; expected 7f454c46 or 504b)", path.string(), start));
+      "{}: not an ELF file, a wheel or a zip (starts with {}; expected 7f454c46 or 504b)", text::quoted(path.string()), start));
 }
 
 }  // namespace archbuild::binary

@@ -156,8 +156,8 @@ Result<Hashed> checked_wheel(const fs::path& w) {
   structure_only.max_member_size = 0;  // ELF members hashed for RECORD, not kept for the device-code reader
   if (mapped->size() == 0)
     return Error::bad_input(fmt::format("publish: wheel {}: an empty file (a wheel is a zip archive)", text::quoted(w.string())));
-  // The reader's messages start with the label given: the quoted path.
-  auto contents = validate::read_wheel(mapped->bytes(), text::quoted(w.string()), structure_only);
+  // The reader's messages start with the quoted path.
+  auto contents = validate::read_wheel(mapped->bytes(), w.string(), structure_only);
   if (!contents) return Error::bad_input("publish: wheel " + contents.error().message);
   for (const auto& c : validate::structure_checks(file, parsed, *contents))
     if (c.status == validate::Status::fail)
@@ -386,9 +386,9 @@ Result<std::vector<Published>> publish(const fs::path& dir, const std::vector<fs
 
 Result<VerifyReport> verify(const fs::path& dir) {
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return Error::bad_input(fmt::format("--mirror {}: no such directory", dir.string()));
+  if (auto is_dir = paths::expect_directory(dir, "--mirror"); !is_dir) return is_dir.error();
   if (!fs::exists(dir / kManifest, ec))
-    return Error::bad_input(fmt::format("--mirror {}: no manifest.json (not a mirror archbuild published to)", dir.string()));
+    return Error::bad_input(fmt::format("--mirror {}: no manifest.json (not a mirror archbuild published to)", text::quoted(dir.string())));
   auto lock = store::FileLock::acquire(dir / ".lock");
   if (!lock) return lock.error();
   auto manifest = read_manifest(dir);

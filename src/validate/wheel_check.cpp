@@ -179,12 +179,13 @@ const std::string* WheelContents::text(const std::string& name) const {
 }
 
 Result<WheelContents> read_wheel(binary::Bytes data, const std::string& path, const ReadOptions& options) {
+  const std::string shown_path = text::quoted(path);  // in messages
   std::unique_ptr<archive, ArchiveFree> a(archive_read_new());
-  if (!a) return Error::bad_input(fmt::format("{}: cannot allocate a zip reader", path));
+  if (!a) return Error::bad_input(fmt::format("{}: cannot allocate a zip reader", shown_path));
   archive_read_support_format_zip(a.get());
   if (archive_read_open_memory(a.get(), data.data(), data.size()) != ARCHIVE_OK) {
     const char* why = archive_error_string(a.get());
-    return Error::bad_input(fmt::format("{}: not a readable zip (a wheel is a zip archive): {}", path,
+    return Error::bad_input(fmt::format("{}: not a readable zip (a wheel is a zip archive): {}", shown_path,
                                         why ? why : "unknown error"));
   }
   WheelContents w;
@@ -196,12 +197,12 @@ Result<WheelContents> read_wheel(binary::Bytes data, const std::string& path, co
     if (r == ARCHIVE_EOF) break;
     if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
       const char* why = archive_error_string(a.get());
-      return Error::bad_input(fmt::format("{}: not a readable zip (a wheel is a zip archive): {}", path,
+      return Error::bad_input(fmt::format("{}: not a readable zip (a wheel is a zip archive): {}", shown_path,
                                           why ? why : "unknown error"));
     }
     const char* raw = archive_entry_pathname(entry);
     if (!raw) raw = archive_entry_pathname_utf8(entry);
-    if (!raw) return Error::bad_input(fmt::format("{}: a member has a name that cannot be decoded", path));
+    if (!raw) return Error::bad_input(fmt::format("{}: a member has a name that cannot be decoded", shown_path));
     Member m;
     m.name = raw;
     auto type = archive_entry_filetype(entry);
@@ -230,7 +231,7 @@ Result<WheelContents> read_wheel(binary::Bytes data, const std::string& path, co
       if (n < 0) {
         const char* why = archive_error_string(a.get());
         return Error::bad_input(
-            fmt::format("{}: cannot read member '{}': {}", path, shown(m.name), why ? why : "unknown error"));
+            fmt::format("{}: cannot read member '{}': {}", shown_path, shown(m.name), why ? why : "unknown error"));
       }
       if (n == 0) break;
       auto got = static_cast<std::size_t>(n);
