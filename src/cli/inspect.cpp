@@ -37,20 +37,26 @@ fs::path torch_lib_dir(const std::string& python) {
   static constexpr const char* kScript =
       "import importlib.util as u; s = u.find_spec('torch'); "
       "print(s.submodule_search_locations[0] if s and s.submodule_search_locations else '')";
-  // A path the user named is bad input when it is no interpreter (exit 2), said by what it is
-  // (a folder, a FIFO, a device) before anything runs; a name not on PATH is a missing tool (3).
-  const bool named_path = python.find('/') != std::string::npos;
-  if (named_path) paths::expect_regular_file(python, "--python").take();
+  // A path that is there but is no file (a folder, a FIFO, a device, a loop of links) is bad
+  // input (exit 2), said before anything runs; an interpreter that is missing or does not run
+  // is a missing tool (exit 3).
+  if (python.find('/') != std::string::npos) {
+    auto kind = paths::classify(python).kind;
+    if (kind != paths::Kind::missing && kind != paths::Kind::dangling_link)
+      paths::expect_regular_file(python, "--python").take();
+  }
   auto started = run::capture({python, "-c", kScript});
-  if (!started && named_path)
-    throw Failure(Error::bad_input(
-        fmt::format("--python {}: not a Python interpreter ({})", text::quoted(python), started.error().message)));
-  auto ran = std::move(started).take();  // cannot start it: exit 3
+  if (!started) {  // cannot start it: exit 3, the path quoted (a newline in it stays on the line)
+    std::string why = started.error().message;
+    if (why.starts_with(python + ": ")) why.erase(0, python.size() + 2);
+    throw Failure(Error{started.error().exit, fmt::format("--python {}: {}", text::quoted(python), why)});
+  }
+  auto ran = std::move(*started);
   if (ran.status != 0) {
     auto lines = text::split_any(text::trim(ran.err), "\n");
-    throw Failure(Error{named_path ? Exit::bad_input : Exit::missing_tool,
-                        fmt::format("--python {}: could not look for torch (exit {}){}", text::quoted(python),
-                                    ran.status, lines.empty() ? "" : ": " + text::quoted(text::trim(lines.back())))});
+    throw Failure(Error::missing_tool(fmt::format("--python {}: could not look for torch (exit {}){}",
+                                                  text::quoted(python), ran.status,
+                                                  lines.empty() ? "" : ": " + text::trim(lines.back()))));
   }
   std::string dir = text::trim(ran.out);
   if (dir.empty())
