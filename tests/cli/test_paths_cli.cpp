@@ -271,3 +271,15 @@ TEST_CASE("plan --source refuses every kind of path that is not a directory", "[
     }
   }
 }
+
+// A program that runs but is no Python: named as such, not "python3.X is not on PATH".
+TEST_CASE("resolve --python /bin/true names it as not a Python interpreter", "[cli][paths]") {
+  const std::string recipe = std::string(ARCHBUILD_SOURCE_DIR) + "/examples/minitorch/recipe.toml";
+  test::TempDir tmp;
+  auto r = test::archbuild({"--cache-dir", (tmp / "cache").string(), "resolve", "--sm", "90", "--recipe", recipe,
+                            "--python", "/bin/true"});
+  INFO(r.err);
+  CHECK(r.status == 2);
+  CHECK(r.err.find("--python \"/bin/true\": not a Python interpreter") != std::string::npos);
+  CHECK(r.err.find("is not on PATH") == std::string::npos);
+}
