@@ -12,7 +12,9 @@
 #include "binary/archive_api.hpp"
 #include "binary/elf.hpp"
 #include "binary/mapped_file.hpp"
+#include "core/path_kind.hpp"
 #include "core/spread_thread.hpp"
+#include "core/text.hpp"
 
 namespace archbuild::binary {
 
@@ -260,15 +262,17 @@ Result<Inspection> inspect_zip(Bytes data, const std::string& path, const Inspec
 
 Result<Inspection> inspect_path(const fs::path& path, const InspectOptions& options) {
   std::error_code ec;
-  auto st = fs::status(path, ec);
-  if (ec || !fs::exists(st)) return Error::bad_input(fmt::format("{}: no such file or directory", path.string()));
+  // A directory is walked; anything else must be a regular file (said by what it is otherwise).
+  const bool directory = paths::classify(path).kind == paths::Kind::directory;
+  if (!directory)
+    if (auto is_file = paths::expect_regular_file(path, "inspect: file"); !is_file) return is_file.error();
   Inspection out;
-  if (fs::is_directory(st)) {
+  if (directory) {
     std::vector<fs::path> files;
     fs::recursive_directory_iterator it(path, ec), end;
-    if (ec) return Error::bad_input(fmt::format("{}: cannot read directory: {}", path.string(), ec.message()));
+    if (ec) return Error::bad_input(fmt::format("{}: cannot read directory: {}", text::quoted(path.string()), ec.message()));
     for (; it != end; it.increment(ec)) {
-      if (ec) return Error::bad_input(fmt::format("{}: cannot read directory: {}", path.string(), ec.message()));
+      if (ec) return Error::bad_input(fmt::format("{}: cannot read directory: {}", text::quoted(path.string()), ec.message()));
       // Links are not followed: a library's soname links would count it twice, and a link to a
       // directory could loop.
       if (it->is_symlink(ec) || !it->is_regular_file(ec)) continue;
@@ -311,14 +315,14 @@ Result<Inspection> inspect_path(const fs::path& path, const InspectOptions& opti
     }
     if (elf_files == 0)
       return Error::bad_input(
-          fmt::format("{}: no ELF files in this directory (expected shared libraries or executables)", path.string()));
+          fmt::format("{}: no ELF files in this directory (expected shared libraries or executables)", text::quoted(path.string())));
     return out;
   }
   auto mapped = MappedFile::open(path);
   if (!mapped) return mapped.error();
   Bytes b = mapped->bytes();
   if (b.empty())
-    return Error::bad_input(fmt::format("{}: empty file (expected an ELF file, a wheel or a zip)", path.string()));
+    return Error::bad_input(fmt::format("{}: empty file (expected an ELF file, a wheel or a zip)", text::quoted(path.string())));
   if (looks_like_elf(b)) {
     auto reader = ByteReader::open(path);
     if (!reader) return reader.error();
@@ -331,7 +335,7 @@ Result<Inspection> inspect_path(const fs::path& path, const InspectOptions& opti
   std::string start;
   for (std::size_t i = 0; i < std::min<std::size_t>(4, b.size()); ++i) start += fmt::format("{:02x}", b[i]);
   return Error::bad_input(fmt::format(
-      "{}: not an ELF file, a wheel or a zip (starts with {}; expected 7f454c46 or 504b)", path.string(), start));
+      "{}: not an ELF file, a wheel or a zip (starts with {}; expected 7f454c46 or 504b)", text::quoted(path.string()), start));
 }
 
 }  // namespace archbuild::binary

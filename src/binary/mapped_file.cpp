@@ -1,6 +1,8 @@
 #include "binary/mapped_file.hpp"
 
 #include "binary/open_file.hpp"
+#include "core/path_kind.hpp"
+#include "core/text.hpp"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -17,13 +19,19 @@ namespace archbuild::binary {
 std::string hex(std::uint64_t v) { return fmt::format("{:#x}", v); }
 
 Result<OpenedFile> open_regular_file(const std::filesystem::path& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Error::bad_input(fmt::format("{}: cannot open: {}", path.string(), std::strerror(errno)));
+  // What the path is, said before opening it: open() of a FIFO waits for a writer forever.
+  if (auto is_file = paths::expect_regular_file(path, "file"); !is_file) return is_file.error();
+  // O_NONBLOCK: the path may have been swapped for a FIFO since; fstat below refuses it then.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0)
+    return Error::bad_input(fmt::format("file {}: cannot open: {}", text::quoted(path.string()), std::strerror(errno)));
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    return Error::bad_input(fmt::format("{}: not a regular file", path.string()));
+    return Error::bad_input(fmt::format("file {}: not a regular file", text::quoted(path.string())));
   }
+  // Reads of a regular file never block; the flag is cleared all the same for the readers.
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   return OpenedFile{fd, static_cast<std::uint64_t>(st.st_size)};
 }
 

@@ -12,6 +12,7 @@
 #include "binary/inspect.hpp"
 #include "cli/context.hpp"
 #include "core/heap.hpp"
+#include "core/path_kind.hpp"
 #include "core/text.hpp"
 #include "run/capture.hpp"
 #include "validate/coverage.hpp"
@@ -36,10 +37,25 @@ fs::path torch_lib_dir(const std::string& python) {
   static constexpr const char* kScript =
       "import importlib.util as u; s = u.find_spec('torch'); "
       "print(s.submodule_search_locations[0] if s and s.submodule_search_locations else '')";
-  auto ran = run::capture({python, "-c", kScript}).take();  // cannot start it: exit 3
+  // A path that is there but is no file (a folder, a FIFO, a device, a loop of links) is bad
+  // input (exit 2), said before anything runs; an interpreter that is missing or does not run
+  // is a missing tool (exit 3).
+  if (python.find('/') != std::string::npos) {
+    auto kind = paths::classify(python).kind;
+    if (kind != paths::Kind::missing && kind != paths::Kind::dangling_link)
+      paths::expect_regular_file(python, "--python").take();
+  }
+  auto started = run::capture({python, "-c", kScript});
+  if (!started) {  // cannot start it: exit 3, the path quoted (a newline in it stays on the line)
+    std::string why = started.error().message;
+    if (why.starts_with(python + ": ")) why.erase(0, python.size() + 2);
+    throw Failure(Error{started.error().exit, fmt::format("--python {}: {}", text::quoted(python), why)});
+  }
+  auto ran = std::move(*started);
   if (ran.status != 0) {
     auto lines = text::split_any(text::trim(ran.err), "\n");
-    throw Failure(Error::missing_tool(fmt::format("{}: could not look for torch (exit {}){}", python, ran.status,
+    throw Failure(Error::missing_tool(fmt::format("--python {}: could not look for torch (exit {}){}",
+                                                  text::quoted(python), ran.status,
                                                   lines.empty() ? "" : ": " + text::trim(lines.back()))));
   }
   std::string dir = text::trim(ran.out);

@@ -13,6 +13,7 @@
 #include "cli/host.hpp"
 #include "cli/validate_common.hpp"
 #include "core/heap.hpp"
+#include "core/path_kind.hpp"
 #include "core/text.hpp"
 #include "recipe/recipe.hpp"
 #include "validate/installed.hpp"
@@ -106,8 +107,8 @@ void run_validate(const ValidateArgs& a, Context& ctx) {
   if (!a.installed.empty()) return run_installed(a, targets, ctx);
   auto cuda = cuda_option(a.cuda);
   fs::path wheel = a.wheel;
-  std::error_code ec;
-  if (!fs::exists(wheel, ec)) throw Failure(Error::bad_input(fmt::format("{}: no such file", a.wheel)));
+  // Said by what the path is (a folder, a FIFO, a device), before anything is opened or run.
+  paths::expect_regular_file(wheel, "validate: wheel").take();
 
   auto parsed = validate::parse_wheel_name(wheel.filename().string());
   std::optional<validate::WheelName> name;

@@ -1,5 +1,7 @@
 #include "core/toml_load.hpp"
 
+#include "core/path_kind.hpp"
+
 #include <algorithm>
 #include <sstream>
 
@@ -36,9 +38,7 @@ Result<toml::table> parse_string(std::string_view text, const std::string& sourc
 }
 
 Result<toml::table> parse_file(const std::filesystem::path& path) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec))
-    return Error::bad_input(fmt::format("{}: no such file", path.string()));
+  if (auto is_file = paths::expect_regular_file(path, "TOML file"); !is_file) return is_file.error();
   try {
     return toml::parse_file(path.string());
   } catch (const toml::parse_error& e) {

@@ -1,5 +1,7 @@
 #include "mirror/mirror.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -12,7 +14,10 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
+#include "binary/mapped_file.hpp"
+#include "core/path_kind.hpp"
 #include "core/sha256.hpp"
+#include "core/text.hpp"
 #include "store/atomic_file.hpp"
 #include "store/lock.hpp"
 #include "validate/wheel_check.hpp"
@@ -26,10 +31,9 @@ namespace {
 
 constexpr const char* kManifest = "manifest.json";
 
-std::string now_utc() {
-  std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(t));
-}
+std::string utc(std::time_t t) { return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(t)); }
+
+std::string now_utc() { return utc(std::chrono::system_clock::to_time_t(std::chrono::system_clock::now())); }
 
 std::optional<std::string> read_text(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -138,6 +142,63 @@ Result<Ok> write_pages(const fs::path& dir, const Manifest& m) {
   return Ok{};
 }
 
+// The wheel `w` as publish takes it: a regular file whose structure passes what validate checks
+// first (name, METADATA and WHEEL against the name, RECORD, members), hashed from the same bytes
+// that were checked. A published name is taken for good, so a broken wheel must not take it.
+Result<Hashed> checked_wheel(const fs::path& w) {
+  if (auto is_file = paths::expect_regular_file(w, "publish: wheel"); !is_file) return is_file.error();
+  auto mapped = binary::MappedFile::open(w);
+  if (!mapped) return mapped.error();
+  auto file = w.filename().string();
+  auto parsed = validate::parse_wheel_name(file);
+  if (!parsed) return Error::bad_input(fmt::format("publish: wheel {}: {}", text::quoted(w.string()), parsed.error().message));
+  validate::ReadOptions structure_only;
+  structure_only.max_member_size = 0;  // ELF members hashed for RECORD, not kept for the device-code reader
+  if (mapped->size() == 0)
+    return Error::bad_input(fmt::format("publish: wheel {}: an empty file (a wheel is a zip archive)", text::quoted(w.string())));
+  // The reader's messages start with the quoted path.
+  auto contents = validate::read_wheel(mapped->bytes(), w.string(), structure_only);
+  if (!contents) return Error::bad_input("publish: wheel " + contents.error().message);
+  for (const auto& c : validate::structure_checks(file, parsed, *contents))
+    if (c.status == validate::Status::fail)
+      return Error::bad_input(fmt::format("publish: wheel {} is not a valid wheel ({}: {}); nothing was published",
+                                          text::quoted(w.string()), c.name, c.summary));
+  Sha256 h;
+  h.update(mapped->bytes().data(), mapped->size());
+  return Hashed{h.hex(), mapped->size()};
+}
+
+// Adds to `m` every wheel in DIR/files that it does not list (a manifest lost, replaced by an
+// older copy, or a publish that died between its file and its manifest). Returns how many.
+// Names starting with '.' are temp files of a publish in progress or killed.
+Result<std::size_t> adopt_files(const fs::path& dir, Manifest& m) {
+  std::error_code ec;
+  std::size_t added = 0;
+  fs::directory_iterator it(dir / "files", ec), end;
+  if (ec) return Error::bad_input(fmt::format("--mirror {}: files/: {}", text::quoted(dir.string()), ec.message()));
+  std::vector<fs::path> found;
+  for (; it != end; it.increment(ec)) found.push_back(it->path());
+  if (ec) return Error::bad_input(fmt::format("--mirror {}: files/: {}", text::quoted(dir.string()), ec.message()));
+  for (const auto& p : found) {
+    auto file = p.filename().string();
+    if (file.starts_with(".") || m.files.count(file)) continue;
+    // Never replaced, and never listed when it is not a sound wheel: the user decides.
+    auto h = fs::is_symlink(fs::symlink_status(p, ec)) ? Result<Hashed>(Error::bad_input("a symbolic link"))
+                                                      : checked_wheel(p);
+    if (!h)
+      return Error::not_fine(fmt::format(
+          "--mirror {}: {} is not in manifest.json and cannot be listed ({}); move it away, then publish again",
+          text::quoted(dir.string()), text::quoted("files/" + file), h.error().message));
+    auto name = validate::parse_wheel_name(file);
+    // When it was published: when its file was written (renamed into place).
+    struct stat st {};
+    std::string at = ::stat(p.c_str(), &st) == 0 ? utc(st.st_mtime) : now_utc();
+    m.files[file] = Entry{file, validate::normalize_name(name->distribution), name->version, h->sha256, h->size, at};
+    ++added;
+  }
+  return added;
+}
+
 }  // namespace
 
 std::string percent_encode(std::string_view s) {
@@ -201,11 +262,16 @@ json to_json(const Manifest& m) {
 Result<Manifest> read_manifest(const fs::path& dir) {
   Manifest m;
   auto path = dir / kManifest;
-  std::error_code ec;
-  if (!fs::exists(path, ec)) return m;
+  auto bad = [&](const std::string& why) {
+    return Error::not_fine(fmt::format("{}: {} (move it away and publish again: the manifest is rebuilt from files/)",
+                                       path.string(), why));
+  };
+  // What it is before it is opened: a FIFO there would block the read forever.
+  auto is = paths::classify(path);
+  if (is.kind == paths::Kind::missing) return m;
+  if (is.kind != paths::Kind::regular) return bad(paths::describe(is));
   auto text = read_text(path);
-  if (!text) return Error::not_fine(fmt::format("{}: cannot read", path.string()));
-  auto bad = [&](const std::string& why) { return Error::not_fine(fmt::format("{}: {}", path.string(), why)); };
+  if (!text) return bad("cannot read");
   json j = json::parse(*text, nullptr, false);
   if (j.is_discarded()) return bad("not valid JSON");
   if (!j.is_object() || j.value("format", 0) != 1 || !j.contains("files") || !j["files"].is_object())
@@ -242,12 +308,9 @@ Result<std::vector<Published>> publish(const fs::path& dir, const std::vector<fs
   std::vector<Incoming> incoming;
   std::map<std::string, std::size_t> by_file;
   for (const auto& w : wheels) {
-    std::error_code ec;
-    if (!fs::is_regular_file(w, ec)) return Error::bad_input(fmt::format("{}: no such wheel file", w.string()));
-    auto name = validate::parse_wheel_name(w.filename().string());
-    if (!name) return Error::bad_input(fmt::format("{}: {}", w.string(), name.error().message));
-    auto h = hash_file(w);
+    auto h = checked_wheel(w);
     if (!h) return h.error();
+    auto name = validate::parse_wheel_name(w.filename().string());
     auto file = w.filename().string();
     if (auto it = by_file.find(file); it != by_file.end()) {
       if (incoming[it->second].hash.sha256 != h->sha256)
@@ -261,12 +324,17 @@ Result<std::vector<Published>> publish(const fs::path& dir, const std::vector<fs
 
   std::error_code ec;
   fs::create_directories(dir / "files", ec);
-  if (ec) return Error::bad_input(fmt::format("--mirror {}: {}", dir.string(), ec.message()));
+  if (ec) return Error::bad_input(fmt::format("--mirror {}: cannot create files/ there: {}", text::quoted(dir.string()), ec.message()));
   auto lock = store::FileLock::acquire(dir / ".lock", options.on_wait);
   if (!lock) return lock.error();
 
   auto manifest = read_manifest(dir);
   if (!manifest) return manifest.error();
+  // Every file in files/ counts as published, whatever the manifest says: a lost or stale
+  // manifest is completed from them, never a reason to replace one.
+  auto adopted = adopt_files(dir, *manifest);
+  if (!adopted) return adopted.error();
+  bool changed = *adopted > 0;
   // Immutability first, for every wheel: a conflict refuses the whole publish.
   for (const auto& in : incoming) {
     auto file = in.path.filename().string();
@@ -275,28 +343,33 @@ Result<std::vector<Published>> publish(const fs::path& dir, const std::vector<fs
           "{}: already published with sha256 {} (this file's is {}); published files are immutable — "
           "publish it under a new version or build number",
           file, it->second.sha256, in.hash.sha256));
+    // The file itself, when the manifest's word for it is wrong (an older manifest put back).
+    if (auto on_disk = hash_file(dir / "files" / file); on_disk && on_disk->sha256 != in.hash.sha256)
+      return Error::not_fine(fmt::format(
+          "{}: files/ holds it with sha256 {} (this file's is {}; manifest.json says otherwise: run publish --verify); "
+          "published files are immutable",
+          file, on_disk->sha256, in.hash.sha256));
   }
 
   std::vector<Published> out;
-  bool changed = false;
   for (const auto& in : incoming) {
     auto file = in.path.filename().string();
-    if (auto it = manifest->files.find(file); it != manifest->files.end()) {
-      out.push_back({it->second, false});
+    auto target = dir / "files" / file;
+    auto listed = manifest->files.find(file);
+    if (listed != manifest->files.end() && fs::exists(fs::symlink_status(target, ec))) {
+      out.push_back({listed->second, false});
       continue;
     }
-    auto target = dir / "files" / file;
-    // A file here without a manifest entry was left by a publish that died before its manifest:
-    // never published, so it is replaced (or kept when it is this very file).
-    std::optional<Hashed> have;
-    if (fs::exists(target, ec))
-      if (auto h = hash_file(target); h && h->sha256 == in.hash.sha256) have = *h;
-    if (!have) {
-      auto copied = copy_atomic(in.path, target);
-      if (!copied) return copied.error();
-      if (copied->sha256 != in.hash.sha256)
-        return Error::not_fine(fmt::format("{}: changed while being published (sha256 {} then {})", in.path.string(),
-                                           in.hash.sha256, copied->sha256));
+    // Not in files/ (adopt_files took every file there; a listed one lost is put back): written
+    // beside it and renamed.
+    auto copied = copy_atomic(in.path, target);
+    if (!copied) return copied.error();
+    if (copied->sha256 != in.hash.sha256)
+      return Error::not_fine(fmt::format("{}: changed while being published (sha256 {} then {})", in.path.string(),
+                                         in.hash.sha256, copied->sha256));
+    if (listed != manifest->files.end()) {
+      out.push_back({listed->second, false});
+      continue;
     }
     Entry e{file, validate::normalize_name(in.name.distribution), in.name.version, in.hash.sha256, in.hash.size,
             now_utc()};
@@ -313,9 +386,9 @@ Result<std::vector<Published>> publish(const fs::path& dir, const std::vector<fs
 
 Result<VerifyReport> verify(const fs::path& dir) {
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return Error::bad_input(fmt::format("--mirror {}: no such directory", dir.string()));
+  if (auto is_dir = paths::expect_directory(dir, "--mirror"); !is_dir) return is_dir.error();
   if (!fs::exists(dir / kManifest, ec))
-    return Error::bad_input(fmt::format("--mirror {}: no manifest.json (not a mirror archbuild published to)", dir.string()));
+    return Error::bad_input(fmt::format("--mirror {}: no manifest.json (not a mirror archbuild published to)", text::quoted(dir.string())));
   auto lock = store::FileLock::acquire(dir / ".lock");
   if (!lock) return lock.error();
   auto manifest = read_manifest(dir);

@@ -692,6 +692,8 @@ Resolution resolve(const Request& req, const Inputs& in) {
   std::vector<const Recipe*> recipes = candidate_recipes(in.recipes);
   if (recipes.empty()) return refuse(fmt::format("no recipe to resolve from ({})", req.recipe_label));
   if (auto refusal = torch_version_rule(req, recipes, R.rules)) return refuse(*refusal);
+  // `--python PATH` that is no interpreter: said as it is, not as "python3.X is not on PATH".
+  if (in.host.python_refused) return refuse(*in.host.python_refused);
 
   const toolchain::Python* default_python = in.host.pythons.empty() ? nullptr : &in.host.pythons.front();
   std::optional<Version> default_py;

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/data_dir.hpp"
+#include "core/path_kind.hpp"
 #include "core/text.hpp"
 #include "core/toml_load.hpp"
 
@@ -762,8 +763,9 @@ Result<Recipe> load_file(const fs::path& file, const Search& search) {
 Result<Recipe> load(const std::string& name_or_path, const Search& search) {
   std::error_code ec;
   if (looks_like_path(name_or_path) || fs::is_regular_file(name_or_path, ec)) {
-    if (!fs::is_regular_file(name_or_path, ec))
-      return Error::bad_input(fmt::format("{}: no such recipe file", name_or_path));
+    // Said by what the path is (a folder, a FIFO, a loop of links), never opened unless a file.
+    if (auto is_file = paths::expect_regular_file(name_or_path, "--recipe: recipe file"); !is_file)
+      return is_file.error();
     return load_file(name_or_path, search);
   }
   if (auto p = find_named(name_or_path, {}, search)) return load_file(*p, search);

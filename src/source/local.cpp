@@ -8,7 +8,9 @@
 
 #include <fmt/format.h>
 
+#include "core/path_kind.hpp"
 #include "core/sha256.hpp"
+#include "core/text.hpp"
 #include "source/git_util.hpp"
 
 namespace archbuild::source {
@@ -50,6 +52,12 @@ class Walker {
     } else if (raw) {
       git_repository_free(raw);
     }
+    // The root and every folder above it count as being walked: a link back to any of them
+    // (`up -> /home/me`) would walk the tree again inside itself.
+    for (fs::path p = root_;; p = p.parent_path()) {
+      if (auto id = folder_id(p)) on_path_.push_back(*id);
+      if (p == p.parent_path()) break;
+    }
     return walk_dir(root_, "", root_);
   }
 
@@ -70,10 +78,31 @@ class Walker {
     return ig != 0;
   }
 
+  // A folder's identity (device, inode): the same folder reached by two paths is one.
+  static std::optional<std::pair<dev_t, ino_t>> folder_id(const fs::path& p) {
+    struct stat st {};
+    if (::stat(p.c_str(), &st) != 0) return std::nullopt;
+    return std::pair{st.st_dev, st.st_ino};
+  }
+
   // `dir`: where the files are read; `rel`: their path in the tree; `lexical`: where they are in
   // the tree as the user sees it (for the ignore rules; differs from dir below a followed link).
   Result<Ok> walk_dir(const fs::path& dir, const std::string& rel, const fs::path& lexical) {
     std::error_code ec;
+    // The folders being walked, root to here: a followed link is checked against them.
+    bool entered = false;
+    if (!rel.empty())
+      if (auto id = folder_id(dir)) {
+        on_path_.push_back(*id);
+        entered = true;
+      }
+    struct Leave {
+      std::vector<std::pair<dev_t, ino_t>>& stack;
+      bool entered;
+      ~Leave() {
+        if (entered) stack.pop_back();
+      }
+    } leave{on_path_, entered};
     // A checked-out submodule (or nested repository): its own ignore rules below it.
     bool pushed = false;
     if (!rel.empty() && fs::exists(dir / ".git", ec)) {
@@ -131,9 +160,29 @@ class Walker {
       return Ok{};
     }
     fs::path real = fs::canonical(link, ec);
-    if (ec) return Error::bad_input(fmt::format("{} leaves the tree and points to nothing ({})", link.string(), target.string()));
+    if (ec)
+      return Error::bad_input(fmt::format("--source: the link {} leaves the tree and points to nothing ({}): {}",
+                                          text::quoted(rel), text::quoted(target.string()), ec.message()));
     auto st = fs::status(real, ec);
-    if (fs::is_directory(st)) return walk_dir(real, rel, lexical);
+    if (fs::is_directory(st)) {
+      // Copied once, as its content; a link to a folder it is itself inside would never end.
+      auto id = folder_id(real);
+      if (id && std::find(on_path_.begin(), on_path_.end(), *id) != on_path_.end())
+        return Error::bad_input(fmt::format(
+            "--source: the link {} points to {}, a folder that contains the link: a cycle (make it a relative link "
+            "inside the tree, or remove it)",
+            text::quoted(rel), text::quoted(real.string())));
+      // Another link to a folder already copied: a link to that copy (linear work, not one walk
+      // per path to it).
+      if (id)
+        if (auto it = followed_.find(*id); it != followed_.end()) {
+          std::string to = fs::path(it->second).lexically_relative(fs::path(rel).parent_path()).generic_string();
+          entries.push_back({rel, link, LocalEntry::Kind::symlink, to});
+          return Ok{};
+        }
+      if (id) followed_.emplace(*id, rel);
+      return walk_dir(real, rel, lexical);
+    }
     if (fs::is_regular_file(st)) add_file(real, rel, st);
     return Ok{};
   }
@@ -141,6 +190,8 @@ class Walker {
   fs::path root_;
   std::vector<Repo> repos_;
   std::vector<RepoScope> scope_stack_;
+  std::vector<std::pair<dev_t, ino_t>> on_path_;
+  std::map<std::pair<dev_t, ino_t>, std::string> followed_;  // a folder outside, copied at this path
 };
 
 // The hash of one entry's content (a link: its target text).
@@ -183,8 +234,7 @@ const char* kind_name(LocalEntry::Kind k) {
 
 Result<LocalTree> scan_local_tree(const fs::path& dir) {
   std::error_code ec;
-  if (!fs::is_directory(dir, ec))
-    return Error::bad_input(fmt::format("the source {} is not a folder", dir.string()));
+  if (auto is_dir = paths::expect_directory(dir, "--source"); !is_dir) return is_dir.error();
   LocalTree t;
   t.root = fs::canonical(dir, ec);
   if (ec) return Error::bad_input(fmt::format("cannot resolve {}: {}", dir.string(), ec.message()));

@@ -14,6 +14,7 @@
 
 #include "arch/parse.hpp"
 #include "core/data_dir.hpp"
+#include "core/path_kind.hpp"
 #include "core/text.hpp"
 #include "core/toml_load.hpp"
 
@@ -445,7 +446,11 @@ bool Python::has_module(const std::string& m) const {
 }
 
 std::optional<Python> probe_python(const fs::path& exe, const Probe& probe, const std::string& found_by,
-                                   std::vector<std::string>* notes) {
+                                   std::vector<std::string>* notes, std::string* why) {
+  auto refused = [&](std::string reason) -> std::optional<Python> {
+    if (why) *why = std::move(reason);
+    return std::nullopt;
+  };
   // find_spec only locates the modules (nothing is imported), so the probe stays fast.
   std::string script =
       "import sys, importlib.util as u\n"
@@ -459,7 +464,9 @@ std::optional<Python> probe_python(const fs::path& exe, const Probe& probe, cons
   auto ran = probe(argv);
   if (!ran || ran->status != 0) {
     note(notes, fmt::format("{}: does not run, skipped", exe.string()));
-    return std::nullopt;
+    return refused(!ran ? ran.error().message
+                        : ran->status < 0 ? std::string("it did not answer in time")
+                                          : fmt::format("it exited with status {} when asked for its version", ran->status));
   }
   // Line by line, keeping empty lines (an interpreter with none of the modules prints one).
   std::vector<std::string> lines;
@@ -472,9 +479,8 @@ std::optional<Python> probe_python(const fs::path& exe, const Probe& probe, cons
     lines.push_back(line);
     start = nl + 1;
   }
-  if (lines.size() < 2) return std::nullopt;
-  auto v = Version::parse(text::trim(lines[1]));
-  if (!v) return std::nullopt;
+  auto v = lines.size() < 2 ? std::nullopt : Version::parse(text::trim(lines[1]));
+  if (!v) return refused("it ran but did not print a Python version");
   fs::path real = text::trim(lines[0]).empty() ? exe : fs::path(text::trim(lines[0]));
   Python py{real, *v, found_by, std::nullopt};
   py.modules = lines.size() > 2 ? text::split_any(lines[2], " ") : std::vector<std::string>{};
@@ -548,7 +554,14 @@ Host discover_host(const HostEnv& env, const Probe& probe, const std::vector<std
   h.compilers = discover_compilers(env, probe, &h.notes);
   h.cudahostcxx = env.get("CUDAHOSTCXX");
   if (python_path) {
-    if (auto py = probe_python(*python_path, probe, "--python", &h.notes)) h.pythons.push_back(*py);
+    // Said by what the path is (a folder, a FIFO, a device): nothing is run then.
+    std::string why;
+    if (auto is_file = paths::expect_regular_file(*python_path, "--python"); !is_file)
+      h.python_refused = is_file.error().message;
+    else if (auto py = probe_python(*python_path, probe, "--python", &h.notes, &why))
+      h.pythons.push_back(*py);
+    else
+      h.python_refused = fmt::format("--python {}: not a Python interpreter ({})", text::quoted(python_path->string()), why);
   } else {
     h.pythons = discover_pythons(env, probe, python, &h.notes);
   }

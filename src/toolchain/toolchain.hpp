@@ -121,6 +121,9 @@ struct Host {
   std::vector<Compiler> compilers;       // CUDAHOSTCXX first, then PATH
   std::optional<std::string> cudahostcxx;  // CUDAHOSTCXX as set (the user's explicit choice)
   std::vector<Python> pythons;           // the asked interpreter (path or pythonX.Y), or the default python3
+  // `--python PATH` named something that is not a Python interpreter: the line saying what it is
+  // (a plan refuses with it, exit 2, instead of looking for another interpreter).
+  std::optional<std::string> python_refused;
   std::vector<Python> other_pythons;     // /usr/bin/python3 when it is not the chosen one (for suggestions)
   std::map<std::string, std::filesystem::path> tools;  // name -> path for the asked tools
   // Versions of the asked tools that have a version probe (cmake: `cmake --version`), for the
@@ -139,9 +142,10 @@ std::vector<Compiler> discover_compilers(const HostEnv& env, const Probe& probe,
 std::vector<std::filesystem::path> pyenv_pythons(const HostEnv& env, const Version& wanted);
 std::vector<Python> discover_pythons(const HostEnv& env, const Probe& probe, std::optional<Version> wanted = std::nullopt,
                                      std::vector<std::string>* notes = nullptr);
-// One interpreter by path (`--python /usr/bin/python3`), probed the same way.
+// One interpreter by path (`--python /usr/bin/python3`), probed the same way. Without one,
+// `why` says what the path did instead ("exit 1", "printed no Python version").
 std::optional<Python> probe_python(const std::filesystem::path& exe, const Probe& probe, const std::string& found_by,
-                                   std::vector<std::string>* notes = nullptr);
+                                   std::vector<std::string>* notes = nullptr, std::string* why = nullptr);
 Host discover_host(const HostEnv& env, const Probe& probe, const std::vector<std::string>& tools,
                    std::optional<Version> python = std::nullopt,
                    const std::optional<std::filesystem::path>& python_path = std::nullopt);

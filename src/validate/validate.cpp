@@ -258,10 +258,7 @@ Result<Report> validate_wheel(const fs::path& wheel, const std::vector<arch::Arc
   std::optional<WheelName> name;
   if (parsed) name = *parsed;
 
-  r.add(check_name(file, parsed));
-  r.add(check_metadata(w, name));
-  r.add(check_record(w, name));
-  r.add(check_members(w));
+  for (auto& c : structure_checks(file, parsed, w)) r.add(std::move(c));
   r.add(check_local_label(w, name, options.expected_label));
   for (auto& c : coverage_checks(w.elf, w.elf_errors, targets)) r.add(std::move(c));
   std::optional<LibraryFacts> facts = options.libraries;

@@ -11,6 +11,7 @@
 #include "binary/elf.hpp"
 #include "binary/mapped_file.hpp"
 #include "core/crypto_api.hpp"
+#include "core/path_kind.hpp"
 #include "core/sha256.hpp"
 #include "core/text.hpp"
 
@@ -178,12 +179,13 @@ const std::string* WheelContents::text(const std::string& name) const {
 }
 
 Result<WheelContents> read_wheel(binary::Bytes data, const std::string& path, const ReadOptions& options) {
+  const std::string shown_path = text::quoted(path);  // in messages
   std::unique_ptr<archive, ArchiveFree> a(archive_read_new());
-  if (!a) return Error::bad_input(fmt::format("{}: cannot allocate a zip reader", path));
+  if (!a) return Error::bad_input(fmt::format("{}: cannot allocate a zip reader", shown_path));
   archive_read_support_format_zip(a.get());
   if (archive_read_open_memory(a.get(), data.data(), data.size()) != ARCHIVE_OK) {
     const char* why = archive_error_string(a.get());
-    return Error::bad_input(fmt::format("{}: not a readable zip (a wheel is a zip archive): {}", path,
+    return Error::bad_input(fmt::format("{}: not a readable zip (a wheel is a zip archive): {}", shown_path,
                                         why ? why : "unknown error"));
   }
   WheelContents w;
@@ -195,12 +197,12 @@ Result<WheelContents> read_wheel(binary::Bytes data, const std::string& path, co
     if (r == ARCHIVE_EOF) break;
     if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
       const char* why = archive_error_string(a.get());
-      return Error::bad_input(fmt::format("{}: not a readable zip (a wheel is a zip archive): {}", path,
+      return Error::bad_input(fmt::format("{}: not a readable zip (a wheel is a zip archive): {}", shown_path,
                                           why ? why : "unknown error"));
     }
     const char* raw = archive_entry_pathname(entry);
     if (!raw) raw = archive_entry_pathname_utf8(entry);
-    if (!raw) return Error::bad_input(fmt::format("{}: a member has a name that cannot be decoded", path));
+    if (!raw) return Error::bad_input(fmt::format("{}: a member has a name that cannot be decoded", shown_path));
     Member m;
     m.name = raw;
     auto type = archive_entry_filetype(entry);
@@ -229,7 +231,7 @@ Result<WheelContents> read_wheel(binary::Bytes data, const std::string& path, co
       if (n < 0) {
         const char* why = archive_error_string(a.get());
         return Error::bad_input(
-            fmt::format("{}: cannot read member '{}': {}", path, shown(m.name), why ? why : "unknown error"));
+            fmt::format("{}: cannot read member '{}': {}", shown_path, shown(m.name), why ? why : "unknown error"));
       }
       if (n == 0) break;
       auto got = static_cast<std::size_t>(n);
@@ -273,9 +275,7 @@ Result<WheelContents> read_wheel(binary::Bytes data, const std::string& path, co
 }
 
 Result<WheelContents> read_wheel(const fs::path& path, const ReadOptions& options) {
-  std::error_code ec;
-  if (fs::is_directory(path, ec))
-    return Error::bad_input(fmt::format("{}: is a directory (give a .whl file)", path.string()));
+  if (auto is_file = paths::expect_regular_file(path, "wheel"); !is_file) return is_file.error();
   auto mapped = binary::MappedFile::open(path);
   if (!mapped) return mapped.error();
   return read_wheel(mapped->bytes(), path.string(), options);
@@ -576,6 +576,13 @@ Check check_members(const WheelContents& w) {
     c.summary = fmt::format("{} members, none escapes the wheel root", w.members.size());
   }
   return c;
+}
+
+std::vector<Check> structure_checks(const std::string& file_name, const Result<WheelName>& parsed,
+                                    const WheelContents& w) {
+  std::optional<WheelName> name;
+  if (parsed) name = *parsed;
+  return {check_name(file_name, parsed), check_metadata(w, name), check_record(w, name), check_members(w)};
 }
 
 LabelParts parse_label(std::string_view label) {

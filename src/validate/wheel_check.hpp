@@ -94,6 +94,10 @@ Check check_name(const std::string& file_name, const Result<WheelName>& parsed);
 Check check_metadata(const WheelContents& w, const std::optional<WheelName>& name);
 Check check_record(const WheelContents& w, const std::optional<WheelName>& name);
 Check check_members(const WheelContents& w);
+// The four above, in that order: the wheel's structure as a file. validate starts with them and
+// publish refuses a wheel any of them fails (a published name is taken for good).
+std::vector<Check> structure_checks(const std::string& file_name, const Result<WheelName>& parsed,
+                                    const WheelContents& w);
 
 // The local label (the plan's "cu130.sm90.ptx90"): archbuild's wheels name the CUDA ("cu130")
 // and each image ("sm90", "sm120a", "ptx120"); the images named must be in the libraries.

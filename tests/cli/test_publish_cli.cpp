@@ -2,7 +2,11 @@
 // processes publishing at once, --verify, and the real pip installing from the mirror.
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
+
 #include <fstream>
+#include <functional>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -143,4 +147,210 @@ TEST_CASE("the real pip installs from the mirror", "[publish][pip]") {
                        opts);
   CHECK(bad.status != 0);
   CHECK(contains(bad.out + bad.err, "HASH"));
+}
+
+namespace {
+
+// Lines on stderr (the one error line, and nothing else).
+std::size_t lines(const std::string& s) {
+  std::size_t n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
+// Every file under `dir` with its content ("" when dir does not exist).
+std::map<std::string, std::string> files_under(const fs::path& dir) {
+  std::map<std::string, std::string> out;
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) return out;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file() && e.path().filename() != ".lock")
+      out[fs::relative(e.path(), dir).string()] = test::read_file(e.path());
+  return out;
+}
+
+}  // namespace
+
+// Each way a file named like a wheel can fail to be one: publish refuses it (exit 2, one line
+// naming the file) before the mirror is touched, so the name stays free for the right wheel.
+TEST_CASE("publish refuses what validate's structure checks refuse, and the name stays free", "[publish]") {
+  using test::Members;
+  const std::string dist = "pkg", version = "1.0", di = "pkg-1.0.dist-info/";
+  const std::string file = "pkg-1.0-py3-none-any.whl";
+  auto good = test::wheel_members(dist, version, "pkg");
+  auto rewrite_record = [&](Members m) {  // RECORD made to match whatever the members now are
+    std::string record;
+    for (const auto& [name, content] : m) {
+      if (name == di + "RECORD") continue;
+      Sha256 h;
+      h.update(content);
+      record += name + "," + validate::record_hash(h.raw()) + "," + std::to_string(content.size()) + "\n";
+    }
+    record += di + "RECORD,,\n";
+    for (auto& [name, content] : m)
+      if (name == di + "RECORD") content = record;
+    return m;
+  };
+  auto with = [&](std::string name, std::string content) {
+    auto m = good;
+    m.insert(m.begin(), {std::move(name), std::move(content)});
+    return rewrite_record(m);
+  };
+  struct Bad {
+    const char* what;
+    std::function<void(const fs::path&)> write;
+    const char* says;  // part of the error line
+  };
+  std::vector<Bad> bad = {
+      {"random bytes", [](const fs::path& p) { std::ofstream(p, std::ios::binary) << std::string("\x13\x37 not a zip at all\xff", 22); },
+       "not a readable zip"},
+      {"an empty file", [](const fs::path& p) { std::ofstream(p, std::ios::binary).flush(); }, "an empty file"},
+      {"a zip cut in half",
+       [&](const fs::path& p) {
+         auto whole = p.parent_path() / "whole.zip";
+         test::write_zip(whole, good);
+         auto bytes = test::read_file(whole);
+         std::ofstream(p, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+       },
+       ""},  // the reader fails where the cut falls: a member, RECORD, the central directory
+      {"an absolute member", [&](const fs::path& p) { test::write_zip(p, with("/etc/evil", "x")); }, "escapes the wheel root"},
+      {"a member with ..", [&](const fs::path& p) { test::write_zip(p, with("../evil.py", "x")); }, "escapes the wheel root"},
+      {"a member RECORD does not list",
+       [&](const fs::path& p) {
+         auto m = good;
+         m.insert(m.begin(), {"pkg/extra.py", "x = 1\n"});
+         test::write_zip(p, m);
+       },
+       "not in RECORD"},
+      {"a member whose hash RECORD contradicts",
+       [&](const fs::path& p) {
+         auto m = good;
+         m[0].second = "VALUE = \"changed\"\n";
+         test::write_zip(p, m);
+       },
+       "hash mismatch"},
+      {"METADATA naming another project",
+       [&](const fs::path& p) {
+         auto m = good;
+         m[1].second = "Metadata-Version: 2.1\nName: other\nVersion: 1.0\n";
+         test::write_zip(p, rewrite_record(m));
+       },
+       "METADATA Name"},
+      {"no .dist-info folder", [&](const fs::path& p) { test::write_zip(p, {{"pkg/__init__.py", ""}}); }, "dist-info"},
+  };
+  for (const auto& b : bad) {
+    DYNAMIC_SECTION(b.what) {
+      test::TempDir tmp;
+      fs::create_directories(tmp / "in");
+      auto w = tmp / "in" / file;
+      b.write(w);
+      auto dir = tmp / "mirror";
+      auto r = test::archbuild({"publish", w.string(), "--mirror", dir.string()});
+      INFO(r.err);
+      CHECK(r.status == 2);
+      CHECK(contains(r.err, b.says));
+      CHECK(contains(r.err, w.string()));
+      CHECK(lines(r.err) == 1);
+      CHECK(files_under(dir).empty());  // nothing written
+      auto j = test::archbuild({"publish", w.string(), "--mirror", dir.string(), "--json"});
+      CHECK(j.status == 2);
+      auto doc = json::parse(j.out);
+      CHECK(doc["exit"] == 2);
+      CHECK(contains(doc["error"].get<std::string>(), b.says));
+      // The right wheel still takes the name.
+      auto right = test::make_wheel(tmp / "right", dist, version, "pkg");
+      auto ok = test::archbuild({"publish", right.string(), "--mirror", dir.string(), "--json"});
+      INFO(ok.err);
+      REQUIRE(ok.status == 0);
+      CHECK(json::parse(ok.out)["files"][0]["status"] == "added");
+    }
+  }
+}
+
+// The files in files/ are what was published: a manifest lost, put back from an older copy,
+// damaged or replaced by something that is not a file never lets a publish replace one.
+TEST_CASE("immutability holds from the files: a missing or damaged manifest never lets a file be replaced",
+          "[publish]") {
+  struct Damage {
+    const char* what;
+    std::function<void(const fs::path& dir, const std::string& older)> apply;
+    int status;           // of publishing another wheel under the published name
+    bool rebuilt;         // the manifest lists the file again afterwards
+  };
+  std::vector<Damage> damages = {
+      {"manifest.json deleted", [](const fs::path& dir, const std::string&) { fs::remove(dir / "manifest.json"); }, 1,
+       true},
+      {"manifest.json put back from before the publish",
+       [](const fs::path& dir, const std::string& older) { std::ofstream(dir / "manifest.json") << older; }, 1, true},
+      {"manifest.json empty", [](const fs::path& dir, const std::string&) { std::ofstream(dir / "manifest.json").flush(); },
+       1, false},
+      {"manifest.json not JSON",
+       [](const fs::path& dir, const std::string&) { std::ofstream(dir / "manifest.json") << "{\"format\": 1, \"fi"; }, 1,
+       false},
+      {"manifest.json a directory",
+       [](const fs::path& dir, const std::string&) {
+         fs::remove(dir / "manifest.json");
+         fs::create_directory(dir / "manifest.json");
+       },
+       1, false},
+      {"manifest.json a FIFO",
+       [](const fs::path& dir, const std::string&) {
+         fs::remove(dir / "manifest.json");
+         REQUIRE(::mkfifo((dir / "manifest.json").c_str(), 0644) == 0);
+       },
+       1, false},
+  };
+  for (const auto& d : damages) {
+    DYNAMIC_SECTION(d.what) {
+      test::TempDir tmp;
+      auto dir = tmp / "mirror";
+      auto first = test::make_wheel(tmp / "first", "other", "2.0", "other");
+      REQUIRE(test::archbuild({"publish", first.string(), "--mirror", dir.string()}).status == 0);
+      auto older = test::read_file(dir / "manifest.json");
+      auto w = test::make_wheel(tmp / "a", "pkg", "1.0", "pkg", "one");
+      REQUIRE(test::archbuild({"publish", w.string(), "--mirror", dir.string()}).status == 0);
+      auto published = test::read_file(dir / "files" / w.filename());
+      d.apply(dir, older);
+
+      auto other = test::make_wheel(tmp / "b", "pkg", "1.0", "pkg", "two");
+      test::RunOptions quick;
+      quick.timeout = std::chrono::seconds(60);  // a FIFO read would wait forever
+      auto r = test::archbuild({"publish", other.string(), "--mirror", dir.string()}, quick);
+      INFO(r.err);
+      CHECK(r.status == d.status);
+      CHECK(lines(r.err) == 1);
+      CHECK(test::read_file(dir / "files" / w.filename()) == published);
+      if (d.rebuilt) {
+        CHECK(contains(r.err, "immutable"));
+        // The same file again is unchanged, and the manifest lists both files again.
+        auto same = test::archbuild({"publish", w.string(), "--mirror", dir.string(), "--json"}, quick);
+        INFO(same.err);
+        CHECK(same.status == 0);
+        CHECK(json::parse(same.out)["files"][0]["status"] == "unchanged");
+        auto m = json::parse(test::read_file(dir / "manifest.json"));
+        CHECK(m["files"].contains(w.filename().string()));
+        CHECK(m["files"].contains(first.filename().string()));
+        auto v = test::archbuild({"publish", "--verify", "--mirror", dir.string()}, quick);
+        INFO(v.out);
+        CHECK(v.status == 0);
+      } else {
+        CHECK(contains(r.err, "manifest.json"));
+      }
+    }
+  }
+}
+
+TEST_CASE("a file in files/ that the manifest does not match is not replaced either", "[publish]") {
+  test::TempDir tmp;
+  auto dir = tmp / "mirror";
+  auto w = test::make_wheel(tmp / "a", "pkg", "1.0", "pkg", "one");
+  REQUIRE(test::archbuild({"publish", w.string(), "--mirror", dir.string()}).status == 0);
+  // files/ now holds another wheel under that name (the manifest still says the first).
+  auto other = test::make_wheel(tmp / "b", "pkg", "1.0", "pkg", "two");
+  fs::copy_file(other, dir / "files" / w.filename(), fs::copy_options::overwrite_existing);
+  auto r = test::archbuild({"publish", w.string(), "--mirror", dir.string()});
+  INFO(r.err);
+  CHECK(r.status == 1);
+  CHECK(contains(r.err, "immutable"));
+  CHECK(test::read_file(dir / "files" / w.filename()) == test::read_file(other));
 }

@@ -129,7 +129,7 @@ TEST_CASE("validate: unreadable input is exit 2", "[validate][cli]") {
 
   auto missing = test::archbuild({"validate", (dir / "absent.whl").string(), "--sm", "90"});
   CHECK(missing.status == 2);
-  CHECK_THAT(missing.err, Catch::Contains("absent.whl: no such file"));
+  CHECK_THAT(missing.err, Catch::Contains("absent.whl\": no such file"));
 
   auto bad_sm = test::archbuild({"validate", text.string(), "--sm", "banana"});
   CHECK(bad_sm.status == 2);

@@ -16,13 +16,14 @@
 
 namespace archbuild::test {
 
-// Writes DIR/<dist>-<version>-py3-none-any.whl holding package `module` whose VALUE is `value`.
-inline std::filesystem::path make_wheel(const std::filesystem::path& dir, const std::string& dist,
-                                        const std::string& version, const std::string& module,
-                                        const std::string& value = "one") {
-  std::string stem = dist + "-" + version;
-  std::string di = stem + ".dist-info/";
-  std::vector<std::pair<std::string, std::string>> members = {
+using Members = std::vector<std::pair<std::string, std::string>>;  // name, content
+
+// The members of a tiny pure-Python wheel holding package `module` whose VALUE is `value`,
+// RECORD last and correct.
+inline Members wheel_members(const std::string& dist, const std::string& version, const std::string& module,
+                             const std::string& value = "one") {
+  std::string di = dist + "-" + version + ".dist-info/";
+  Members members = {
       {module + "/__init__.py", "VALUE = \"" + value + "\"\n"},
       {di + "METADATA", "Metadata-Version: 2.1\nName: " + dist + "\nVersion: " + version + "\n"},
       {di + "WHEEL", "Wheel-Version: 1.0\nGenerator: archbuild-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"},
@@ -36,9 +37,12 @@ inline std::filesystem::path make_wheel(const std::filesystem::path& dir, const 
   }
   record += di + "RECORD,,\n";
   members.emplace_back(di + "RECORD", record);
+  return members;
+}
 
-  std::filesystem::create_directories(dir);
-  auto path = dir / (stem + "-py3-none-any.whl");
+// A zip of regular-file members, in this order (names written as given, even hostile ones).
+inline void write_zip(const std::filesystem::path& path, const Members& members) {
+  std::filesystem::create_directories(path.parent_path());
   archive* a = archive_write_new();
   archive_write_set_format_zip(a);
   if (archive_write_open_filename(a, path.c_str()) != ARCHIVE_OK) throw std::runtime_error("cannot write wheel");
@@ -55,6 +59,14 @@ inline std::filesystem::path make_wheel(const std::filesystem::path& dir, const 
   }
   archive_write_close(a);
   archive_write_free(a);
+}
+
+// Writes DIR/<dist>-<version>-py3-none-any.whl (wheel_members).
+inline std::filesystem::path make_wheel(const std::filesystem::path& dir, const std::string& dist,
+                                        const std::string& version, const std::string& module,
+                                        const std::string& value = "one") {
+  auto path = dir / (dist + "-" + version + "-py3-none-any.whl");
+  write_zip(path, wheel_members(dist, version, module, value));
   return path;
 }
 

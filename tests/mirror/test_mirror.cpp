@@ -197,14 +197,32 @@ TEST_CASE("verify re-hashes files and page links against the manifest", "[mirror
   }
 }
 
-TEST_CASE("a file a killed publish left without a manifest entry is replaced, not trusted", "[mirror]") {
+// A publish killed between its file's rename and its manifest leaves a whole file (the copy is
+// written under a '.' name and renamed): that file counts as published, never replaced.
+TEST_CASE("a file in files/ without a manifest entry is published: kept, listed, never replaced", "[mirror]") {
   test::TempDir tmp;
   auto dir = tmp / "mirror";
-  auto w = test::make_wheel(tmp / "in", "pkg", "1.0", "pkg");
-  tmp.write("mirror/files/" + w.filename().string(), "half a wheel");
-  auto r = mirror::publish(dir, {w});
-  REQUIRE(r);
-  CHECK((*r)[0].added);
+  auto w = test::make_wheel(tmp / "in", "pkg", "1.0", "pkg", "one");
+  fs::create_directories(dir / "files");
+  fs::copy_file(w, dir / "files" / w.filename());
+  auto other = test::make_wheel(tmp / "other", "pkg", "1.0", "pkg", "two");
+  auto refused = mirror::publish(dir, {other});
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().exit == Exit::not_fine);
   CHECK(test::read_file(dir / "files" / w.filename()) == test::read_file(w));
+  auto same = mirror::publish(dir, {w});
+  REQUIRE(same);
+  CHECK_FALSE((*same)[0].added);
+  CHECK(mirror::read_manifest(dir)->files.count(w.filename().string()) == 1);
   CHECK(mirror::verify(dir)->ok());
+
+  // Something there that is not a sound wheel is neither listed nor replaced: the user decides.
+  test::TempDir tmp2;
+  auto dir2 = tmp2 / "mirror";
+  tmp2.write("mirror/files/" + w.filename().string(), "half a wheel");
+  auto r = mirror::publish(dir2, {w});
+  REQUIRE_FALSE(r);
+  CHECK(r.error().exit == Exit::not_fine);
+  CHECK(contains(r.error().message, "move it away"));
+  CHECK(test::read_file(dir2 / "files" / w.filename()) == "half a wheel");
 }

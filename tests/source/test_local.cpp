@@ -4,6 +4,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
+
+#include <fmt/format.h>
 
 #include "source/local.hpp"
 #include "support/process.hpp"
@@ -136,4 +139,68 @@ TEST_CASE("local tree: a file edited after the scan fails the copy, nothing half
   CHECK(copied.error().message.find("changed while archbuild copied it") != std::string::npos);
   CHECK_FALSE(fs::exists(d / "copy"));
   CHECK_FALSE(fs::exists(d / "copy.partial"));
+}
+
+// Every shape of a link that leads back to a folder containing it: the walk refuses it (exit 2,
+// naming the link) instead of walking the tree inside itself until the stack runs out.
+TEST_CASE("local tree: a link to a folder that contains it is a cycle, exit 2 naming the link", "[source][local]") {
+  struct Shape {
+    const char* what;
+    std::string link;                                   // where the link is, in proj/
+    std::function<fs::path(const t::TempDir&)> target;  // what it points to
+  };
+  std::vector<Shape> shapes = {
+      {"absolute, to the root", "loop", [](const t::TempDir& d) { return fs::canonical(d / "proj"); }},
+      {"absolute, to the folder it is in", "a/b/here", [](const t::TempDir& d) { return fs::canonical(d / "proj/a/b"); }},
+      {"absolute, to a folder above it", "a/b/up", [](const t::TempDir& d) { return fs::canonical(d / "proj/a"); }},
+      {"absolute, to the folder above the root", "a/top", [](const t::TempDir& d) { return fs::canonical(d.path()); }},
+      {"relative, leaving the tree to a folder above it", "a/b/out", [](const t::TempDir&) { return fs::path("../../.."); }},
+      {"through a followed folder outside, back to the root", "ext",
+       [](const t::TempDir& d) { return fs::canonical(d / "outside"); }},
+  };
+  for (const auto& s : shapes) {
+    DYNAMIC_SECTION(s.what) {
+      t::TempDir d;
+      d.write("proj/a/b/k.cu", "__global__ void k() {}\n");
+      d.write("outside/dep.h", "#pragma once\n");
+      // The folder outside links back into the tree (absolute): a cycle only through `ext`.
+      fs::create_symlink(fs::canonical(d / "proj"), d / "outside/back");
+      fs::create_symlink(s.target(d), d / "proj" / s.link);
+      auto tree = scan_local_tree(d / "proj");
+      REQUIRE_FALSE(tree);
+      INFO(tree.error().message);
+      CHECK(tree.error().exit == archbuild::Exit::bad_input);
+      CHECK(tree.error().message.find("cycle") != std::string::npos);
+      std::string named = s.link == std::string("ext") ? "\"ext/back\"" : "\"" + s.link + "\"";
+      CHECK(tree.error().message.find(named) != std::string::npos);
+    }
+  }
+}
+
+// A folder outside reached by several links is copied once; the others become links to that
+// copy (a chain of folders each linking twice to the next would otherwise be copied 2^depth times).
+TEST_CASE("local tree: a folder outside reached by two links is copied once", "[source][local]") {
+  t::TempDir d;
+  d.write("proj/main.cpp", "int main() {}\n");
+  constexpr int kDepth = 24;  // 2^24 walks without the record of what was copied
+  for (int i = 0; i < kDepth; ++i) {
+    d.write(fmt::format("chain/{}/file.h", i), "// level\n");
+    if (i + 1 < kDepth) {
+      fs::create_symlink(fs::canonical(d / "chain") / std::to_string(i + 1), d / fmt::format("chain/{}/x", i));
+      fs::create_symlink(fs::canonical(d / "chain") / std::to_string(i + 1), d / fmt::format("chain/{}/y", i));
+    }
+  }
+  fs::create_symlink(fs::canonical(d / "chain/0"), d / "proj/dep");
+  auto tree = scan_local_tree(d / "proj");
+  REQUIRE(tree);
+  std::size_t files = 0, links = 0;
+  for (const auto& e : tree->entries) (e.kind == archbuild::source::LocalEntry::Kind::symlink ? links : files)++;
+  CHECK(files == kDepth + 1);
+  CHECK(links == kDepth - 1);
+  // dep/x is the copy of chain/1, dep/y a link to it; the copy builds without the original.
+  auto copied = copy_local_tree(*tree, d / "copy");
+  REQUIRE(copied);
+  CHECK(fs::read_symlink(d / "copy/dep/y") == "x");
+  CHECK(t::read_file(d / "copy/dep/y/file.h") == "// level\n");
+  CHECK(fs::is_symlink(d / "copy/dep/x/y"));
 }
