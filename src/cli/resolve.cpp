@@ -8,8 +8,15 @@ namespace {
 
 void run_resolve(const ResolveArgs& args, Context& ctx) {
   plan::Resolution r = resolve_from_args(args, ctx);
-  if (ctx.json)
-    print_json(plan::to_json(r));
+  if (ctx.json) {
+    auto doc = plan::to_json(r);
+    // As every command's failing document: "error" and "exit" beside the resolution's own.
+    if (r.status != Exit::ok) {
+      doc["error"] = r.message;
+      doc["exit"] = static_cast<int>(r.status);
+    }
+    print_json(doc);
+  }
   else
     print_resolution(r, ctx);
   if (r.status != Exit::ok) {

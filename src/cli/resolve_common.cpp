@@ -14,6 +14,7 @@
 
 #include "arch/parse.hpp"
 #include "core/sha256.hpp"
+#include "core/path_kind.hpp"
 #include "core/text.hpp"
 #include "store/atomic_file.hpp"
 #include "store/layout.hpp"
@@ -233,9 +234,8 @@ plan::Request request_from_args(const ResolveArgs& a) {
   // --python takes a version (3.11: pythonX.Y on PATH) or an interpreter's path.
   std::optional<std::filesystem::path> python_path;
   if (a.python.find('/') != std::string::npos) {
-    std::error_code ec;
-    if (!std::filesystem::exists(a.python, ec))
-      throw Failure(Error::bad_input(fmt::format("--python {}: no such file", a.python)));
+    // Said by what it is (a FIFO, a link loop, a directory …), never opened first.
+    paths::expect_regular_file(a.python, "--python").take();
     python_path = std::filesystem::absolute(a.python);
   } else {
     req.python = version_option(a.python, "--python", 2, "3.11");

@@ -372,9 +372,9 @@ Result<plan::SourceChoice> choose_source(const plan::Resolution& r, const std::s
       if (!ref.empty())
         return Error::bad_input("--ref names a commit of a repository; a local tree (--source, source.path) is "
                                 "built as it is: drop one of them");
-      s.note(fmt::format("reading the local tree {}", dir->string()));
       auto tree = source::scan_local_tree(*dir);
-      if (!tree) return tree.error();
+      if (!tree) return tree.error();  // one line: the error names the tree
+      s.note(fmt::format("read the local tree {} ({} files)", dir->string(), tree->entries.size()));
       sc.kind = plan::SourceChoice::Kind::local;
       sc.dir = tree->root;
       sc.content_hash = tree->content_hash;
