@@ -164,6 +164,25 @@ TEST_CASE("one answer: the host too small for the recipe's [host] figures (exit 
   same_answer(c, "host", 3);
 }
 
+TEST_CASE("one answer: an expected library this host lacks (exit 3)", "[cli][prepare]") {
+  if (auto why = cannot_plan(); !why.empty()) {
+    WARN("##archbuild-skip## " << why);
+    return;
+  }
+  Case c;
+  c.recipe_extra = "[libraries]\nexpected = [\"cusparselt\"]\n";
+  // Only where this host has no cuSPARSELt (the build machines have none beside CUDA 13.0).
+  auto probe = t::archbuild(c.args("plan", {"--json"}), no_index());
+  REQUIRE(probe.status == 0);
+  json p = json::parse(probe.out);
+  if (p["stops"].empty() || p["stops"][0]["rule"] != "libraries") {
+    WARN("##archbuild-skip## this host has cuSPARSELt: no library is missing to stop on");
+    return;
+  }
+  auto stops = same_answer(c, "libraries", 3);
+  CHECK(stops[0]["message"].get<std::string>().find("--without cusparselt") != std::string::npos);
+}
+
 TEST_CASE("the tree chooses its recipe: --source of a 2.11.0a0 tree without --recipe takes torch-2.11",
           "[cli][prepare]") {
   if (auto why = cannot_plan(); !why.empty()) {
