@@ -107,6 +107,28 @@ TEST_CASE("wheel: builds the example for exactly the target, then reuses it", "[
   CHECK(j2["reused"] == true);
   CHECK(j2["stages_run"].empty());
   CHECK(j2["sha256"] == j["sha256"]);
+  // A read-only cache (a shared, read-only mount) still reuses the built key: nothing is written
+  // there. A private mount namespace makes it read-only for this one run (root, unshare -m).
+  {
+    std::string cache = (w.dir / "cache").string();
+    std::vector<std::string> a = {"-m", "/bin/sh", "-c",
+                                  "{ mount --bind \"$0\" \"$0\" && mount -o remount,bind,ro \"$0\"; } || exit 98; "
+                                  "touch \"$0/probe\" 2>/dev/null && exit 97; exec \"$@\"",
+                                  cache, ARCHBUILD_EXE};
+    auto args = w.wheel_args("90", "out-ro");
+    a.insert(a.end(), args.begin(), args.end());
+    // unshare or mount refused (1, 98), or the mount still writable (97): this part cannot run here.
+    auto ro = fs::exists("/usr/bin/unshare") ? t::run("/usr/bin/unshare", a, Workspace::build_limit()) : t::Ran{};
+    if (ro.status != -1 && ro.status != 1 && ro.status != 97 && ro.status != 98) {
+      INFO("read-only cache: " << ro.out << ro.err);
+      REQUIRE(ro.status == 0);
+      auto j4 = json::parse(ro.out);
+      CHECK(j4["reused"] == true);
+      CHECK(j4["sha256"] == j["sha256"]);
+    } else {
+      WARN("##archbuild-skip## (this part) no private read-only mount here: " << ro.err);
+    }
+  }
   // Another arch: another key, its own tree, its own SASS.
   auto other = t::archbuild(w.wheel_args("8.0", "out3"), Workspace::build_limit());
   REQUIRE(other.status == 0);
