@@ -116,14 +116,19 @@ Result<Ok> check_out_dir(const std::filesystem::path& out_dir, std::uintmax_t mi
   if (std::filesystem::exists(st) && !std::filesystem::is_directory(st))
     return Error::bad_input(fmt::format("--out {}: exists and is not a directory; name a directory for the wheel",
                                         shown));
+  // Not made here (a build that fails leaves no empty --out behind): the nearest folder that
+  // exists is where it would be made, and must take a file.
+  std::filesystem::path at = out_dir;
   if (!std::filesystem::exists(st)) {
-    std::filesystem::create_directories(out_dir, ec);
-    if (ec)
-      return Error::bad_input(fmt::format("--out {}: cannot create it: {}; name a directory you can write to", shown,
-                                          ec.message()));
+    at = out_dir.parent_path();
+    while (!at.empty() && !std::filesystem::exists(at, ec) && at != at.parent_path()) at = at.parent_path();
+    if (at.empty()) at = ".";
+    if (!std::filesystem::is_directory(at, ec))
+      return Error::bad_input(fmt::format("--out {}: cannot be made, {} is not a directory; name a directory you can "
+                                          "write to", shown, text::quoted(at.string(), 1024)));
   }
   // A probe file rather than access(W_OK): it also finds a read-only mount, and no inodes left.
-  auto probe = out_dir / fmt::format(".archbuild-out-check.tmp-{}", ::getpid());
+  auto probe = at / fmt::format(".archbuild-out-check.tmp-{}", ::getpid());
   int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) {
     int err = errno;
@@ -133,7 +138,7 @@ Result<Ok> check_out_dir(const std::filesystem::path& out_dir, std::uintmax_t mi
   ::close(fd);
   ::unlink(probe.c_str());
   struct statvfs vfs {};
-  if (::statvfs(out_dir.c_str(), &vfs) == 0) {
+  if (::statvfs(at.c_str(), &vfs) == 0) {
     std::uintmax_t free_bytes = static_cast<std::uintmax_t>(vfs.f_bavail) * vfs.f_frsize;
     std::uintmax_t needed = std::max<std::uintmax_t>(minimum_free, vfs.f_frsize);
     if (free_bytes < needed)

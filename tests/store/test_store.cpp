@@ -268,10 +268,12 @@ TEST_CASE("copy_to_out: complete file or nothing", "[store]") {
 // bits, so /proc stands in for a directory nobody can write into).
 TEST_CASE("check_out_dir: an --out that cannot take the wheel is bad input, said before the build", "[store]") {
   TempDir tmp;
-  REQUIRE(check_out_dir(tmp / "new" / "dist"));  // created
-  CHECK(fs::is_directory(tmp / "new" / "dist"));
-  CHECK(names_in(tmp / "new" / "dist").empty());  // the probe file is gone
+  REQUIRE(check_out_dir(tmp / "new" / "dist"));  // can be made: not made yet (a failed build leaves none)
+  CHECK_FALSE(fs::exists(tmp / "new"));
+  CHECK(names_in(tmp.path()).empty());            // the probe file is gone
+  fs::create_directories(tmp / "new" / "dist");
   REQUIRE(check_out_dir(tmp / "new" / "dist"));    // and an existing one is fine
+  CHECK(names_in(tmp / "new" / "dist").empty());
   auto file = tmp.write("a-file", "x");
   struct Case {
     fs::path out;
@@ -279,7 +281,7 @@ TEST_CASE("check_out_dir: an --out that cannot take the wheel is bad input, said
   };
   const std::vector<Case> cases = {
       {file, "is not a directory"},            // --out naming a regular file
-      {file / "sub", "cannot create it"},       // below a regular file
+      {file / "sub", "cannot be made"},         // below a regular file
       {"/proc/1", "cannot write a file there"},  // read-only for everyone, root included
       {"/proc/self/fdinfo", "cannot write a file there"},
   };
