@@ -173,8 +173,9 @@ TEST_CASE("wheel --ref BRANCH: planned at its commit, a moved branch is a new ke
   std::string cache = (dir / "cache").string();
   std::string recipe = (kSource / "examples/minitorch/recipe.toml").string();
   auto plan = [&](std::vector<std::string> extra) {
+    // The dev branch is release line 0.2, the recipe 0.1: built with it on purpose.
     std::vector<std::string> a = {"--cache-dir", cache, "plan", "--sm", "90", "--recipe", recipe, "--source-url", url,
-                                  "--ref", "dev", "--python", "/usr/bin/python3", "--json"};
+                                  "--ref", "dev", "--python", "/usr/bin/python3", "--allow-release-mismatch", "--json"};
     a.insert(a.end(), extra.begin(), extra.end());
     auto p = t::archbuild(a);
     INFO(p.out << p.err);
@@ -186,8 +187,14 @@ TEST_CASE("wheel --ref BRANCH: planned at its commit, a moved branch is a new ke
   CHECK(p["source"]["ref"] == "dev");
   CHECK(p["key_inputs"]["source"]["commit"] == commit);
 
+  // Without the flag, plan and wheel give the same answer: a stop naming both lines (exit 2).
+  auto check = t::archbuild({"--cache-dir", cache, "plan", "--sm", "90", "--recipe", recipe, "--source-url", url, "--ref",
+                             "dev", "--python", "/usr/bin/python3", "--check"});
+  CHECK(check.status == 2);
+  CHECK(check.err.find("release line 0.2") != std::string::npos);
   auto r = t::archbuild({"--cache-dir", cache, "wheel", "--sm", "90", "--recipe", recipe, "--source-url", url, "--ref",
-                         "dev", "--python", "/usr/bin/python3", "--out", (dir / "out").string(), "--json"},
+                         "dev", "--python", "/usr/bin/python3", "--allow-release-mismatch", "--out",
+                         (dir / "out").string(), "--json"},
                         long_run());
   INFO(r.out << r.err);
   REQUIRE(r.status == 0);
