@@ -72,7 +72,11 @@ void add_plan_options(CLI::App& cmd, ResolveArgs& a) {
   cmd.add_option("--torch-wheel", a.torch_wheel,
                  "A torch wheel to build against (torchvision, an extension): installed into the build venv with "
                  "--no-deps after its requirements; its sha256 is in the key and the wheel pins torch==<its version>")
-      ->check(CLI::ExistingFile);
+      ->check([](const std::string& p) {
+        // Said by what it is (a FIFO passes CLI11's ExistingFile and would block the install).
+        auto k = paths::expect_regular_file(p, "--torch-wheel");
+        return k ? std::string() : k.error().message;
+      });
   cmd.add_flag("--allow-release-mismatch", a.allow_release_mismatch,
                "Build a tree (--source, --ref) with a recipe of another release line on purpose (otherwise a stop, "
                "exit 2, naming both)");

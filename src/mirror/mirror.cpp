@@ -36,6 +36,8 @@ std::string utc(std::time_t t) { return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt
 std::string now_utc() { return utc(std::chrono::system_clock::to_time_t(std::chrono::system_clock::now())); }
 
 std::optional<std::string> read_text(const fs::path& p) {
+  // A page, the manifest or a wheel is a regular file: a FIFO put in the mirror would block open().
+  if (!paths::expect_regular_file(p, "mirror file")) return std::nullopt;
   std::ifstream in(p, std::ios::binary);
   if (!in) return std::nullopt;
   std::ostringstream s;
@@ -73,6 +75,7 @@ struct Hashed {
 
 // Streams `src` into an AtomicFile at `dst` (temp + rename), hashing what is copied.
 Result<Hashed> copy_atomic(const fs::path& src, const fs::path& dst) {
+  if (auto k = paths::expect_regular_file(src, "wheel"); !k) return k.error();
   std::ifstream in(src, std::ios::binary);
   if (!in) return Error::bad_input(fmt::format("{}: cannot read", src.string()));
   auto f = store::AtomicFile::open(dst);

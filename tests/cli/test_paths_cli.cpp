@@ -280,3 +280,29 @@ TEST_CASE("resolve --python /bin/true names it as not a Python interpreter", "[c
   CHECK(r.err.find("--python \"/bin/true\": not a Python interpreter") != std::string::npos);
   CHECK(r.err.find("is not on PATH") == std::string::npos);
 }
+
+TEST_CASE("--torch-wheel FIFO and a FIFO in a mirror's pages are refused without blocking", "[cli][paths]") {
+  const std::string recipe = std::string(ARCHBUILD_SOURCE_DIR) + "/examples/minitorch/recipe.toml";
+  test::TempDir tmp;
+  fs::path fifo = tmp / "torch-2.15.0-cp311-cp311-linux_x86_64.whl";
+  REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+  test::RunOptions quick;
+  quick.timeout = std::chrono::seconds(120);  // a hang, not a slow command
+  auto r = test::archbuild({"--cache-dir", (tmp / "cache").string(), "plan", "--sm", "90", "--recipe", recipe,
+                            "--torch-wheel", fifo.string()},
+                           quick);
+  INFO(r.err);
+  CHECK(r.status == 2);
+  CHECK(r.err.find("FIFO") != std::string::npos);
+
+  // publish --verify over a mirror whose simple/ holds a FIFO where a page is expected.
+  fs::path mirror = tmp / "mirror";
+  fs::create_directories(mirror / "simple" / "minitorch");
+  std::ofstream(mirror / "manifest.json") << R"({"files": {}})";
+  REQUIRE(::mkfifo((mirror / "simple" / "index.html").c_str(), 0644) == 0);
+  REQUIRE(::mkfifo((mirror / "simple" / "minitorch" / "index.html").c_str(), 0644) == 0);
+  auto v = test::archbuild({"publish", "--verify", "--mirror", mirror.string()}, quick);
+  INFO(v.out << v.err);
+  CHECK(v.status != -1);  // ended, not killed by the harness's limit
+  CHECK(v.status != 0);
+}
