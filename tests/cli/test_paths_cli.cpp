@@ -281,7 +281,7 @@ TEST_CASE("resolve --python /bin/true names it as not a Python interpreter", "[c
   CHECK(r.err.find("is not on PATH") == std::string::npos);
 }
 
-TEST_CASE("--torch-wheel FIFO and a FIFO in a mirror's pages are refused without blocking", "[cli][paths]") {
+TEST_CASE("a FIFO as the torch wheel or in a mirror's pages is refused without blocking", "[cli][paths]") {
   const std::string recipe = std::string(ARCHBUILD_SOURCE_DIR) + "/examples/minitorch/recipe.toml";
   test::TempDir tmp;
   fs::path fifo = tmp / "torch-2.15.0-cp311-cp311-linux_x86_64.whl";
