@@ -484,6 +484,18 @@ TEST_CASE("wheel: admission launches C++ and CUDA compiles, records peaks, the n
   CHECK(older_doc["reused"] == true);
   CHECK(older_doc["build_report"].is_null());
 
+  // report --trace naming a directory is bad input (exit 2, one document with the error), not a
+  // failed stage; nothing is written into the directory.
+  {
+    fs::create_directories(w.dir / "trace-dir");
+    auto bad = t::archbuild({"--cache-dir", cache.string(), "report", key.substr(0, 12), "--trace",
+                             (w.dir / "trace-dir").string(), "--json"});
+    INFO(bad.out << bad.err);
+    CHECK(bad.status == 2);
+    CHECK(json::parse(bad.out)["exit"] == 2);
+    CHECK(bad.err.find("is a directory") != std::string::npos);
+    CHECK(fs::is_empty(w.dir / "trace-dir"));
+  }
   // archbuild report KEY (a prefix will do): the summary and a trace Perfetto can open.
   const fs::path trace = w.dir / "trace.json";
   auto rep = t::archbuild({"--cache-dir", cache.string(), "report", key.substr(0, 12), "--trace", trace.string(), "--json"});
