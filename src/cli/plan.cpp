@@ -73,9 +73,7 @@ Built built_state(const Context& ctx, const std::string& key) {
 Planned plan_resolved(const PlanArgs& args, const plan::Resolution& resolved, const plan::PlanOptions& budget, Context& ctx) {
   // The one answer: what prepare() says would stop `wheel` is what `plan` shows and --check
   // exits with (the first stop's status, as `wheel` would).
-  prepare::Request q = prepare_request(args.resolve, args.jobs ? std::optional(args.jobs) : std::nullopt, args.offline, false);
-  q.memory_budget_mb = budget.memory_budget_mb;
-  q.memory_budget_text = budget.memory_budget_text;
+  prepare::Request q = prepare_request(args.resolve, budget, args.jobs, args.offline, false);
   q.no_venv_because = args.no_venv_because;
   prepare::Prepared prep = prepare_from_args(resolved, q, args.resolve, ctx).take();
   const plan::Plan& p = prep.plan;

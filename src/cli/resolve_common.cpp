@@ -100,7 +100,8 @@ prepare::Cache cache_of(const Context& ctx) {
   return c;
 }
 
-prepare::Request prepare_request(const ResolveArgs& a, std::optional<unsigned> jobs, bool offline, bool for_build) {
+prepare::Request prepare_request(const ResolveArgs& a, const plan::PlanOptions& budget, unsigned jobs, bool offline,
+                                 bool for_build) {
   prepare::Request q;
   q.ref = a.ref;
   q.env = env_from_args(a);
@@ -108,9 +109,7 @@ prepare::Request prepare_request(const ResolveArgs& a, std::optional<unsigned> j
   q.index_url = a.index_url;
   q.find_links = a.find_links;
   if (!a.torch_wheel.empty()) q.torch_wheel = a.torch_wheel;
-  q.jobs = jobs;
-  plan::PlanOptions budget;
-  memory_budget_from_args(a, budget);
+  if (jobs) q.jobs = jobs;
   q.memory_budget_mb = budget.memory_budget_mb;
   q.memory_budget_text = budget.memory_budget_text;
   q.offline = offline;

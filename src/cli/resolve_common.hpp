@@ -52,9 +52,11 @@ void memory_budget_from_args(const ResolveArgs& args, plan::PlanOptions& opts);
 
 // The cache directory (--cache-dir, $ARCHBUILD_CACHE_DIR, XDG), or why there is none.
 prepare::Cache cache_of(const Context& ctx);
-// The options as prepare's typed request (throws Failure, exit 2, on a bad --env or
-// --memory-budget). for_build: `wheel` (the tree mirrored, every pin resolved).
-prepare::Request prepare_request(const ResolveArgs& args, std::optional<unsigned> jobs, bool offline, bool for_build);
+// The options as prepare's typed request (throws Failure, exit 2, on a bad --env), with the
+// memory budget already read (memory_budget_from_args) and --jobs (0: the plan's rule).
+// for_build: `wheel` (the tree mirrored, every pin resolved).
+prepare::Request prepare_request(const ResolveArgs& args, const plan::PlanOptions& budget, unsigned jobs, bool offline,
+                                 bool for_build);
 // prepare::prepare with this process's runner (the build venv's pip), progress on stderr and
 // notes through ctx. For --ref without --recipe/--torch, the tree's release line may choose
 // another recipe: the prepared plan's resolution (plan->resolution) is the one to use.

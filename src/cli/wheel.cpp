@@ -143,9 +143,7 @@ WheelOutcome build_one(const WheelArgs& args, const plan::Resolution& resolved, 
   if (auto c = store::check_out_dir(std::filesystem::absolute(args.out)); !c) throw Failure(c.error());
   // The one answer (prepare/): the stops `plan` shows are the ones this build stops at, with
   // the same status; a finished key is only a copy, so it is not held to them.
-  prepare::Request q = prepare_request(args.resolve, args.jobs ? std::optional(args.jobs) : std::nullopt, args.offline, true);
-  q.memory_budget_mb = budget.memory_budget_mb;
-  q.memory_budget_text = budget.memory_budget_text;
+  prepare::Request q = prepare_request(args.resolve, budget, args.jobs, args.offline, true);
   prepare::Prepared prep = prepare_from_args(resolved, q, args.resolve, ctx).take();
   const plan::Plan& plan = prep.plan;
   const plan::Resolution& r = plan->resolution;  // the tree's release line may have chosen another recipe
