@@ -1,5 +1,7 @@
 #include "run/runner.hpp"
 
+#include <thread>
+
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
@@ -308,9 +310,16 @@ CommandResult ProcessRunner::run(const Command& cmd, const LineCallback& on_line
     if (!session.token.empty()) signal_session(session, SIGKILL);  // and of the session (ninja's compiles)
   }
   if (!session.token.empty()) {
-    // Nothing of it left: no record. A straggler keeps it, for the next run to end.
+    // Nothing of it left: no record. A straggler keeps it, for the next run to end. SIGKILL is
+    // delivered asynchronously: a process just killed may still be running for a moment (seen
+    // under load), so the session is given up to 2 s to be gone before that is decided.
+    auto left = session_processes(session);
+    for (int i = 0; stopping && !left.empty() && i < 100; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      left = session_processes(session);
+    }
     std::error_code rm_ec;
-    if (session_processes(session).empty()) std::filesystem::remove(cmd.session_record, rm_ec);
+    if (left.empty()) std::filesystem::remove(cmd.session_record, rm_ec);
   }
 
   if (WIFEXITED(status)) result.exit_status = WEXITSTATUS(status);
