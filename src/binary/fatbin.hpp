@@ -1,4 +1,4 @@
-// Fatbin containers and entries (../shared/reference/fatbin.md): which device code a host
+// Fatbin containers and entries (the wrapper is the toolkit's include/fatbinary_section.h; the container is what nvcc writes into .nv_fatbin): which device code a host
 // binary carries, read from uncompressed headers only. Optional verification decompresses.
 #pragma once
 

@@ -1,5 +1,5 @@
 // `archbuild wheel --with torchvision,torchaudio` (and `--recipe torchvision-0.29` on its own):
-// the set — torch and what builds against it — as one command (issue 15). The whole set is
+// the set — torch and what builds against it — as one command. The whole set is
 // resolved first (torch, then each dependent paired with it by the recipes' `torch` or `torch_also`, on
 // torch's CUDA and Python), so a mismatch is refused before any stage runs (exit 2). Then torch
 // is built (or its finished key reused) and each dependent is built with `--torch-wheel` set to

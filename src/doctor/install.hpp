@@ -1,5 +1,5 @@
-// Install advice without a build (issue 16): which official wheels run on every GPU of a host
-// (SASS or PTX, cuda-arch.md §2) and whose CUDA runtime its driver can start (minor-version
+// Install advice without a build: which official wheels run on every GPU of a host
+// (SASS or PTX, by the CUDA C++ Programming Guide's binary and PTX compatibility rules) and whose CUDA runtime its driver can start (minor-version
 // compatibility, §5), newest first, with the exact pip and uv commands — or, when none fits,
 // why, and the `archbuild wheel` command that builds one. A pure function over the release
 // data; the build suggestion is injected like doctor's.
