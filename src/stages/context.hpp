@@ -1,0 +1,60 @@
+// What every stage of the pipeline works with: the plan, the store, the runner and reporter, the
+// key's record, the source tree, and the environment the steps get (decided once per run by
+// stages/environment.cpp, changed afterwards only by the build stage's out-of-memory retry).
+// Each stage is one function in its own file (stages/stage.hpp); stages/pipeline.cpp sequences
+// them, holds the key's lock and decides where a run resumes.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "stages/pipeline.hpp"
+#include "store/key_record.hpp"
+
+namespace archbuild::stages {
+
+struct Context {
+  Context(const plan::Plan& p, const store::Layout& l, run::Runner& r, run::Reporter& rep, const PipelineOptions& o)
+      : plan(p), layout(l), runner(r), reporter(rep), options(o), key(p->key), record(l, p->key),
+        src(l.source_dir(p->key)) {}
+
+  const plan::Plan& plan;
+  const store::Layout& layout;
+  run::Runner& runner;
+  run::Reporter& reporter;
+  const PipelineOptions& options;
+  std::string key;
+  store::KeyRecord record;
+  std::filesystem::path src;  // the key's source tree
+  std::map<std::string, std::string> env;  // what every step gets
+  bool admitting = false;  // every compile through archbuild's launcher, admitted by memory
+  std::optional<nlohmann::json> oom_retry;  // the build stage's retry with half the jobs, if any
+  PipelineResult result;
+
+  // The compiler launchers of this run, as the configure stamp records them.
+  nlohmann::json launchers() const;
+  // The build's parallelism now: MAX_JOBS where set (an out-of-memory retry halves it), else the plan's.
+  unsigned current_jobs() const;
+  source::SourceOptions source_options() const;
+  source::MirrorFor mirror_for() const;
+};
+
+// Seconds since it was made, for a stage's report line.
+class Stopwatch {
+ public:
+  double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count(); }
+
+ private:
+  std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
+};
+
+// A failed or interrupted step: the log's last lines to the reporter, one error (exit 4).
+Error stage_error(const std::string& stage, const run::CommandResult& r, const std::filesystem::path& log,
+                  run::Reporter& reporter);
+
+}  // namespace archbuild::stages

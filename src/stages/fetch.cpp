@@ -1,0 +1,161 @@
+// The fetch stage: the source tree (a checkout of the planned commit through archbuild's git
+// mirrors, or archbuild's own copy of a local tree), the downloads the tree's build would make
+// placed from the mirrors, and the tree's contract checked against the plan. Stamp: the commit
+// (or the local tree's content hash), its time, submodules, placed fetches, the contract.
+#include <fmt/format.h>
+
+#include "run/interrupt.hpp"
+#include "source/local.hpp"
+#include "stages/stage.hpp"
+
+namespace archbuild::stages {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+contract::Expectation contract_expectation(const plan::Plan& plan) {
+  const auto& res = plan->resolution;
+  contract::Expectation e;
+  e.driver = res.recipe.driver;
+  e.recipe_file = res.recipe.file.string();
+  // The release the plan builds: the recipe's, or for --ref / a local tree the one the plan took
+  // from the tree's version.txt (the version label says which).
+  e.version = res.recipe.version;
+  if (auto v = contract::release_part(plan->version.substr(0, plan->version.find('+')))) e.version = *v;
+  if (auto v = res.tool_versions.find("cmake"); v != res.tool_versions.end()) e.cmake = v->second;
+  if (auto p = res.tools.find("cmake"); p != res.tools.end()) e.cmake_path = p->second.string();
+  // The build venv's cmake, where the plan chose it over the host's.
+  if (plan->venv && !plan->venv->cmake.empty()) {
+    e.cmake_path = plan->venv->cmake.string();
+    e.cmake = plan->venv->cmake_version ? Version::parse(*plan->venv->cmake_version) : std::nullopt;
+  }
+  return e;
+}
+
+namespace {
+
+// What the tree's build would download, placed where it looks before anything runs: a checkout
+// of the planned commit from archbuild's mirror (its objects borrowed, as the tree's are), so the
+// build finds it and fetches nothing, and `--offline` needs only the mirrors.
+Result<json> place_fetches(Context& ctx) {
+  const auto& plan = ctx.plan;
+  json placed = json::array();
+  for (const auto& f : plan->fetches) {
+    if (!f.active()) continue;
+    if (!f.resolved())
+      return Error::bad_input(fmt::format("fetch {}: the commit {} names was not resolved before planning; run "
+                                          "`archbuild wheel` (it resolves it)", f.name, f.pin_file));
+    fs::path target = ctx.src / f.path;
+    std::error_code ec;
+    if (fs::exists(target, ec) || fs::is_symlink(target, ec)) {
+      if (!fs::is_directory(fs::symlink_status(target, ec)) || !fs::is_empty(target, ec))
+        return Error::bad_input(fmt::format(
+            "{}: the tree already has {}, where [[fetch]] {} would go; the build would not download it: drop that "
+            "[[fetch]] from {} for this tree", ctx.src.string(), f.path, f.name, plan->resolution.recipe.file.string()));
+      fs::remove(target, ec);
+    }
+    fs::create_directories(target.parent_path(), ec);
+    source::SourceOptions so = ctx.source_options();
+    so.submodules = f.submodules;
+    ctx.reporter.message(run::Level::info, fmt::format("fetch {}: {} @ {} ({}) into {}", f.name, f.url, f.ref,
+                                                       f.commit.substr(0, 12), f.path));
+    auto co = source::fetch_source({f.url, f.commit, f.commit}, target, ctx.mirror_for(), so);
+    if (!co) {
+      std::string msg = fmt::format("fetch {} ({} @ {}, pinned by {}): {}", f.name, f.url, f.ref, f.pin_file,
+                                    co.error().message);
+      return ctx.options.offline ? Error::missing_tool(msg) : Error{co.error().exit, msg};
+    }
+    json subs = json::array();
+    for (const auto& s : co->submodules) subs.push_back({{"path", s.path}, {"url", s.url}, {"commit", s.commit}});
+    placed.push_back({{"name", f.name}, {"path", f.path}, {"url", f.url}, {"pin_file", f.pin_file},
+                      {"ref", f.ref}, {"commit", co->commit}, {"submodules", subs}});
+  }
+  return placed;
+}
+
+// The tree's contract, read once after fetch and checked against the plan before configure:
+// a contradiction (exit 2/3) stops the build; it never changes the plan.
+Result<json> tree_contract(const Context& ctx) {
+  auto c = contract::read_contract(contract::directory_access(ctx.src));
+  if (!c) return c.error();
+  auto findings = contract::check(*c, contract_expectation(ctx.plan));
+  if (auto e = contract::first_contradiction(findings, ctx.src.string())) return *e;
+  json j = contract::to_json(*c);
+  j["checks"] = contract::to_json(findings);
+  return j;
+}
+
+// A local tree: archbuild's own copy of it, as it is now (the plan's content hash checked).
+Result<Ok> fetch_local(Context& ctx, const run::StageInfo& info) {
+  ctx.reporter.stage_started(info);
+  Stopwatch clock;
+  const auto& local = *ctx.plan->local;
+  auto fail = [&](const Error& e) {
+    ctx.reporter.stage_finished(info, {run::StageStatus::failed, clock.seconds(), e.message, {}});
+    return e;
+  };
+  auto tree = source::scan_local_tree(local.dir);
+  if (!tree) return fail(tree.error());
+  if (tree->content_hash != local.content_hash)
+    return fail(Error::bad_input(fmt::format("{} changed since it was planned (content {} → {}); run again to plan "
+                                             "the tree as it is now", local.dir.string(),
+                                             local.content_hash.substr(0, 12), tree->content_hash.substr(0, 12))));
+  auto copied = source::copy_local_tree(*tree, ctx.src, [] { return run::interrupt_requested(); });
+  if (!copied) return fail(copied.error());
+  json stamp = {{"local", local.dir.string()}, {"local_content", tree->content_hash}, {"files", tree->entries.size()},
+                {"bytes", tree->bytes}, {"head", tree->head ? json(*tree->head) : json(nullptr)}};
+  if (tree->commit_time) stamp["commit_time"] = *tree->commit_time;
+  auto placed = place_fetches(ctx);
+  if (!placed) return fail(placed.error());
+  stamp["fetches"] = *placed;
+  if (auto r = ctx.record.mark_done("fetch", stamp); !r) return r.error();
+  ctx.reporter.stage_finished(info, {run::StageStatus::ok, clock.seconds(),
+                                     fmt::format("{} files copied from {}", tree->entries.size(), local.dir.string()), {}});
+  return Ok{};
+}
+
+}  // namespace
+
+Result<Ok> fetch_stage(Context& ctx, const run::StageInfo& info) {
+  const auto& plan = ctx.plan;
+  if (plan->local) return fetch_local(ctx, info);
+  ctx.reporter.stage_started(info);
+  Stopwatch clock;
+  source::SourceSpec spec{plan->url, plan->tag, plan->commit.value_or("")};
+  source::SourceOptions so = ctx.source_options();
+  so.submodules = plan->submodules;
+  auto fail = [&](const Error& e) {
+    ctx.reporter.stage_finished(info, {run::StageStatus::failed, clock.seconds(), e.message, {}});
+    return e;
+  };
+  auto checkout = source::fetch_source(spec, ctx.src, ctx.mirror_for(), so);
+  if (!checkout) return fail(checkout.error());
+  json subs = json::array();
+  for (const auto& s : checkout->submodules) subs.push_back({{"path", s.path}, {"url", s.url}, {"commit", s.commit}});
+  json stamp = {{"commit", checkout->commit}, {"submodules", subs}};
+  if (auto t = source::checkout_commit_time(ctx.src)) stamp["commit_time"] = *t;
+  auto placed = place_fetches(ctx);
+  if (!placed) return fail(placed.error());
+  stamp["fetches"] = *placed;
+  // Fetch stays unstamped when the contract fails: the rerun reads and checks the tree again.
+  auto contract = tree_contract(ctx);
+  if (!contract) return fail(contract.error());
+  stamp["contract"] = *contract;
+  if (auto r = ctx.record.mark_done("fetch", stamp); !r) return r.error();
+  ctx.reporter.stage_finished(info, {run::StageStatus::ok, clock.seconds(), checkout->commit.substr(0, 12), {}});
+  return Ok{};
+}
+
+bool fetched_tree_matches(Context& ctx) {
+  std::error_code ec;
+  if (!fs::is_directory(ctx.src, ec)) return false;
+  auto doc = ctx.record.read();
+  if (!doc) return false;
+  if (ctx.plan->local)  // archbuild's copy; nothing else writes there
+    return doc->value("/stages/fetch/local_content"_json_pointer, std::string()) == ctx.plan->local->content_hash;
+  auto recorded = doc->value("/stages/fetch/commit"_json_pointer, std::string());
+  auto head = source::checkout_commit(ctx.src);
+  return head && !recorded.empty() && *head == recorded;
+}
+
+}  // namespace archbuild::stages
