@@ -21,7 +21,7 @@ struct Cc {
 };
 
 // `a`: arch-specific code that runs only on exactly that CC. `f`: family code that runs on the
-// CCs of the same major at or above it (cuda-arch.md §1).
+// CCs of the same major at or above it (https://docs.nvidia.com/cuda/cuda-c-programming-guide/#binary-compatibility).
 enum class Variant : std::uint8_t { none, a, f };
 std::string_view suffix(Variant v);  // "", "a", "f"
 

@@ -21,7 +21,7 @@ struct KnownCc {
   std::optional<Cc> renamed_to;    // 10.1 became 11.0 in CUDA 13
 };
 
-// A PyTorch architecture name and its two expansions (cuda-arch.md §7).
+// A PyTorch architecture name and its two expansions (pytorch/pytorch torch/utils/cpp_extension.py _get_cuda_arch_flags).
 struct ArchName {
   std::string name;                 // "Ampere", "Blackwell+Tegra"
   std::vector<Cc> build;            // select_compute_arch.cmake: SASS

@@ -1,4 +1,4 @@
-// The run-compatibility rule (cuda-arch.md §2): which device code a GPU of a given CC can run.
+// The run-compatibility rule (https://docs.nvidia.com/cuda/cuda-c-programming-guide/#binary-compatibility): which device code a GPU of a given CC can run.
 // Shared by inspect, doctor and validate.
 #pragma once
 

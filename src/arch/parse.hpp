@@ -1,4 +1,4 @@
-// Parsing every spelling of an architecture list a user types (cuda-arch.md §7).
+// Parsing every spelling of an architecture list a user types (PyTorch's TORCH_CUDA_ARCH_LIST, CMake's CUDA_ARCHITECTURES, nvcc's -gencode, Spack's and EasyBuild's cuda_arch).
 #pragma once
 
 #include <functional>

@@ -17,6 +17,9 @@
 namespace archbuild::binary {
 
 inline constexpr std::uint32_t kFatbinMagic = 0xBA55ED50;
+// Entry flag set (with a non-zero word at 0x30) on the LTO-IR that cuFFT and cuSPARSE ship: the
+// payload is not plain LZ4 then, so verification cannot check it.
+inline constexpr std::uint64_t kEntryFlagEncoded = 0x10000;
 
 // Ordered as reports list them: SASS first.
 enum class EntryKind : std::uint8_t { sass, ptx, lto_ir, old_cubin };

@@ -1,4 +1,4 @@
-// The official PyTorch wheels as data (data/torch-releases.toml, cuda-arch.md §6): per release
+// The official PyTorch wheels as data (data/torch-releases.toml, each list cited there): per release
 // line its CUDA variants and their arch lists, so that "which official wheel runs on this GPU"
 // is computed with the run-compatibility rule, never written in code.
 #pragma once

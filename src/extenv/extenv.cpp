@@ -68,7 +68,7 @@ Result<Reader> choose_reader(const Request& req, const Inputs& in, std::vector<s
   if (!line) return Error::bad_input("no torch recipe is shipped: cannot tell which spellings torch's reader accepts");
   if (rd.of.empty()) rd.of = fmt::format("{} ({})", line->name, in.torch ? "torch installed: no recipe of its line" : "no torch installed");
   // cpp_extension of the same release: two-digit majors and `a` as its main build; never `f`
-  // or A(B) (cuda-arch.md §7).
+  // or A(B) (torch/utils/cpp_extension.py _get_cuda_arch_flags).
   rd.syntax.env = "TORCH_CUDA_ARCH_LIST";
   rd.syntax.format = recipe::ArchFormat::torch;
   rd.syntax.grammar = arch::Grammar::extension;

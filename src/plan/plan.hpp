@@ -39,7 +39,7 @@ struct EnvVar {
   std::string why;    // for the unkeyed: what stands for it in the key, or why it cannot matter
 };
 
-// MAX_JOBS from cores and memory: each nvcc job can need 3–5 GiB (pytorch-build.md).
+// MAX_JOBS from cores and memory (plan/jobs.cpp): each nvcc job can need GiBs; the figure per job is the recipe's [build.memory].
 struct HostResources {
   unsigned cores = 1;
   std::uint64_t mem_available = 0;  // bytes

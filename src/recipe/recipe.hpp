@@ -21,7 +21,7 @@
 
 namespace archbuild::recipe {
 
-// How the project is built (pytorch-build.md "Entry points, by era").
+// How the project is built (the entry point of the tree at its tag: setup.py commands, PEP 517 with setuptools, or scikit-build-core).
 enum class Driver {
   setup_py,      // setup.py build --cmake-only; cmake --build build; setup.py bdist_wheel
   python_build,  // python -m build --wheel --no-isolation (setuptools backend)
@@ -90,8 +90,8 @@ std::string fetch_disabled_by(const Fetch& f, const std::map<std::string, std::s
 struct CompileMemory {
   std::uint64_t c_mb = 512;
   std::uint64_t cxx_mb = 1536;
-  // One nvcc with --threads 1; without admission the static jobs rule's figure per job (4 GiB:
-  // nvcc jobs need 3-5 GiB, pytorch-build.md).
+  // One nvcc with --threads 1; without admission the static jobs rule's figure per job (4 GiB; a
+  // recipe with heavier kernels raises it, and admission measures real peaks).
   std::uint64_t cuda_mb = 4096;
   std::uint64_t cuda_thread_mb = 1024;  // added per further nvcc --threads (NVCC_THREADS)
   struct Pattern {
@@ -149,7 +149,7 @@ struct Recipe {
   CompileMemory memory;            // [build.memory]
   ArchSyntax arch;
   std::vector<Fetch> fetches;      // [[fetch]]: what the build would download (none: nothing)
-  // The official wheels' TORCH_CUDA_ARCH_LIST by CUDA X.Y (cuda-arch.md §6), for comparisons.
+  // The official wheels' TORCH_CUDA_ARCH_LIST by CUDA X.Y (each cited in the recipe), for comparisons.
   std::map<std::string, std::string> official;
   // [validate] cuda_op: one CUDA operation of the package that the import test runs on a GPU
   // (Python statements over `m`, the imported module, that set `ok` and may set `got` and
@@ -186,8 +186,8 @@ Result<std::vector<Recipe>> load_dir(const std::filesystem::path& dir, const Sea
 Result<std::vector<Recipe>> load_shipped();
 
 // The arch list spelled for the project's reader (arch.format). For format sm each SASS target
-// maps to the newest known value of its major at or below it (its SASS runs there, cuda-arch.md
-// §2); a/f variants and PTX cannot be said and become notes; `unmapped` lists the targets no
+// maps to the newest known value of its major at or below it (its SASS runs there:
+// https://docs.nvidia.com/cuda/cuda-c-programming-guide/#binary-compatibility); a/f variants and PTX cannot be said and become notes; `unmapped` lists the targets no
 // value runs on.
 struct ArchListText {
   std::string text;

@@ -28,7 +28,7 @@ struct CompilerRange {
   std::optional<Version> max;  // compared on the major (and minor when given): GCC 14.2 <= "14"
 };
 
-// What one CUDA release can do (cuda-arch.md §3–§5).
+// What one CUDA release can do (the toolkit's own `nvcc --list-gpu-code`, which a test compares with toolchains/; release notes: https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/).
 struct Toolchain {
   Version cuda;                        // 12.8
   Version min_driver;                  // 570.26

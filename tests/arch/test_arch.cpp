@@ -120,7 +120,7 @@ TEST_CASE("lists: separators, sorting, deduplication, merging", "[parse]") {
   CHECK(parse_arch_lists({"8.0", "9.0+PTX"}, data()).take().size() == 2);
 }
 
-TEST_CASE("the official wheels' lists of cuda-arch.md §6 parse", "[parse]") {
+TEST_CASE("the official wheels' arch lists parse", "[parse]") {
   CHECK(torch("3.7;5.0;6.0;7.0;7.5;8.0;8.6;9.0") == "3.7;5.0;6.0;7.0;7.5;8.0;8.6;9.0");
   CHECK(torch("7.5;8.0;8.6;9.0;10.0;12.0+PTX") == "7.5;8.0;8.6;9.0;10.0;12.0+PTX");
   CHECK(cmake("7.5;8.0;8.6;9.0;10.0;12.0+PTX") == "75-real;80-real;86-real;90-real;100-real;120");
@@ -345,7 +345,7 @@ TEST_CASE("GPU names match case-insensitively and without vendor prefixes", "[gp
   CHECK(one("A100")->cc.str() == "8.0");
   CHECK(one("DGX Spark")->cc.str() == "12.1");
   CHECK(one("Jetson Thor")->cc.str() == "11.0");
-  // Added with releases-2026.md.
+  // The 2026 GPUs.
   CHECK(one("R200")->cc.str() == "10.7");
   CHECK(one("Vera Rubin")->cc.str() == "10.7");
   CHECK(one("RTX PRO 4000 Blackwell SFF")->cc.str() == "12.0");
@@ -377,7 +377,7 @@ TEST_CASE("nvidia-smi names identify the GPU", "[gpus]") {
   CHECK(data().identify("NVIDIA Graphics Device") == nullptr);
 }
 
-TEST_CASE("run compatibility: SASS (cuda-arch.md §2)", "[compat]") {
+TEST_CASE("run compatibility: SASS", "[compat]") {
   // Exact SASS is native.
   CHECK(verdict({sass(90)}, 90) == RunResult::native);
   // Same major, higher minor: compatible SASS.

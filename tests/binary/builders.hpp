@@ -20,7 +20,7 @@ inline void put16(Buf& b, std::size_t at, std::uint16_t v) { std::memcpy(b.data(
 inline void put32(Buf& b, std::size_t at, std::uint32_t v) { std::memcpy(b.data() + at, &v, 4); }
 inline void put64(Buf& b, std::size_t at, std::uint64_t v) { std::memcpy(b.data() + at, &v, 8); }
 
-// One fatbin entry (fatbin.md "Entry header"); sizes are filled in from the payload unless set.
+// One fatbin entry (its header as nvcc writes it); sizes are filled in from the payload unless set.
 struct EntrySpec {
   std::uint16_t kind = 2;  // 1 PTX, 2 cubin, 8 LTO-IR
   std::uint32_t sm = 90;

@@ -151,7 +151,7 @@ TEST_CASE("an aarch64 library is read like an x86-64 one", "[binary]") {
   CHECK(r->entry_count() == 3);
 }
 
-TEST_CASE("libcublas.so.13 carries what fatbin.md says", "[binary]") {
+TEST_CASE("libcublas.so.13 carries the device code its fatbin headers name", "[binary]") {
   fs::path lib = "/usr/local/cuda/lib64/libcublas.so.13";
   if (!fs::exists(lib)) {
     WARN("##archbuild-skip## " << lib << " is not installed");

@@ -1,7 +1,7 @@
 // Every build driver end to end (issue 12, "Drivers"): `archbuild wheel` on the example of each
-// era — setup-py (examples/minitorch), python-build (examples/minitorch-pep517, the setuptools
+// era — setup-py (examples/minitorch), python-build (tests/fixtures/minitorch-pep517, the setuptools
 // backend reached only through `python -m build`; and examples/minitorch with its recipe switched
-// to python-build, the issue's reproduction), scikit-build-core (examples/minitorch-skbuild) —
+// to python-build, the issue's reproduction), scikit-build-core (tests/fixtures/minitorch-skbuild) —
 // through fetch, configure, build, package, validate and --out, with real nvcc: the wheel carries
 // exactly the target's SASS, a repeat runs nothing, and a run killed mid-build resumes past the
 // stages it finished without reusing a build tree whose configure did not finish.
@@ -34,12 +34,13 @@ using nlohmann::json;
 namespace {
 
 const fs::path kExamples = fs::path(ARCHBUILD_SOURCE_DIR) / "examples";
+const fs::path kFixtures = fs::path(ARCHBUILD_SOURCE_DIR) / "tests" / "fixtures";  // the driver variants
 const std::string kPython = "/usr/bin/python3";
 
 struct Case {
   std::string driver;   // the recipe's build.driver
   std::string repo;     // the repository make-example-repos made
-  std::string recipe;   // examples/<dir>/recipe.toml, or "": the setup.py example switched to python-build
+  std::string recipe;   // tests/fixtures/<dir>/recipe.toml, or "": the setup.py example switched to python-build
 };
 
 bool can_build(const Case& c, std::string& why) {
@@ -60,12 +61,7 @@ fs::path standin_wheelhouse(const fs::path& dir) {
   auto cp = t::run("/bin/cp", {"-r", std::string(ARCHBUILD_SOURCE_DIR) + "/tests/support/scikit-build-core-standin",
                                src.string()});
   REQUIRE(cp.status == 0);
-  t::RunOptions o;
-  o.env["PIP_NO_INDEX"] = "1";
-  o.timeout = std::chrono::seconds(300);
-  auto w = t::run(kPython, {"-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", wheelhouse.string(),
-                            src.string()},
-                  o);
+  auto w = t::pip_wheel(kPython, src.string(), wheelhouse.string());
   INFO(w.out << w.err);
   REQUIRE(w.status == 0);
   return wheelhouse;
@@ -84,7 +80,7 @@ struct Workspace {
     REQUIRE(r.status == 0);
     url = "file://" + (dir / "repos" / c.repo).string();
     if (!c.recipe.empty()) {
-      recipe = (kExamples / c.recipe).string();
+      recipe = (kFixtures / c.recipe).string();
     } else {
       // The issue's reproduction: the setup.py example, its recipe switched to python-build.
       recipe = dir.write("python-build.toml", "extends = \"" + (kExamples / "minitorch" / "recipe.toml").string() +

@@ -1,4 +1,4 @@
-// Nothing downloaded mid-build (issue 13), end to end with nvcc: examples/minitorch-fetch, whose
+// Nothing downloaded mid-build (issue 13), end to end with nvcc: tests/fixtures/minitorch-fetch, whose
 // build would clone a dependency pinned by a file of its tree from a github.com URL (as PyTorch
 // clones NCCL). Both github.com URLs are served from local repositories through git's
 // url.<base>.insteadOf in a test-local git configuration; archbuild fetches the dependency through
@@ -21,7 +21,7 @@ using nlohmann::json;
 namespace {
 
 const fs::path kSource = ARCHBUILD_SOURCE_DIR;
-const fs::path kRecipe = kSource / "examples/minitorch-fetch/recipe.toml";
+const fs::path kRecipe = kSource / "tests/fixtures/minitorch-fetch/recipe.toml";
 
 std::string cannot_build() {
   if (!fs::exists("/usr/local/cuda/bin/nvcc")) return "no nvcc at /usr/local/cuda/bin/nvcc";
@@ -68,7 +68,7 @@ void copy_tree(const fs::path& from, const fs::path& to) {
 }
 
 // repos/minidep (tags v1.0, v1.1) and repos/minitorch-fetch (tag v0.1.0: examples/minitorch with
-// examples/minitorch-fetch laid over it, no submodule, the pin file saying v1.0).
+// tests/fixtures/minitorch-fetch laid over it, no submodule, the pin file saying v1.0).
 struct Repos {
   fs::path dir, minidep, project;
   std::string dep_v10, dep_v11;
@@ -88,7 +88,7 @@ Repos make_repos(const fs::path& dir) {
   r.dep_v11 = head(r.minidep);
 
   copy_tree(kSource / "examples/minitorch", r.project);
-  copy_tree(kSource / "examples/minitorch-fetch", r.project);
+  copy_tree(kSource / "tests/fixtures/minitorch-fetch", r.project);
   std::ofstream(r.project / ".ci/docker/ci_commit_pins/minidep.txt") << "v1.0\n";
   git(r.project, {"init", "-q", "-b", "main"});
   git(r.project, {"add", "-A"});

@@ -65,12 +65,7 @@ struct Fixture {
     std::ofstream(src / "archbuild_tinydep" / "__init__.py") << "VERSION = '1.0'\n";
     std::ofstream(src / "setup.py") << "from setuptools import setup\n"
                                        "setup(name='archbuild-tinydep', version='1.0', packages=['archbuild_tinydep'])\n";
-    t::RunOptions o;
-    o.env["PIP_NO_INDEX"] = "1";
-    o.timeout = std::chrono::seconds(300);
-    auto w = t::run(kPython, {"-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", wheelhouse.string(),
-                              src.string()},
-                    o);
+    auto w = t::pip_wheel(kPython, src.string(), wheelhouse.string());
     INFO(w.out << w.err);
     REQUIRE(w.status == 0);
   }
@@ -246,12 +241,7 @@ TEST_CASE("venv: a tree whose cmake minimum is above the host's gets the venv's 
   std::ofstream(src / "cmake") << "#!/bin/sh\n[ \"$1\" = --version ] && { echo 'cmake version 3.31.0'; exit 0; }\n"
                                   "exec /usr/bin/cmake \"$@\"\n";
   std::ofstream(src / "setup.py") << "from setuptools import setup\nsetup(name='cmake', version='3.31.0', scripts=['cmake'])\n";
-  t::RunOptions o;
-  o.env["PIP_NO_INDEX"] = "1";
-  o.timeout = std::chrono::seconds(300);
-  auto w = t::run(kPython, {"-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", f.wheelhouse.string(),
-                            src.string()},
-                  o);
+  auto w = t::pip_wheel(kPython, src.string(), f.wheelhouse.string());
   INFO(w.out << w.err);
   REQUIRE(w.status == 0);
 

@@ -320,7 +320,7 @@ TEST_CASE("checks: a provisional metadata provider of the tree's own without exp
 }
 
 TEST_CASE("checks: the example minitorch-skbuild follows PyTorch's contract", "[contract]") {
-  auto c = read_contract(directory_access(std::string(ARCHBUILD_SOURCE_DIR) + "/examples/minitorch-skbuild"));
+  auto c = read_contract(directory_access(std::string(ARCHBUILD_SOURCE_DIR) + "/tests/fixtures/minitorch-skbuild"));
   REQUIRE(c.ok());
   CHECK(c->backend == std::optional<std::string>("scikit_build_core.build"));
   CHECK(c->backend_path.empty());

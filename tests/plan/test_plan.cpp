@@ -518,7 +518,7 @@ TEST_CASE("the plan: environment, steps per driver era, version label, jobs") {
 }
 
 TEST_CASE("the scikit-build-core driver: python -m build with a persistent build-dir, every setting keyed") {
-  auto file = std::string(ARCHBUILD_SOURCE_DIR) + "/examples/minitorch-skbuild/recipe.toml";
+  auto file = std::string(ARCHBUILD_SOURCE_DIR) + "/tests/fixtures/minitorch-skbuild/recipe.toml";
   auto req = request("90");
   req.source_url = "file:///srv/git/minitorch-skbuild";
   // The tree not read yet (`plan` before the commit is mirrored): build-dir is passed, the build
@@ -566,7 +566,7 @@ contract::ScikitBuild skbuild_table(const std::string& toml) {
 // The issue: the driver always passed -C cmake.build-type=Release, which wins over the tree's
 // overrides, so --env DEBUG=1 was keyed and did nothing.
 TEST_CASE("the scikit-build-core driver passes only what the tree's [tool.scikit-build] leaves open") {
-  auto file = std::string(ARCHBUILD_SOURCE_DIR) + "/examples/minitorch-skbuild/recipe.toml";
+  auto file = std::string(ARCHBUILD_SOURCE_DIR) + "/tests/fixtures/minitorch-skbuild/recipe.toml";
   auto req = request("90");
   req.source_url = "file:///srv/git/minitorch-skbuild";
   auto with_tree = [&](const std::string& toml, std::map<std::string, std::string> env = {}) {
@@ -619,7 +619,7 @@ TEST_CASE("python modules: recipe data, else the driver's default, a lacking one
           "or exit 3 naming it without pip and venv") {
   auto h = host_130();
   h.pythons[0].modules = std::vector<std::string>{"setuptools", "wheel", "build", "pip", "venv"};
-  auto skbuild_example = std::string(ARCHBUILD_SOURCE_DIR) + "/examples/minitorch-skbuild/recipe.toml";
+  auto skbuild_example = std::string(ARCHBUILD_SOURCE_DIR) + "/tests/fixtures/minitorch-skbuild/recipe.toml";
   auto req = request("90");
   req.source_url = "file:///srv/git/x";
   // The example states python_modules = ["build"]: no scikit_build_core needed.

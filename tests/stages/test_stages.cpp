@@ -67,7 +67,9 @@ plan::Plan plan_for(const std::string& targets, const std::string& url, const st
   if (cmake) h.tool_versions["cmake"] = *cmake;
   plan::Inputs in;
   in.recipes = plan::select_recipes(!recipe_file.empty() ? recipe_file
-                                                          : std::string(ARCHBUILD_SOURCE_DIR) + "/examples/" + example + "/recipe.toml")
+                                                          : std::string(ARCHBUILD_SOURCE_DIR) +
+                                                                (example == "minitorch" ? "/examples/" : "/tests/fixtures/") +
+                                                                example + "/recipe.toml")
                    .take();
   in.toolchains = toolchain::load_shipped().take();
   in.host = h;
@@ -770,10 +772,10 @@ TEST_CASE("the fetch stage places a [[fetch]] at the planned commit from the mir
   auto rev = test::run(test::which("git"), {"-C", (repos / "minidep").string(), "rev-parse", "v1.0^{commit}"});
   REQUIRE(rev.status == 0);
   std::string dep_commit = rev.out.substr(0, 40);
-  // examples/minitorch-fetch's recipe, its fetch served from the local minidep (the repository is
+  // tests/fixtures/minitorch-fetch's recipe, its fetch served from the local minidep (the repository is
   // minitorch's, whose submodule is not checked out: submodules = false).
   auto recipe = e.dir.write("fetch.toml", "extends = \"" + std::string(ARCHBUILD_SOURCE_DIR) +
-                                              "/examples/minitorch-fetch/recipe.toml\"\n\n[[fetch]]\nname = \"minidep\"\n"
+                                              "/tests/fixtures/minitorch-fetch/recipe.toml\"\n\n[[fetch]]\nname = \"minidep\"\n"
                                               "path = \"third_party/minidep\"\nurl = \"file://" +
                                               (repos / "minidep").string() +
                                               "\"\npin_file = \".ci/docker/ci_commit_pins/minidep.txt\"\n");

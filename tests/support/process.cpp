@@ -74,6 +74,13 @@ std::string which(const std::string& tool) {
   return p.empty() ? std::string() : p.string();
 }
 
+Ran pip_wheel(const std::string& python, const std::filesystem::path& project, const std::filesystem::path& wheelhouse) {
+  RunOptions o;
+  o.env["PIP_NO_INDEX"] = "1";
+  o.timeout = std::chrono::seconds(300);
+  return run(python, {"-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", wheelhouse.string(), project.string()}, o);
+}
+
 }  // namespace archbuild::test
 
 #include <csignal>

@@ -31,6 +31,9 @@ Ran run(const std::string& program, const std::vector<std::string>& args, const 
 Ran archbuild(const std::vector<std::string>& args, const RunOptions& opts = {});
 // Path of a tool on PATH, or empty.
 std::string which(const std::string& tool);
+// `python -m pip wheel` of one local project into `wheelhouse`, with no index (tests never touch
+// the network) and no build isolation (the interpreter's own setuptools builds it).
+Ran pip_wheel(const std::string& python, const std::filesystem::path& project, const std::filesystem::path& wheelhouse);
 
 }  // namespace archbuild::test
 

@@ -2,7 +2,7 @@
 
 Debian 12 packages no scikit-build-core and archbuild's tests run offline, so a test builds this
 directory into a wheel named scikit-build-core (1.0.0+archbuild.standin) and hands it to archbuild
-with --find-links: examples/minitorch-skbuild, whose pyproject.toml is written for the real
+with --find-links: tests/fixtures/minitorch-skbuild, whose pyproject.toml is written for the real
 backend (build-backend = "scikit_build_core.build", requires = ["scikit-build-core>=1.0"]), gets
 it in its build venv the way it would get the real one.
 
