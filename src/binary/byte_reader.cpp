@@ -176,7 +176,9 @@ void ByteReader::read_batch(std::span<const BatchRead> reads) {
     for (std::size_t i = first; i < first + n; ++i) {
       io_uring_sqe* sqe = io_uring_get_sqe(ring);  // the ring has room: it was drained
       io_uring_prep_read(sqe, fd_, reads[i].out, reads[i].length, reads[i].offset);
-      io_uring_sqe_set_data64(sqe, i);
+      // user_data directly, not io_uring_sqe_set_data64/io_uring_cqe_get_data64: those came
+      // with liburing 2.2, and the bundle is built against Debian 11's liburing 0.7.
+      sqe->user_data = i;
     }
     int submitted = io_uring_submit_and_wait(ring, static_cast<unsigned>(n));
     if (submitted < 0 && submitted != -EINTR) {
@@ -204,7 +206,7 @@ void ByteReader::read_batch(std::span<const BatchRead> reads) {
         }
         continue;
       }
-      const auto& r = reads[static_cast<std::size_t>(io_uring_cqe_get_data64(cqe))];
+      const auto& r = reads[static_cast<std::size_t>(cqe->user_data)];
       const int res = cqe->res;
       io_uring_cqe_seen(ring, cqe);
       --pending;

@@ -175,9 +175,11 @@ std::vector<std::optional<Container>> parse_batched(ByteReader& in, const Sectio
   constexpr std::size_t kFirst = kContainerHeader + kEntryHeaderMin;  // a header and its first entry's
   constexpr std::size_t kWholeRead = 16 << 10;
   constexpr std::size_t kBatchBytes = 256 << 10;
-  // Not zeroed: every byte parsed was read first. Untouched pages cost nothing.
+  // Not zeroed: every byte parsed was read first. Untouched pages cost nothing. (`new T[n]`
+  // rather than std::make_unique_for_overwrite, which GCC 10's libstdc++ — the bundle's, built
+  // on Debian 11 — lacks; both leave the bytes uninitialised.)
   constexpr std::size_t kBufBytes = std::max(kBatchBytes, kChunk * kEntryHeaderMin);
-  const auto buf_owner = std::make_unique_for_overwrite<std::uint8_t[]>(kBufBytes);
+  const std::unique_ptr<std::uint8_t[]> buf_owner(new std::uint8_t[kBufBytes]);
   std::uint8_t* const buf = buf_owner.get();
   std::vector<ByteReader::BatchRead> reads;
   std::vector<std::size_t> read_of;  // the container each read of the first round is for

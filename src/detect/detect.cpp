@@ -44,10 +44,19 @@ void annotate(DetectedGpu& g, const arch::ArchData& data) {
 }
 
 // NVML's C ABI (stable since the v2 entry points); declared here so no NVML header is needed.
+// Every declaration, constant and buffer size below was checked against
+// NVIDIA/go-nvml@2f9e261fe40a7a1c54783d66805e8920564763b4:pkg/nvml/nvml.h (NVML API version 13):
+// nvmlReturn_t is an enum (NVML_SUCCESS = 0), read here as int; nvmlDevice_t is a pointer to an
+// opaque struct; nvmlMemory_t is the v1 struct that nvmlDeviceGetMemoryInfo fills (the _v2 struct
+// starts with a version field and goes to nvmlDeviceGetMemoryInfo_v2, which we do not call).
 using nvmlDevice_t = void*;
 struct nvmlMemory_t {
   unsigned long long total, free, used;
 };
+constexpr unsigned kNvmlDriverVersionBuffer = 80;  // NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE
+constexpr unsigned kNvmlNameBuffer = 96;           // NVML_DEVICE_NAME_V2_BUFFER_SIZE
+constexpr unsigned kNvmlUuidBuffer = 96;           // NVML_DEVICE_UUID_V2_BUFFER_SIZE
+constexpr unsigned kNvmlMigEnable = 1;             // NVML_DEVICE_MIG_ENABLE
 
 std::optional<std::string> try_nvml(const arch::ArchData& data, const std::string& lib_name, Detection& d) {
   Library lib(lib_name);
@@ -69,7 +78,7 @@ std::optional<std::string> try_nvml(const arch::ArchData& data, const std::strin
   if (!init || !shutdown || !count || !handle || !name || !capability)
     return std::string("nvml: library lacks the v2 entry points");
   if (int rc = init(); rc != 0) return fmt::format("nvml: nvmlInit_v2 failed (code {})", rc);
-  char buf[256] = {};
+  char buf[kNvmlDriverVersionBuffer] = {};
   if (driver && driver(buf, sizeof buf) == 0) d.driver_version = buf;
   int cv = 0;
   if (cuda && cuda(&cv) == 0 && cv > 0) d.cuda_version = cuda_version_string(cv);
@@ -80,18 +89,17 @@ std::optional<std::string> try_nvml(const arch::ArchData& data, const std::strin
     if (handle(i, &dev) != 0) continue;
     DetectedGpu g;
     g.index = static_cast<int>(i);
-    char nm[256] = {};
+    char nm[kNvmlNameBuffer] = {};
     if (name(dev, nm, sizeof nm) == 0) g.name = nm;
     int major = 0, minor = 0;
     if (capability(dev, &major, &minor) != 0) continue;
     g.cc = {major, minor};
     nvmlMemory_t mem{};
     if (memory && memory(dev, &mem) == 0) g.memory_bytes = mem.total;
-    char id[96] = {};
+    char id[kNvmlUuidBuffer] = {};
     if (uuid && uuid(dev, id, sizeof id) == 0) g.uuid = id;
     unsigned current = 0, pending = 0;
-    constexpr unsigned kMigEnabled = 1;  // NVML_DEVICE_MIG_ENABLE
-    if (mig_mode && mig_mode(dev, &current, &pending) == 0 && current == kMigEnabled) {
+    if (mig_mode && mig_mode(dev, &current, &pending) == 0 && current == kNvmlMigEnable) {
       g.mig = true;
       unsigned max = 0;
       if (mig_max && mig_handle && uuid && mig_max(dev, &max) == 0)
@@ -99,7 +107,7 @@ std::optional<std::string> try_nvml(const arch::ArchData& data, const std::strin
           nvmlDevice_t md = nullptr;
           if (mig_handle(dev, m, &md) != 0) continue;  // NVML_ERROR_NOT_FOUND: no device in that slot
           MigDevice x;
-          char mid[96] = {};
+          char mid[kNvmlUuidBuffer] = {};
           if (uuid(md, mid, sizeof mid) == 0) x.uuid = mid;
           nvmlMemory_t mm{};
           if (memory && memory(md, &mm) == 0) x.memory_bytes = mm.total;

@@ -24,7 +24,9 @@ std::string_view to_string(LibraryOrigin o) {
 std::optional<std::string> version_from_header(const std::string& text, const std::vector<std::string>& macros) {
   std::vector<std::string> parts;
   for (const auto& m : macros) {
-    std::regex def("^[ \\t]*#[ \\t]*define[ \\t]+" + m + "[ \\t]+([^\\n]*)$", std::regex::multiline);
+    // A line's start as "start of text or after a newline", not std::regex::multiline, which
+    // GCC 10's libstdc++ (the bundle's, built on Debian 11) lacks; [^\n]* ends at the line's end.
+    std::regex def("(?:^|\\n)[ \\t]*#[ \\t]*define[ \\t]+" + m + "[ \\t]+([^\\n]*)");
     std::smatch sm;
     if (!std::regex_search(text, sm, def)) return std::nullopt;
     std::string value = text::trim(sm[1].str());

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# scripts/bundle-in-root (issue 33): the bundle made in a Debian 11 root needs no glibc above the
+# shipped floor (scripts/bundle's default, 2.31): the highest GLIBC_ symbol version that
+# bin/archbuild and lib/* import, read with objdump, is at most the floor; and the unpacked bundle
+# runs on this host with a clean environment (--version, arch, detect --json).
+#
+# Slow and opt-in: the first run makes the root (debootstrap, ~4 min) and every run builds
+# archbuild in it (~15 min from scratch on 2 cores, incremental after). It runs only when
+# ARCHBUILD_BUNDLE_ROOT names the root directory to make or reuse (and needs root and debootstrap);
+# otherwise it is skipped at once. ctest -L bundle-root runs it alone.
+# Usage: test_bundle_in_root.sh SOURCE_DIR   (run by ctest)
+set -euo pipefail
+src=$1
+skip() { echo "##archbuild-skip## $*"; exit 0; }
+[ -n "${ARCHBUILD_BUNDLE_ROOT:-}" ] || skip "opt-in: set ARCHBUILD_BUNDLE_ROOT=DIR (a Debian 11 root, made there once) to build the bundle in it"
+[ "$(id -u)" = 0 ] || skip "needs root (debootstrap, chroot, mount)"
+command -v debootstrap >/dev/null || skip "no debootstrap (apt-get install debootstrap)"
+command -v objdump >/dev/null || skip "no objdump (binutils)"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# The floor the shipped scripts/bundle enforces by default.
+floor=$(sed -n 's/^floor=\([0-9.]*\)$/\1/p' "$src/scripts/bundle")
+[[ "$floor" =~ ^2\.[0-9]+$ ]] || fail "no default floor=2.N in scripts/bundle"
+tarball=$("$src/scripts/bundle-in-root" --root "$ARCHBUILD_BUNDLE_ROOT" --out "$tmp/dist") || fail "scripts/bundle-in-root: exit $?"
+[ -f "$tarball" ] || fail "scripts/bundle-in-root printed no tarball ('$tarball')"
+mkdir "$tmp/unpacked"
+tar -C "$tmp/unpacked" -xzf "$tarball"
+root=$(echo "$tmp"/unpacked/archbuild-*)
+[ -x "$root/bin/archbuild" ] || fail "no bin/archbuild in $tarball"
+
+# Read here, not taken from BUNDLE.txt: every GLIBC_ version any bundled file imports.
+highest=$(objdump -T "$root/bin/archbuild" "$root"/lib/*.so* | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -Vu | tail -1)
+[ -n "$highest" ] || fail "objdump found no GLIBC_ version in the bundle"
+if [ "$(printf '%s\n%s\n' "$highest" "$floor" | sort -V | tail -1)" != "$floor" ]; then
+  objdump -T "$root/bin/archbuild" "$root"/lib/*.so* | grep "GLIBC_$highest" >&2 || true
+  fail "the bundle imports GLIBC_$highest, above the floor $floor"
+fi
+grep -q "^glibc floor $floor: met (highest GLIBC_ symbol version imported: $highest)" "$root/BUNDLE.txt" ||
+  fail "BUNDLE.txt: $(grep 'glibc floor' "$root/BUNDLE.txt")"
+
+# Runs here (a newer glibc) with a clean environment and no NVML or CUDA driver.
+run() { env -i HOME="$tmp/home" PATH=/usr/bin:/bin ARCHBUILD_NVML_LIBRARY=/nonexistent ARCHBUILD_CUDA_LIBRARY=/nonexistent \
+  "$root/bin/archbuild" --cache-dir "$tmp/cache" "$@"; }
+out=$(run --version) || fail "--version: exit $?"
+[[ "$out" == archbuild\ * ]] || fail "--version printed '$out'"
+out=$(run arch 90) || fail "arch 90: exit $?"
+[ -n "$out" ] || fail "arch 90 printed nothing"
+status=0
+out=$(run detect --json) || status=$?
+# No GPU here: exit 3 (a needed device is missing) with a JSON answer; with one, 0.
+[ "$status" = 0 ] || [ "$status" = 3 ] || fail "detect --json: exit $status"
+echo "$out" | grep -q '"gpus"' || fail "detect --json printed no gpus: $out"
+echo "bundle-in-root ok: $(basename "$tarball"), highest GLIBC_$highest (floor $floor)"
