@@ -129,6 +129,8 @@ Planned plan_resolved(const PlanArgs& args, const plan::Resolution& resolved, co
     doc["stops"] = stops;
     doc["would_exit"] = built.wheel || pullable || prep.stops.empty() ? 0 : static_cast<int>(prep.stops.front().error.exit);
     doc["store"] = in_store ? in_store->to_json(*build_store) : nlohmann::json(nullptr);
+    // Before the tree is fetched the key lacks the build venv's versions: `wheel` looks up the final one.
+    if (in_store) doc["store"]["key_final"] = p->venv.has_value();
     doc["fetch_notes"] = fetch_notes;
     doc["notes"] = prep.notes;
     if (!p->venv) doc["build_venv_note"] = prep.venv_note;
@@ -194,7 +196,9 @@ Planned plan_resolved(const PlanArgs& args, const plan::Resolution& resolved, co
                   host.mem_available_gib,
                   host.job_memory_gib > 0 ? fmt::format(", {} jobs x {:g} GiB needed", host.jobs, host.job_memory_gib)
                                           : std::string()));
-  if (in_store) out("store      " + in_store->line(*build_store, p->key));
+  if (in_store)
+    out("store      " + in_store->line(*build_store, p->key) +
+        (p->venv ? "" : " (this key is provisional until the tree is fetched; `wheel` looks up the final one)"));
   for (const auto& b : blockers) out("would stop " + b.message);
   out("steps (cwd relative to the source tree):");
   for (const auto& s : p->steps) out(fmt::format("  {:<10} [{}] {}", s.stage, s.cwd, text::join(s.argv(), " ")));

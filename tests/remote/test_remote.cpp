@@ -1,0 +1,309 @@
+// remote/: the build store on Debian's docker-registry, started on 127.0.0.1 by each test with its
+// storage in a temp dir (support/registry): push and pull, a tampered blob, signatures, basic auth
+// through docker's config.json (and a credential helper), a store that is down.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/sha256.hpp"
+#include "remote/build_store.hpp"
+#include "remote/credentials.hpp"
+#include "remote/registry.hpp"
+#include "remote/signature.hpp"
+#include "run/capture.hpp"
+#include "support/process.hpp"
+#include "support/registry.hpp"
+#include "support/tempdir.hpp"
+
+namespace t = archbuild::test;
+namespace fs = std::filesystem;
+using namespace archbuild;
+using nlohmann::json;
+
+namespace {
+
+const std::string key = "fb87f13419d89d55c35c22cc171210f9a7a0a00a76de855471c1ae596b8b845f";
+const std::string filename = "minitorch-0.1.0+cu130.sm90-cp311-cp311-linux_x86_64.whl";
+
+remote::CaptureFn capture() {
+  return [](const std::vector<std::string>& argv, const run::CaptureOptions& o) { return run::capture(argv, o); };
+}
+
+// A result as host A's pipeline leaves it: the wheel and the key's manifest naming it.
+struct Result_ {
+  fs::path wheel;
+  json manifest;
+};
+Result_ make_result(const t::TempDir& dir) {
+  auto wheel = dir.write("a/" + filename, "not really a zip, but bytes with a digest");
+  json m = {{"build_key", key}, {"wheel", {{"filename", filename}, {"sha256", *sha256_file_hex(wheel)}}}};
+  return {wheel, m};
+}
+
+remote::BuildStore open(const t::Registry& reg, remote::StoreConfig c = {}) {
+  c.url = "oci+http://" + reg.host() + "/builds/minitorch";
+  if (!c.docker_config) c.docker_config = fs::path("/nonexistent/config.json");
+  auto s = remote::BuildStore::open(c, capture());
+  if (!s) FAIL(s.error().message);
+  return std::move(*s);
+}
+
+void push(remote::BuildStore& s, const Result_& r) {
+  auto p = s.push(key, r.wheel, filename, r.manifest, json{{"ok", true}}, nullptr);
+  INFO((p ? "" : p.error().message));
+  REQUIRE(p);
+  CHECK(p->pushed);
+}
+
+// keys/ed25519 pairs made with the openssl command (as a user makes them).
+std::pair<fs::path, fs::path> make_key(const t::TempDir& dir, const std::string& name) {
+  auto priv = dir / (name + ".pem"), pub = dir / (name + ".pub.pem");
+  REQUIRE(t::run("/usr/bin/openssl", {"genpkey", "-algorithm", "ed25519", "-out", priv.string()}).status == 0);
+  REQUIRE(t::run("/usr/bin/openssl", {"pkey", "-in", priv.string(), "-pubout", "-out", pub.string()}).status == 0);
+  return {priv, pub};
+}
+
+#define NEED_REGISTRY()                                      \
+  if (auto why = t::registry_missing(); !why.empty()) {     \
+    WARN("##archbuild-skip## " << why);                     \
+    return;                                                  \
+  }
+
+}  // namespace
+
+TEST_CASE("store URL: oci:// is HTTPS, oci+http:// is asked for explicitly, anything else is refused", "[remote]") {
+  auto a = remote::parse_store_url("oci://ghcr.io/acme/torch-builds");
+  REQUIRE(a);
+  CHECK_FALSE(a->plain_http);
+  CHECK(a->base() == "https://ghcr.io/v2/acme/torch-builds");
+  auto b = remote::parse_store_url("oci+http://127.0.0.1:5000/builds");
+  REQUIRE(b);
+  CHECK(b->base() == "http://127.0.0.1:5000/v2/builds");
+  for (std::string bad : {"http://127.0.0.1:5000/builds", "oci://host", "oci://host/Upper", "oci://host/a//b", "ghcr.io/a"}) {
+    auto r = remote::parse_store_url(bad);
+    INFO(bad);
+    REQUIRE_FALSE(r);
+    CHECK(r.error().exit == Exit::bad_input);
+    CHECK(r.error().message.find("oci://HOST[:PORT]/REPOSITORY") != std::string::npos);
+  }
+}
+
+TEST_CASE("credentials: docker's config.json auths, a credential helper, none", "[remote]") {
+  t::TempDir dir;
+  auto config = dir.write("config.json", json{{"auths", {{"reg.example:5000", {{"auth", remote::base64_encode("ann:s3cret:x")}}},
+                                                         {"https://other.example/v1/", {{"username", "bob"}, {"password", "pw"}}}}}}
+                                             .dump());
+  auto a = remote::find_credentials("reg.example:5000", config, capture());
+  REQUIRE(a);
+  REQUIRE(*a);
+  CHECK((*a)->username == "ann");
+  CHECK((*a)->secret == "s3cret:x");
+  auto b = remote::find_credentials("other.example", config, capture());
+  REQUIRE(b);
+  REQUIRE(*b);
+  CHECK((*b)->username == "bob");
+  auto none = remote::find_credentials("third.example", config, capture());
+  REQUIRE(none);
+  CHECK_FALSE(*none);
+  // A helper reads the host on stdin and answers JSON (docker-credential-helpers' protocol).
+  auto helper = dir.write("bin/docker-credential-fake",
+                          "#!/bin/sh\nread host\n[ \"$host\" = reg.example:5000 ] || { echo 'credentials not found'; exit 1; }\n"
+                          "echo '{\"ServerURL\":\"reg.example:5000\",\"Username\":\"helper-user\",\"Secret\":\"helper-pw\"}'\n");
+  fs::permissions(helper, fs::perms::owner_all);
+  auto with_helper = dir.write("helper.json", json{{"credHelpers", {{"reg.example:5000", "fake"}}}}.dump());
+  remote::CaptureFn on_path = [&](const std::vector<std::string>& argv, const run::CaptureOptions& o) {
+    std::vector<std::string> v = argv;
+    v[0] = (dir / "bin" / argv[0]).string();
+    return run::capture(v, o);
+  };
+  auto h = remote::find_credentials("reg.example:5000", with_helper, on_path);
+  REQUIRE(h);
+  REQUIRE(*h);
+  CHECK((*h)->username == "helper-user");
+  CHECK((*h)->secret == "helper-pw");
+  auto store = dir.write("store.json", json{{"credsStore", "fake"}}.dump());
+  auto miss = remote::find_credentials("nothere.example", store, on_path);
+  REQUIRE(miss);
+  CHECK_FALSE(*miss);
+  auto bad = dir.write("bad.json", "{not json");
+  auto e = remote::find_credentials("reg.example:5000", bad, capture());
+  REQUIRE_FALSE(e);
+  CHECK(e.error().exit == Exit::bad_input);
+}
+
+TEST_CASE("signature: Ed25519 over the manifest digest verifies with its key only", "[remote]") {
+  t::TempDir dir;
+  auto [priv, pub] = make_key(dir, "a");
+  auto [other_priv, other_pub] = make_key(dir, "b");
+  auto s = remote::sign_digest(priv, "sha256:abc");
+  REQUIRE(s);
+  auto k = remote::load_trusted_key(pub);
+  REQUIRE(k);
+  CHECK(k->key_id == s->key_id);
+  CHECK(remote::verify_digest(*k, "sha256:abc", s->signature));
+  CHECK_FALSE(remote::verify_digest(*k, "sha256:abd", s->signature));
+  auto o = remote::load_trusted_key(other_pub);
+  REQUIRE(o);
+  CHECK_FALSE(remote::verify_digest(*o, "sha256:abc", s->signature));
+  auto not_key = dir.write("x.pem", "hello");
+  auto bad = remote::load_trusted_key(not_key);
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().exit == Exit::bad_input);
+}
+
+TEST_CASE("build store: host B pulls host A's result, every digest checked; a second push keeps the first", "[remote][registry]") {
+  NEED_REGISTRY();
+  t::TempDir dir;
+  t::Registry reg(dir / "registry");
+  auto r = make_result(dir);
+  auto a = open(reg);
+  auto miss = a.lookup(key);
+  REQUIRE(miss);
+  CHECK_FALSE(*miss);
+  push(a, r);
+  auto b = open(reg);
+  auto m = b.lookup(key);
+  REQUIRE(m);
+  REQUIRE(*m);
+  auto pulled = b.pull(key, **m, dir / "b-staging");
+  INFO((pulled ? "" : pulled.error().message));
+  REQUIRE(pulled);
+  CHECK(pulled->filename == filename);
+  CHECK(t::read_file(pulled->wheel) == t::read_file(r.wheel));
+  CHECK(pulled->manifest == r.manifest);
+  CHECK(pulled->validation == json{{"ok", true}});
+  // Another host pushing the same key: the artifact already there stays (one consistent result).
+  auto again = b.push(key, r.wheel, filename, r.manifest, json{{"ok", true}, {"other", 1}}, nullptr);
+  REQUIRE(again);
+  CHECK_FALSE(again->pushed);
+  CHECK(again->digest == (*m)->digest);
+}
+
+TEST_CASE("build store: a blob edited in the registry's storage is refused by its digest", "[remote][registry]") {
+  NEED_REGISTRY();
+  t::TempDir dir;
+  t::Registry reg(dir / "registry");
+  auto r = make_result(dir);
+  auto a = open(reg);
+  push(a, r);
+  std::string digest = "sha256:" + *sha256_file_hex(r.wheel);
+  auto blob = reg.blob_file(digest);
+  REQUIRE(fs::exists(blob));
+  std::ofstream(blob, std::ios::binary) << "not really a zip, but bytes with a digesT";  // same size
+  auto m = a.lookup(key);
+  REQUIRE(m);
+  REQUIRE(*m);
+  auto pulled = a.pull(key, **m, dir / "staging");
+  REQUIRE_FALSE(pulled);
+  CHECK(pulled.error().exit == Exit::not_fine);
+  CHECK(pulled.error().message.find("does not match its digest") != std::string::npos);
+  CHECK(pulled.error().message.find("is not used") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir / "staging" / filename));
+}
+
+TEST_CASE("build store: where signatures are required, unsigned and wrongly signed results are refused", "[remote][registry]") {
+  NEED_REGISTRY();
+  t::TempDir dir;
+  t::Registry reg(dir / "registry");
+  auto r = make_result(dir);
+  auto [priv, pub] = make_key(dir, "host-a");
+  auto [stranger, stranger_pub] = make_key(dir, "stranger");
+  remote::StoreConfig trusting;
+  trusting.trust = {pub};
+  {
+    auto unsigned_push = open(reg);
+    push(unsigned_push, r);
+    auto b = open(reg, trusting);
+    auto m = b.lookup(key);
+    REQUIRE(m);
+    REQUIRE(*m);
+    auto pulled = b.pull(key, **m, dir / "staging");
+    REQUIRE_FALSE(pulled);
+    CHECK(pulled.error().message.find("unsigned") != std::string::npos);
+  }
+  SECTION("signed by a trusted key: used") {
+    remote::StoreConfig signing;
+    signing.sign_key = priv;
+    auto a = open(reg, signing);
+    std::string other_key = std::string(64, 'e');
+    json m2 = r.manifest;
+    m2["build_key"] = other_key;
+    auto p = a.push(other_key, r.wheel, filename, m2, json{{"ok", true}}, nullptr);
+    REQUIRE(p);
+    CHECK(p->signed_);
+    auto b = open(reg, trusting);
+    auto m = b.lookup(other_key);
+    REQUIRE(m);
+    REQUIRE(*m);
+    auto pulled = b.pull(other_key, **m, dir / "staging");
+    INFO((pulled ? "" : pulled.error().message));
+    REQUIRE(pulled);
+    CHECK(pulled->signed_by == pub.string());
+  }
+  SECTION("signed by a key not trusted: refused") {
+    remote::StoreConfig signing;
+    signing.sign_key = stranger;
+    auto a = open(reg, signing);
+    std::string other_key = std::string(64, 'f');
+    json m2 = r.manifest;
+    m2["build_key"] = other_key;
+    REQUIRE(a.push(other_key, r.wheel, filename, m2, json{{"ok", true}}, nullptr));
+    auto b = open(reg, trusting);
+    auto m = b.lookup(other_key);
+    REQUIRE(m);
+    REQUIRE(*m);
+    auto pulled = b.pull(other_key, **m, dir / "staging");
+    REQUIRE_FALSE(pulled);
+    CHECK(pulled.error().message.find("not among --store-trust") != std::string::npos);
+  }
+}
+
+TEST_CASE("build store: basic auth through docker's config.json; the password is in no message", "[remote][registry]") {
+  NEED_REGISTRY();
+  t::TempDir dir;
+  const std::string password = "pw-7f3c9a-never-printed";
+  t::Registry reg(dir / "registry", "builder", password);
+  auto r = make_result(dir);
+  // Without credentials: refused, and the message says where credentials come from.
+  auto anonymous = open(reg);
+  auto denied = anonymous.lookup(key);
+  REQUIRE_FALSE(denied);
+  CHECK(denied.error().message.find("HTTP 401") != std::string::npos);
+  CHECK(denied.error().message.find("docker login") != std::string::npos);
+  // Wrong password: refused, naming where the credentials came from, not what they are.
+  auto wrong = dir.write("wrong/config.json",
+                         json{{"auths", {{reg.host(), {{"auth", remote::base64_encode("builder:" + password + "x")}}}}}}.dump());
+  remote::StoreConfig cw;
+  cw.docker_config = wrong;
+  auto w = open(reg, cw);
+  auto refused = w.lookup(key);
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().message.find("were refused") != std::string::npos);
+  CHECK(refused.error().message.find(password) == std::string::npos);
+  auto config = dir.write("docker/config.json",
+                          json{{"auths", {{reg.host(), {{"auth", remote::base64_encode("builder:" + password)}}}}}}.dump());
+  remote::StoreConfig c;
+  c.docker_config = config;
+  auto a = open(reg, c);
+  push(a, r);
+  auto m = a.lookup(key);
+  REQUIRE(m);
+  REQUIRE(*m);
+  auto pulled = a.pull(key, **m, dir / "staging");
+  INFO((pulled ? "" : pulled.error().message));
+  REQUIRE(pulled);
+}
+
+TEST_CASE("build store: a registry that is down is an error at once, exit 3", "[remote][registry]") {
+  NEED_REGISTRY();
+  t::TempDir dir;
+  auto reg = std::make_unique<t::Registry>(dir / "registry");
+  auto s = open(*reg);
+  reg->stop();
+  auto m = s.lookup(key);
+  REQUIRE_FALSE(m);
+  CHECK(m.error().exit == Exit::missing_tool);
+  CHECK(m.error().message.find("127.0.0.1") != std::string::npos);
+}
