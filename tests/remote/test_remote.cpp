@@ -223,11 +223,12 @@ TEST_CASE("build store: where signatures are required, unsigned and wrongly sign
     REQUIRE_FALSE(pulled);
     CHECK(pulled.error().message.find("unsigned") != std::string::npos);
   }
-  SECTION("signed by a trusted key: used") {
+  // Host A signs with `sign_key` and pushes `other_key`; a host trusting `pub` pulls it.
+  auto signed_pull = [&](const fs::path& sign_key, char k) {
     remote::StoreConfig signing;
-    signing.sign_key = priv;
+    signing.sign_key = sign_key;
     auto a = open(reg, signing);
-    std::string other_key = std::string(64, 'e');
+    std::string other_key(64, k);
     json m2 = r.manifest;
     m2["build_key"] = other_key;
     auto p = a.push(other_key, r.wheel, filename, m2, json{{"ok", true}}, nullptr);
@@ -237,27 +238,15 @@ TEST_CASE("build store: where signatures are required, unsigned and wrongly sign
     auto m = b.lookup(other_key);
     REQUIRE(m);
     REQUIRE(*m);
-    auto pulled = b.pull(other_key, **m, dir / "staging");
-    INFO((pulled ? "" : pulled.error().message));
-    REQUIRE(pulled);
-    CHECK(pulled->signed_by == pub.string());
-  }
-  SECTION("signed by a key not trusted: refused") {
-    remote::StoreConfig signing;
-    signing.sign_key = stranger;
-    auto a = open(reg, signing);
-    std::string other_key = std::string(64, 'f');
-    json m2 = r.manifest;
-    m2["build_key"] = other_key;
-    REQUIRE(a.push(other_key, r.wheel, filename, m2, json{{"ok", true}}, nullptr));
-    auto b = open(reg, trusting);
-    auto m = b.lookup(other_key);
-    REQUIRE(m);
-    REQUIRE(*m);
-    auto pulled = b.pull(other_key, **m, dir / "staging");
-    REQUIRE_FALSE(pulled);
-    CHECK(pulled.error().message.find("not among --store-trust") != std::string::npos);
-  }
+    return b.pull(other_key, **m, dir / "staging");
+  };
+  auto trusted = signed_pull(priv, 'e');
+  INFO((trusted ? "" : trusted.error().message));
+  REQUIRE(trusted);
+  CHECK(trusted->signed_by == pub.string());
+  auto untrusted = signed_pull(stranger, 'f');
+  REQUIRE_FALSE(untrusted);
+  CHECK(untrusted.error().message.find("not among --store-trust") != std::string::npos);
 }
 
 TEST_CASE("build store: basic auth through docker's config.json; the password is in no message", "[remote][registry]") {
