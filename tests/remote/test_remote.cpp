@@ -42,10 +42,10 @@ Result_ make_result(const t::TempDir& dir) {
   return {wheel, m};
 }
 
-remote::BuildStore open(const t::Registry& reg, remote::StoreConfig c = {}) {
+remote::BuildStore open(const t::Registry& reg, remote::StoreConfig c = {}, const remote::CaptureFn& run = capture()) {
   c.url = "oci+http://" + reg.host() + "/builds/minitorch";
   if (!c.docker_config) c.docker_config = fs::path("/nonexistent/config.json");
-  auto s = remote::BuildStore::open(c, capture());
+  auto s = remote::BuildStore::open(c, run);
   if (!s) FAIL(s.error().message);
   return std::move(*s);
 }
@@ -247,6 +247,24 @@ TEST_CASE("build store: where signatures are required, unsigned and wrongly sign
   auto untrusted = signed_pull(stranger, 'f');
   REQUIRE_FALSE(untrusted);
   CHECK(untrusted.error().message.find("not among --store-trust") != std::string::npos);
+  // A signature by the trusted key, but over another digest, put where the first one's is.
+  auto m = open(reg).lookup(std::string(64, 'e'));
+  REQUIRE(m);
+  REQUIRE(*m);
+  auto other = remote::sign_digest(priv, "sha256:" + std::string(64, '0'));
+  REQUIRE(other);
+  std::string sig = json{{"algorithm", "ed25519"}, {"manifest_digest", (*m)->digest}, {"key_id", other->key_id},
+                         {"signature", other->signature}}.dump();
+  remote::Registry raw(*remote::parse_store_url("oci+http://" + reg.host() + "/builds/minitorch"), std::nullopt);
+  remote::Descriptor d{"application/vnd.archbuild.signature.v1+json", remote::sha256_digest(sig), sig.size()};
+  REQUIRE(raw.push_blob(d, std::nullopt, sig));
+  json sm = {{"schemaVersion", 2}, {"mediaType", "application/vnd.oci.image.manifest.v1+json"},
+             {"config", {{"mediaType", "application/vnd.oci.empty.v1+json"}, {"digest", remote::sha256_digest("{}")}, {"size", 2}}},
+             {"layers", json::array({{{"mediaType", d.media_type}, {"digest", d.digest}, {"size", d.size}}})}};
+  REQUIRE(raw.put_manifest("sha256-" + (*m)->digest.substr(7) + ".sig", sm.dump(), "application/vnd.oci.image.manifest.v1+json"));
+  auto wrong = open(reg, trusting).pull(std::string(64, 'e'), **m, dir / "staging");
+  REQUIRE_FALSE(wrong);
+  CHECK(wrong.error().message.find("does not verify") != std::string::npos);
 }
 
 TEST_CASE("build store: basic auth through docker's config.json; the password is in no message", "[remote][registry]") {
@@ -283,6 +301,25 @@ TEST_CASE("build store: basic auth through docker's config.json; the password is
   auto pulled = a.pull(key, **m, dir / "staging");
   INFO((pulled ? "" : pulled.error().message));
   REQUIRE(pulled);
+  // The same credentials from a credential helper (docker-credential-<name> get, the host on stdin).
+  auto helper = dir.write("bin/docker-credential-test",
+                          "#!/bin/sh\nread host\nprintf '{\"Username\":\"builder\",\"Secret\":\"%s\"}' \"$PW\"\n");
+  fs::permissions(helper, fs::perms::owner_all);
+  auto helper_config = dir.write("helper/config.json", json{{"credHelpers", {{reg.host(), "test"}}}}.dump());
+  remote::CaptureFn on_path = [&](const std::vector<std::string>& argv, const run::CaptureOptions& o) {
+    std::vector<std::string> v = argv;
+    v[0] = (dir / "bin" / argv[0]).string();
+    run::CaptureOptions with = o;
+    with.env["PW"] = password;
+    return run::capture(v, with);
+  };
+  remote::StoreConfig ch;
+  ch.docker_config = helper_config;
+  auto via_helper = open(reg, ch, on_path);
+  auto found = via_helper.lookup(key);
+  INFO((found ? "" : found.error().message));
+  REQUIRE(found);
+  CHECK(*found);
 }
 
 TEST_CASE("build store: a registry that is down is an error at once, exit 3", "[remote][registry]") {
