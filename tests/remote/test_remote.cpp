@@ -3,7 +3,9 @@
 // through docker's config.json (and a credential helper), a store that is down.
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <fstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -332,4 +334,56 @@ TEST_CASE("build store: a registry that is down is an error at once, exit 3", "[
   REQUIRE_FALSE(m);
   CHECK(m.error().exit == Exit::missing_tool);
   CHECK(m.error().message.find("127.0.0.1") != std::string::npos);
+}
+
+// The bearer-token handshake GHCR, Docker Hub and Harbor ask for: a 401 with
+// `WWW-Authenticate: Bearer realm=…,service=…,scope=…`, the token endpoint asked with the user's
+// credentials (Basic) and the scope, the request again with the token. A stand-in server in
+// Python (the real registry's token auth needs a token service with certificates).
+TEST_CASE("registry: the bearer-token handshake, with the credentials sent only to the token endpoint", "[remote]") {
+  if (!fs::exists("/usr/bin/python3")) {
+    WARN("##archbuild-skip## no /usr/bin/python3");
+    return;
+  }
+  t::TempDir dir;
+  int port = t::free_local_port();
+  auto server = dir.write("server.py", R"PY(
+import base64, http.server, sys
+port, log = int(sys.argv[1]), open(sys.argv[2], "a", buffering=1)
+class H(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *a): pass
+    def do_GET(self):
+        auth = self.headers.get("Authorization", "")
+        log.write(f"{self.path} {auth}\n")
+        if self.path.startswith("/token"):
+            ok = auth == "Basic " + base64.b64encode(b"ann:pw").decode()
+            body = b'{"token":"tok-123"}' if ok else b'{}'
+            self.send_response(200 if ok else 401); self.end_headers(); self.wfile.write(body); return
+        if auth != "Bearer tok-123":
+            self.send_response(401)
+            self.send_header("WWW-Authenticate", f'Bearer realm="http://127.0.0.1:{port}/token",service="test",scope="repository:builds:pull"')
+            self.end_headers(); return
+        self.send_response(404); self.end_headers()
+http.server.HTTPServer(("127.0.0.1", port), H).serve_forever()
+)PY");
+  t::Background srv("/usr/bin/python3", {server.string(), std::to_string(port), (dir / "log").string()});
+  for (int i = 0; i < 200 && !t::local_port_accepts(port); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  REQUIRE(t::local_port_accepts(port));
+  remote::Credentials c{"ann", "pw", false, "test"};
+  remote::Registry reg(*remote::parse_store_url("oci+http://127.0.0.1:" + std::to_string(port) + "/builds"), c);
+  auto m = reg.get_manifest(key);
+  INFO((m ? "" : m.error().message));
+  REQUIRE(m);
+  CHECK_FALSE(*m);  // the server's 404 after the handshake: the key is not there
+  std::string log = t::read_file(dir / "log");
+  CHECK(log.find("/token?scope=repository%3Abuilds%3Apull&service=test Basic ") != std::string::npos);
+  CHECK(log.find("/v2/builds/manifests/" + key + " Bearer tok-123") != std::string::npos);
+  // The password went to the token endpoint only, never to the registry's own paths.
+  for (const auto& line : {std::string("/v2/builds/manifests/" + key + " Basic")}) CHECK(log.find(line) == std::string::npos);
+  remote::Registry wrong(*remote::parse_store_url("oci+http://127.0.0.1:" + std::to_string(port) + "/builds"),
+                         remote::Credentials{"ann", "nope", false, "test"});
+  auto refused = wrong.get_manifest(key);
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().message.find("token endpoint") != std::string::npos);
+  CHECK(refused.error().message.find("nope") == std::string::npos);
 }
