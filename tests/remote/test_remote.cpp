@@ -155,7 +155,7 @@ TEST_CASE("signature: Ed25519 over the manifest digest verifies with its key onl
   CHECK(bad.error().exit == Exit::bad_input);
 }
 
-TEST_CASE("build store: host B pulls host A's result, every digest checked; a second push keeps the first", "[remote][registry]") {
+TEST_CASE("build store: host B pulls host A's result, every digest checked, and a second push keeps the first", "[remote][registry]") {
   NEED_REGISTRY();
   t::TempDir dir;
   t::Registry reg(dir / "registry");
@@ -269,7 +269,7 @@ TEST_CASE("build store: where signatures are required, unsigned and wrongly sign
   CHECK(wrong.error().message.find("does not verify") != std::string::npos);
 }
 
-TEST_CASE("build store: basic auth through docker's config.json; the password is in no message", "[remote][registry]") {
+TEST_CASE("build store: basic auth through docker's config.json, and the password is in no message", "[remote][registry]") {
   NEED_REGISTRY();
   t::TempDir dir;
   const std::string password = "pw-7f3c9a-never-printed";
