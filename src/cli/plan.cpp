@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "cli/resolve_common.hpp"
+#include "cli/store_common.hpp"
 #include "cli/stack.hpp"
 #include "contract/contract.hpp"
 #include "core/text.hpp"
@@ -30,6 +31,7 @@ struct PlanArgs {
   std::vector<std::string> with;  // --with torchvision,torchaudio: the set (cli/stack)
   // Why no build venv is made for this plan (a dependent whose torch is not built yet); empty: made.
   std::string no_venv_because;
+  StoreArgs store;  // --store URL: whether the shared build store has the key (docs/store.md)
 };
 
 // One plan shown: its document (printed by the caller under --json; humans got their block), and
@@ -84,12 +86,17 @@ Planned plan_resolved(const PlanArgs& args, const plan::Resolution& resolved, co
   if (!p->venv && prep.venv_note.starts_with("cannot be made")) warn(ctx, "build venv " + prep.venv_note);
   Built built = built_state(ctx, p->key);
   if (!built.problem.empty()) warn(ctx, "cannot tell whether the key is built: " + built.problem);
+  // The shared build store: a key it has is pulled by `wheel`, which then stops at nothing.
+  std::optional<StoreLookup> in_store;
+  std::optional<remote::BuildStore> build_store = open_store(args.store);
+  if (build_store) in_store = look_up(*build_store, p->key);
+  bool pullable = in_store && in_store->state == StoreLookup::State::present;
   std::vector<Error> blockers;
   for (const auto& st : prep.stops) blockers.push_back(st.error);
   Planned shown;
   shown.built_wheel = built.wheel;
   auto finish = [&] {
-    if (!args.check || blockers.empty() || built.wheel) return;
+    if (!args.check || blockers.empty() || built.wheel || pullable) return;
     for (const auto& b : blockers) error_line(ctx, b.message);
     ctx.exit = blockers.front().exit;  // `wheel` stops at the first, with its status
   };
@@ -120,7 +127,10 @@ Planned plan_resolved(const PlanArgs& args, const plan::Resolution& resolved, co
     for (const auto& st : prep.stops)
       stops.push_back({{"rule", st.rule}, {"exit", static_cast<int>(st.error.exit)}, {"message", st.error.message}});
     doc["stops"] = stops;
-    doc["would_exit"] = built.wheel || prep.stops.empty() ? 0 : static_cast<int>(prep.stops.front().error.exit);
+    doc["would_exit"] = built.wheel || pullable || prep.stops.empty() ? 0 : static_cast<int>(prep.stops.front().error.exit);
+    doc["store"] = in_store ? in_store->to_json(*build_store) : nlohmann::json(nullptr);
+    // Before the tree is fetched the key lacks the build venv's versions: `wheel` looks up the final one.
+    if (in_store) doc["store"]["key_final"] = p->venv.has_value();
     doc["fetch_notes"] = fetch_notes;
     doc["notes"] = prep.notes;
     if (!p->venv) doc["build_venv_note"] = prep.venv_note;
@@ -186,6 +196,9 @@ Planned plan_resolved(const PlanArgs& args, const plan::Resolution& resolved, co
                   host.mem_available_gib,
                   host.job_memory_gib > 0 ? fmt::format(", {} jobs x {:g} GiB needed", host.jobs, host.job_memory_gib)
                                           : std::string()));
+  if (in_store)
+    out("store      " + in_store->line(*build_store, p->key) +
+        (p->venv ? "" : " (this key is provisional until the tree is fetched; `wheel` looks up the final one)"));
   for (const auto& b : blockers) out("would stop " + b.message);
   out("steps (cwd relative to the source tree):");
   for (const auto& s : p->steps) out(fmt::format("  {:<10} [{}] {}", s.stage, s.cwd, text::join(s.argv(), " ")));
@@ -309,6 +322,7 @@ void add_plan_command(CLI::App& app, Context& ctx) {
       "plan", "Resolve, then show the full build: environment, each step's argv, the build key and whether it is built");
   add_resolve_options(*cmd, args->resolve);
   add_plan_options(*cmd, args->resolve);
+  add_store_options(*cmd, args->store, false);
   cmd->add_option("--jobs", args->jobs, "Parallel jobs (default: from cores and memory, ~4 GiB per nvcc job)")
       ->check(CLI::Range(1u, 4096u));
   cmd->add_flag("--offline", args->offline, "Resolve --ref with the cache's git mirrors only, and give the build venv's pip no index (--find-links only); never connect");

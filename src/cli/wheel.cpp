@@ -13,6 +13,7 @@
 #include "cli/report_trace.hpp"
 #include "cli/resolve_common.hpp"
 #include "cli/stack.hpp"
+#include "cli/store_common.hpp"
 #include "core/text.hpp"
 #include "run/capture.hpp"
 #include "run/interrupt.hpp"
@@ -43,6 +44,7 @@ struct WheelArgs {
   bool check_reproducible = false;
   std::string trace;  // --trace FILE: the build's Chrome trace, written after it (cli/report_trace.hpp)
   std::vector<std::string> with;  // --with torchvision,torchaudio (cli/stack)
+  StoreArgs store;                // --store URL …: the shared build store (cli/store_common, docs/store.md)
 };
 
 std::optional<std::string> env_of(const std::string& name) {
@@ -134,9 +136,39 @@ nlohmann::json manifest_build_report(const nlohmann::json& key_record) {
   return key_record.contains(summary) ? key_record.at(summary) : nlohmann::json(nullptr);
 }
 
+// After a validated result (built now, or finished here before and missing from the store): the
+// key pushed. A failure leaves the local result as it is and says what to retry.
+void push_to_store(remote::BuildStore& store, const std::string& key, const stages::PipelineResult& res,
+                   nlohmann::json& store_doc, Context& ctx) {
+  if (!res.manifest.value("validation", nlohmann::json()).is_object()) {
+    store_doc["pushed"] = false;
+    note(ctx, fmt::format("not pushed to {}: the wheel was not validated (--no-validate)", store.url().text()));
+    return;
+  }
+  auto pushed = store.push(key, res.stored.path, res.filename, res.manifest.value("manifest", nlohmann::json()),
+                           res.manifest["validation"], manifest_build_report(res.manifest));
+  if (!pushed) {
+    store_doc["pushed"] = false;
+    store_doc["push_error"] = pushed.error().message;
+    warn(ctx, fmt::format("pushing key {} to the build store failed: {}; the wheel is in --out and in the cache: run the "
+                          "same `archbuild wheel` again to push it (the finished key is not rebuilt)",
+                          key.substr(0, 16), pushed.error().message));
+    return;
+  }
+  store_doc["pushed"] = pushed->pushed;
+  store_doc["digest"] = pushed->digest;
+  store_doc["signed"] = pushed->signed_;
+  if (pushed->pushed)
+    note(ctx, fmt::format("pushed key {} to {} ({}{})", key.substr(0, 16), store.url().text(), pushed->digest.substr(0, 19),
+                          pushed->signed_ ? ", signed" : ""));
+  else
+    note(ctx, fmt::format("{} has key {} already (another host pushed it): kept", store.url().text(), key.substr(0, 16)));
+}
+
 // Everything after resolution for one interpreter (r.python): its key, build venv, stages and
 // result. Errors before a result document exists throw Failure.
-WheelOutcome build_one(const WheelArgs& args, const plan::Resolution& resolved, const plan::PlanOptions& budget, Context& ctx) {
+WheelOutcome build_one(const WheelArgs& args, const plan::Resolution& resolved, const plan::PlanOptions& budget,
+                       std::optional<remote::BuildStore>& build_store, Context& ctx) {
   auto dir = store::choose_cache_dir(ctx.cache_dir).take();
   store::Layout layout(dir.dir);
   // A bad --out is bad input now, not after the venv and the build (exit 2).
@@ -150,7 +182,37 @@ WheelOutcome build_one(const WheelArgs& args, const plan::Resolution& resolved, 
   const plan::HostCheck& host = prep.host;
   for (const auto& n : prep.notes) note(ctx, "note: " + n);
   auto finished = store::KeyRecord(layout, plan->key).wheel();
-  if (!finished || !*finished) {
+  bool built_here = finished && *finished;
+  // The shared build store, before the first stage: a key another host built is pulled, checked
+  // and validated here, and no stage runs; a store that cannot be read is a warning (docs/store.md).
+  nlohmann::json store_doc = nullptr;
+  bool pulled = false, push_after = false;
+  if (build_store) {
+    StoreLookup l = look_up(*build_store, plan->key);
+    store_doc = l.to_json(*build_store);
+    store_doc["pulled"] = false;
+    if (l.state == StoreLookup::State::unreachable) {
+      if (build_store->config().required)
+        return failed_with({{"ok", false}, {"key", plan->key}, {"store", store_doc}},
+                           Error::missing_tool(fmt::format("--store-required: {}", l.problem)));
+      warn(ctx, fmt::format("the build store cannot be read ({}): building locally, nothing will be pushed", l.problem));
+    } else if (l.state == StoreLookup::State::absent) {
+      push_after = true;
+    } else if (!built_here) {
+      ValidateFn check_here;
+      if (!args.no_validate) check_here = [&prep, &ctx](const std::filesystem::path& w) { return validate_built(w, prep.plan, ctx); };
+      auto from = pull_into_cache(*build_store, *l.manifest, plan->key, layout, check_here);
+      if (from) {
+        pulled = true;
+        store_doc["pulled"] = true;
+        store_doc["signed_by"] = (*from)["signed_by"];
+      } else {
+        store_doc["refused"] = from.error().message;
+        warn(ctx, from.error().message + "; building locally");
+      }
+    }
+  }
+  if (!built_here && !pulled) {
     if (auto stop = prep.first_stop())
       return failed_with({{"ok", false}, {"key", plan->key}, {"libraries", plan::to_json(plan->libraries)},
                           {"host_check", host.to_json()}}, *stop);
@@ -189,15 +251,16 @@ WheelOutcome build_one(const WheelArgs& args, const plan::Resolution& resolved, 
   else if (args.progress == "plain") kind = run::ReporterKind::plain;
   else if (args.progress == "json") kind = run::ReporterKind::json;
   auto reporter = run::make_reporter(run::choose_reporter(kind, ctx.json), std::cerr);
-  if (ctx.verbosity >= 0)
+  if (ctx.verbosity >= 0 && !pulled)
     reporter->message(run::Level::info, fmt::format("building {} {} for {} (key {})", plan->resolution.recipe.package,
                                                     plan->version, plan->resolution.arch_list, plan->key.substr(0, 16)));
 
   run::InterruptGuard guard;
   run::ProcessRunner runner;
   auto result = stages::run_pipeline(plan, layout, runner, *reporter, opts);
-  if (!result) return failed_with({{"ok", false}, {"key", plan->key}}, result.error());
+  if (!result) return failed_with({{"ok", false}, {"key", plan->key}, {"store", store_doc}}, result.error());
   const auto& res = *result;
+  if (push_after) push_to_store(*build_store, plan->key, res, store_doc, ctx);
   nlohmann::json trace = nullptr;  // --json: the file written, or null
   if (!args.trace.empty()) {  // the wheel is built: a trace that cannot be written is a warning
     if (auto t = write_build_trace(layout, plan->key, plan->jobs.jobs, args.trace); !t) warn(ctx, "--trace: " + t.error().message);
@@ -258,10 +321,15 @@ WheelOutcome build_one(const WheelArgs& args, const plan::Resolution& resolved, 
                         {"trace", trace},
                         {"reproducibility", repro},
                         {"libraries", plan::to_json(plan->libraries)},
-                        {"host_check", host.to_json()}};
+                        {"host_check", host.to_json()},
+                        {"store", store_doc}};
   if (ctx.json) return {doc, std::nullopt};
   out(res.out_wheel.string());
-  if (res.reused)
+  if (pulled)
+    note(ctx, fmt::format("pulled key {} from {} ({}{}), validated here; no stage ran", plan->key.substr(0, 16),
+                          build_store->url().text(), store_doc["digest"].get<std::string>().substr(0, 19),
+                          store_doc["signed_by"].is_string() ? ", signed by " + store_doc["signed_by"].get<std::string>() : ""));
+  else if (res.reused)
     note(ctx, fmt::format("reused the wheel built earlier for key {} (sha256 {})", plan->key.substr(0, 16),
                           res.stored.sha256.substr(0, 16)));
   else
@@ -327,9 +395,10 @@ void run_wheel(const WheelArgs& args, Context& ctx) {
   if (run_stack_if_asked(args.resolve, args.with, ctx, one)) return;
   plan::PlanOptions budget;  // bad input first, before anything is resolved
   memory_budget_from_args(args.resolve, budget);
+  std::optional<remote::BuildStore> build_store = open_store(args.store);  // bad input before resolving
   auto pythons = resolve_pythons(args, ctx);
   if (pythons.size() == 1) {
-    WheelOutcome o = build_one(args, pythons.front().second, budget, ctx);
+    WheelOutcome o = build_one(args, pythons.front().second, budget, build_store, ctx);
     if (o.error && !ctx.json) throw Failure(*o.error);
     if (ctx.json) print_json(o.doc);
     if (o.error) {
@@ -346,7 +415,7 @@ void run_wheel(const WheelArgs& args, Context& ctx) {
       note(ctx, fmt::format("--python {}: Python {} at {}", asked, r.python->version.str(), r.python->path.string()));
     WheelOutcome o;
     try {
-      o = build_one(args, r, budget, ctx);
+      o = build_one(args, r, budget, build_store, ctx);
     } catch (const Failure& f) {
       o = failed_with({{"ok", false}, {"python", r.python->version.str()}}, f.error);
     }
@@ -404,6 +473,7 @@ void add_wheel_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--trace", args->trace, "After the build, write it as Chrome trace JSON (as `report --trace`)");
   cmd->add_option("--with", args->with, "Build these against the torch of this command, after it: torchvision,torchaudio "
                   "(recipe names, packages or files; each paired with the torch by its recipe)")->delimiter(',');
+  add_store_options(*cmd, args->store, true);
   add_json_flag(*cmd, ctx);
   cmd->callback([args, &ctx] { run_wheel(*args, ctx); });
 }

@@ -39,10 +39,14 @@ Result<Captured> capture(const std::vector<std::string>& argv, const CaptureOpti
   std::future<std::string> out_f, err_f;
   std::vector<std::string> args(argv.begin() + 1, argv.end());
   std::error_code ec;
-  bp::child child(bp::exe = exe->string(), bp::args = args, bp::env = env,
-                  bp::start_dir = options.cwd ? options.cwd->string()
-                                              : std::filesystem::current_path().string(),
-                  bp::std_out > out_f, bp::std_err > err_f, bp::std_in < bp::null, io, ec);
+  std::string start_dir = options.cwd ? options.cwd->string() : std::filesystem::current_path().string();
+  // stdin: the caller's input (a credential helper reads the registry host there), else nothing.
+  bp::child child = options.input
+                        ? bp::child(bp::exe = exe->string(), bp::args = args, bp::env = env, bp::start_dir = start_dir,
+                                    bp::std_out > out_f, bp::std_err > err_f,
+                                    bp::std_in < boost::asio::buffer(*options.input), io, ec)
+                        : bp::child(bp::exe = exe->string(), bp::args = args, bp::env = env, bp::start_dir = start_dir,
+                                    bp::std_out > out_f, bp::std_err > err_f, bp::std_in < bp::null, io, ec);
   if (ec) return Error::missing_tool(fmt::format("{}: cannot start: {}", argv[0], ec.message()));
   // Boost 1.74's wait_for() races with asio's SIGCHLD handling: a watchdog thread enforces
   // the timeout, and io.run() returns once the output pipes close.

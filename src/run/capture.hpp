@@ -18,6 +18,7 @@ struct CaptureOptions {
   bool clean_env = false;                  // start from an empty environment (plus `env`)
   std::optional<std::filesystem::path> cwd;
   std::chrono::milliseconds timeout{std::chrono::seconds(60)};
+  std::optional<std::string> input;        // written to the program's stdin (unset: /dev/null)
 };
 
 struct Captured {

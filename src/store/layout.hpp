@@ -16,6 +16,7 @@
 //   peaks/<recipe-hash>.tsv   measured peak memory per source of a recipe's earlier builds
 //   build/<key>/admission/    the shared admission state of one build's compiles
 //   logs/<key>/compiles.tsv   what the launcher measured per compile; ninja_log, ninja.dot
+//   pulls/<key>/              a build store's artifact being downloaded and checked (docs/store.md)
 #pragma once
 
 #include <filesystem>
@@ -91,6 +92,9 @@ class Layout {
   std::filesystem::path venv_work_dir(std::string_view hash, long pid) const;  // venvs/<hash>.d-<pid>
   std::filesystem::path venv_lock(std::string_view hash) const;       // venvs/<hash>.lock
   std::filesystem::path venv_log(std::string_view hash) const;        // venvs/<hash>.log
+
+  // pulls/<key>/: a build store's artifact while it is downloaded and checked (remote/), removed after.
+  std::filesystem::path store_pull_dir(std::string_view key) const { return root_ / "pulls" / std::string(key); }
 
   // Creates the root and its areas (idempotent).
   Result<Ok> create() const;

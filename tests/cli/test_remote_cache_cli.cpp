@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/process.hpp"
+#include "support/registry.hpp"
 #include "support/tempdir.hpp"
 
 namespace t = archbuild::test;
@@ -23,31 +24,8 @@ using nlohmann::json;
 
 namespace {
 
-// A port the kernel says is free on 127.0.0.1 now.
-int free_port() {
-  int s = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
-  int port = ntohs(a.sin_port);
-  ::close(s);
-  return port;
-}
-
-bool accepts(int port) {
-  int s = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  bool ok = ::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-  ::close(s);
-  return ok;
-}
+using t::free_local_port;
+using t::local_port_accepts;
 
 }  // namespace
 
@@ -63,12 +41,12 @@ TEST_CASE("remote compiler cache: the second host's compiles are remote hits", "
     return;
   }
   t::TempDir dir;
-  int port = free_port();
+  int port = free_local_port();
   // Loopback only, nothing written to disk; the Background destructor stops it.
   t::Background server(redis, {"--bind", "127.0.0.1", "--port", std::to_string(port), "--save", "",
                                "--appendonly", "no", "--dir", dir.path().string()});
-  for (int i = 0; i < 200 && !accepts(port); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
-  REQUIRE(accepts(port));
+  for (int i = 0; i < 200 && !local_port_accepts(port); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  REQUIRE(local_port_accepts(port));
 
   auto repos = t::run("/bin/bash", {std::string(ARCHBUILD_SOURCE_DIR) + "/tests/support/make-example-repos",
                                     (dir / "repos").string()});
@@ -118,7 +96,7 @@ TEST_CASE("sccache: compiles go through it and the wheel is the uncached one", "
                                     (dir / "repos").string()});
   REQUIRE(repos.status == 0);
   t::RunOptions env;
-  env.env = {{"SCCACHE_SERVER_PORT", std::to_string(free_port())}, {"SCCACHE_DIR", (dir / "sccache").string()},
+  env.env = {{"SCCACHE_SERVER_PORT", std::to_string(free_local_port())}, {"SCCACHE_DIR", (dir / "sccache").string()},
              {"SCCACHE_IDLE_TIMEOUT", "60"}};
   env.unset_env = {"CCACHE_DIR", "ARCHBUILD_REMOTE_CACHE", "RUSTC_WRAPPER"};
   struct StopServer {

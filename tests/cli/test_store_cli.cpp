@@ -1,0 +1,103 @@
+// The shared build store end to end: Debian's docker-registry on 127.0.0.1 (basic auth, storage in
+// a temp dir) and two archbuild "hosts" (two cache directories). Host A builds the example and
+// pushes it, signed; host B gets host A's wheel with no stage run; `plan` says the store has the
+// key; with the registry stopped, a third host builds locally after a warning, and
+// --store-required makes that exit 3. The password appears in no output.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "support/process.hpp"
+#include "support/registry.hpp"
+#include "support/tempdir.hpp"
+
+namespace t = archbuild::test;
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+TEST_CASE("build store: host B gets host A's wheel with no stage run, and a store that is down gives a local build",
+          "[cli][wheel][nvcc][registry]") {
+  std::string why = t::registry_missing();
+  if (!fs::exists("/usr/local/cuda/bin/nvcc")) why = "no nvcc at /usr/local/cuda/bin/nvcc";
+  if (!why.empty()) {
+    WARN("##archbuild-skip## " << why);
+    return;
+  }
+  t::TempDir dir;
+  const std::string password = "s3cret-61d0-never-printed";
+  auto reg = std::make_unique<t::Registry>(dir / "registry", "builder", password);
+  auto repos = t::run("/bin/bash", {std::string(ARCHBUILD_SOURCE_DIR) + "/tests/support/make-example-repos",
+                                    (dir / "repos").string()});
+  REQUIRE(repos.status == 0);
+  std::string b64 = t::run("/usr/bin/python3", {"-c", "import base64,sys; print(base64.b64encode(sys.argv[1].encode()).decode())",
+                                                "builder:" + password}).out;
+  b64.erase(b64.find_last_not_of("\n") + 1);
+  dir.write("docker/config.json", json{{"auths", {{reg->host(), {{"auth", b64}}}}}}.dump());
+  auto priv = dir / "sign.pem", pub = dir / "sign.pub.pem";
+  REQUIRE(t::run("/usr/bin/openssl", {"genpkey", "-algorithm", "ed25519", "-out", priv.string()}).status == 0);
+  REQUIRE(t::run("/usr/bin/openssl", {"pkey", "-in", priv.string(), "-pubout", "-out", pub.string()}).status == 0);
+  std::string url = "file://" + (dir / "repos" / "minitorch").string();
+  std::string store = "oci+http://" + reg->host() + "/builds/minitorch";
+  auto run = [&](const std::string& host, const std::string& command, std::vector<std::string> extra) {
+    t::RunOptions o;
+    o.unset_env = {"CCACHE_DIR", "ARCHBUILD_REMOTE_CACHE", "ARCHBUILD_STORE", "ARCHBUILD_STORE_TRUST"};
+    o.env["DOCKER_CONFIG"] = (dir / "docker").string();
+    std::vector<std::string> args = {"--cache-dir", (dir / host).string(), command, "--sm", "90", "--recipe",
+                                      std::string(ARCHBUILD_SOURCE_DIR) + "/examples/minitorch/recipe.toml", "--source-url",
+                                      url, "--python", "/usr/bin/python3", "--store", store, "--json"};
+    if (command == "wheel") args.insert(args.end(), {"--out", (dir / (host + "-out")).string()});
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto r = t::archbuild(args, o);
+    CHECK(r.out.find(password) == std::string::npos);
+    CHECK(r.err.find(password) == std::string::npos);
+    CHECK(r.err.find(b64) == std::string::npos);
+    return r;
+  };
+  auto a = run("host-a", "wheel", {"--store-sign-key", priv.string()});
+  INFO("host A: " << a.err);
+  REQUIRE(a.status == 0);
+  json da = json::parse(a.out);
+  CHECK(da["store"]["has_key"] == false);
+  CHECK(da["store"]["pushed"] == true);
+  CHECK(da["store"]["signed"] == true);
+  CHECK_FALSE(da["stages_run"].empty());
+
+  // `plan` where the tree is fetched (its key is final): the store has it.
+  auto p = run("host-a", "plan", {});
+  INFO("plan: " << p.err);
+  REQUIRE(p.status == 0);
+  json dp = json::parse(p.out);
+  CHECK(dp["key"] == da["key"]);
+  CHECK(dp["store"]["key_final"] == true);
+  CHECK(dp["store"]["has_key"] == true);
+  CHECK(dp["store"]["digest"] == da["store"]["digest"]);
+
+  auto b = run("host-b", "wheel", {"--store-trust", pub.string()});
+  INFO("host B: " << b.err);
+  REQUIRE(b.status == 0);
+  json db = json::parse(b.out);
+  CHECK(db["store"]["pulled"] == true);
+  CHECK(db["store"]["signed_by"] == pub.string());
+  CHECK(db["stages_run"].empty());
+  CHECK(db["sha256"] == da["sha256"]);
+  CHECK(db["key"] == da["key"]);
+  CHECK(fs::is_regular_file(db["wheel"].get<std::string>()));
+  CHECK(db["validation"].is_object());  // validated here, not only on host A
+  CHECK(!fs::exists(dir / "host-b" / "src" / db["key"].get<std::string>()));  // no checkout, no build tree
+
+  // The registry stops: a third host warns and builds; --store-required refuses (exit 3).
+  reg->stop();
+  auto req = run("host-c", "wheel", {"--no-validate", "--store-required"});
+  CHECK(req.status == 3);
+  CHECK(req.err.find("--store-required") != std::string::npos);
+  auto c = run("host-c", "wheel", {"--no-validate"});
+  INFO("host C: " << c.err);
+  REQUIRE(c.status == 0);
+  json dc = json::parse(c.out);
+  CHECK(c.err.find("the build store cannot be read") != std::string::npos);
+  CHECK(dc["store"]["reachable"] == false);
+  CHECK_FALSE(dc["stages_run"].empty());
+  CHECK(dc["sha256"] == da["sha256"]);
+}

@@ -1,0 +1,389 @@
+// remote/: the build store on Debian's docker-registry, started on 127.0.0.1 by each test with its
+// storage in a temp dir (support/registry): push and pull, a tampered blob, signatures, basic auth
+// through docker's config.json (and a credential helper), a store that is down.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "core/sha256.hpp"
+#include "remote/build_store.hpp"
+#include "remote/credentials.hpp"
+#include "remote/registry.hpp"
+#include "remote/signature.hpp"
+#include "run/capture.hpp"
+#include "support/process.hpp"
+#include "support/registry.hpp"
+#include "support/tempdir.hpp"
+
+namespace t = archbuild::test;
+namespace fs = std::filesystem;
+using namespace archbuild;
+using nlohmann::json;
+
+namespace {
+
+const std::string key = "fb87f13419d89d55c35c22cc171210f9a7a0a00a76de855471c1ae596b8b845f";
+const std::string filename = "minitorch-0.1.0+cu130.sm90-cp311-cp311-linux_x86_64.whl";
+
+remote::CaptureFn capture() {
+  return [](const std::vector<std::string>& argv, const run::CaptureOptions& o) { return run::capture(argv, o); };
+}
+
+// A result as host A's pipeline leaves it: the wheel and the key's manifest naming it.
+struct Result_ {
+  fs::path wheel;
+  json manifest;
+};
+Result_ make_result(const t::TempDir& dir) {
+  auto wheel = dir.write("a/" + filename, "not really a zip, but bytes with a digest");
+  json m = {{"build_key", key}, {"wheel", {{"filename", filename}, {"sha256", *sha256_file_hex(wheel)}}}};
+  return {wheel, m};
+}
+
+remote::BuildStore open(const t::Registry& reg, remote::StoreConfig c = {}, const remote::CaptureFn& run = capture()) {
+  c.url = "oci+http://" + reg.host() + "/builds/minitorch";
+  if (!c.docker_config) c.docker_config = fs::path("/nonexistent/config.json");
+  auto s = remote::BuildStore::open(c, run);
+  if (!s) FAIL(s.error().message);
+  return std::move(*s);
+}
+
+void push(remote::BuildStore& s, const Result_& r) {
+  auto p = s.push(key, r.wheel, filename, r.manifest, json{{"ok", true}}, nullptr);
+  INFO((p ? "" : p.error().message));
+  REQUIRE(p);
+  CHECK(p->pushed);
+}
+
+// keys/ed25519 pairs made with the openssl command (as a user makes them).
+std::pair<fs::path, fs::path> make_key(const t::TempDir& dir, const std::string& name) {
+  auto priv = dir / (name + ".pem"), pub = dir / (name + ".pub.pem");
+  REQUIRE(t::run("/usr/bin/openssl", {"genpkey", "-algorithm", "ed25519", "-out", priv.string()}).status == 0);
+  REQUIRE(t::run("/usr/bin/openssl", {"pkey", "-in", priv.string(), "-pubout", "-out", pub.string()}).status == 0);
+  return {priv, pub};
+}
+
+#define NEED_REGISTRY()                                      \
+  if (auto why = t::registry_missing(); !why.empty()) {     \
+    WARN("##archbuild-skip## " << why);                     \
+    return;                                                  \
+  }
+
+}  // namespace
+
+TEST_CASE("store URL: oci:// is HTTPS, oci+http:// is asked for explicitly, anything else is refused", "[remote]") {
+  auto a = remote::parse_store_url("oci://ghcr.io/acme/torch-builds");
+  REQUIRE(a);
+  CHECK_FALSE(a->plain_http);
+  CHECK(a->base() == "https://ghcr.io/v2/acme/torch-builds");
+  auto b = remote::parse_store_url("oci+http://127.0.0.1:5000/builds");
+  REQUIRE(b);
+  CHECK(b->base() == "http://127.0.0.1:5000/v2/builds");
+  for (std::string bad : {"http://127.0.0.1:5000/builds", "oci://host", "oci://host/Upper", "oci://host/a//b", "ghcr.io/a"}) {
+    auto r = remote::parse_store_url(bad);
+    INFO(bad);
+    REQUIRE_FALSE(r);
+    CHECK(r.error().exit == Exit::bad_input);
+    CHECK(r.error().message.find("oci://HOST[:PORT]/REPOSITORY") != std::string::npos);
+  }
+}
+
+TEST_CASE("credentials: docker's config.json auths, a credential helper, none", "[remote]") {
+  t::TempDir dir;
+  auto config = dir.write("config.json", json{{"auths", {{"reg.example:5000", {{"auth", remote::base64_encode("ann:s3cret:x")}}},
+                                                         {"https://other.example/v1/", {{"username", "bob"}, {"password", "pw"}}}}}}
+                                             .dump());
+  auto a = remote::find_credentials("reg.example:5000", config, capture());
+  REQUIRE(a);
+  REQUIRE(*a);
+  CHECK((*a)->username == "ann");
+  CHECK((*a)->secret == "s3cret:x");
+  auto b = remote::find_credentials("other.example", config, capture());
+  REQUIRE(b);
+  REQUIRE(*b);
+  CHECK((*b)->username == "bob");
+  auto none = remote::find_credentials("third.example", config, capture());
+  REQUIRE(none);
+  CHECK_FALSE(*none);
+  // A helper reads the host on stdin and answers JSON (docker-credential-helpers' protocol).
+  auto helper = dir.write("bin/docker-credential-fake",
+                          "#!/bin/sh\nread host\n[ \"$host\" = reg.example:5000 ] || { echo 'credentials not found'; exit 1; }\n"
+                          "echo '{\"ServerURL\":\"reg.example:5000\",\"Username\":\"helper-user\",\"Secret\":\"helper-pw\"}'\n");
+  fs::permissions(helper, fs::perms::owner_all);
+  auto with_helper = dir.write("helper.json", json{{"credHelpers", {{"reg.example:5000", "fake"}}}}.dump());
+  remote::CaptureFn on_path = [&](const std::vector<std::string>& argv, const run::CaptureOptions& o) {
+    std::vector<std::string> v = argv;
+    v[0] = (dir / "bin" / argv[0]).string();
+    return run::capture(v, o);
+  };
+  auto h = remote::find_credentials("reg.example:5000", with_helper, on_path);
+  REQUIRE(h);
+  REQUIRE(*h);
+  CHECK((*h)->username == "helper-user");
+  CHECK((*h)->secret == "helper-pw");
+  auto store = dir.write("store.json", json{{"credsStore", "fake"}}.dump());
+  auto miss = remote::find_credentials("nothere.example", store, on_path);
+  REQUIRE(miss);
+  CHECK_FALSE(*miss);
+  auto bad = dir.write("bad.json", "{not json");
+  auto e = remote::find_credentials("reg.example:5000", bad, capture());
+  REQUIRE_FALSE(e);
+  CHECK(e.error().exit == Exit::bad_input);
+}
+
+TEST_CASE("signature: Ed25519 over the manifest digest verifies with its key only", "[remote]") {
+  t::TempDir dir;
+  auto [priv, pub] = make_key(dir, "a");
+  auto [other_priv, other_pub] = make_key(dir, "b");
+  auto s = remote::sign_digest(priv, "sha256:abc");
+  REQUIRE(s);
+  auto k = remote::load_trusted_key(pub);
+  REQUIRE(k);
+  CHECK(k->key_id == s->key_id);
+  CHECK(remote::verify_digest(*k, "sha256:abc", s->signature));
+  CHECK_FALSE(remote::verify_digest(*k, "sha256:abd", s->signature));
+  auto o = remote::load_trusted_key(other_pub);
+  REQUIRE(o);
+  CHECK_FALSE(remote::verify_digest(*o, "sha256:abc", s->signature));
+  auto not_key = dir.write("x.pem", "hello");
+  auto bad = remote::load_trusted_key(not_key);
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().exit == Exit::bad_input);
+}
+
+TEST_CASE("build store: host B pulls host A's result, every digest checked, and a second push keeps the first", "[remote][registry]") {
+  NEED_REGISTRY();
+  t::TempDir dir;
+  t::Registry reg(dir / "registry");
+  auto r = make_result(dir);
+  auto a = open(reg);
+  auto miss = a.lookup(key);
+  REQUIRE(miss);
+  CHECK_FALSE(*miss);
+  push(a, r);
+  auto b = open(reg);
+  auto m = b.lookup(key);
+  REQUIRE(m);
+  REQUIRE(*m);
+  auto pulled = b.pull(key, **m, dir / "b-staging");
+  INFO((pulled ? "" : pulled.error().message));
+  REQUIRE(pulled);
+  CHECK(pulled->filename == filename);
+  CHECK(t::read_file(pulled->wheel) == t::read_file(r.wheel));
+  CHECK(pulled->manifest == r.manifest);
+  CHECK(pulled->validation == json{{"ok", true}});
+  // Another host pushing the same key: the artifact already there stays (one consistent result).
+  auto again = b.push(key, r.wheel, filename, r.manifest, json{{"ok", true}, {"other", 1}}, nullptr);
+  REQUIRE(again);
+  CHECK_FALSE(again->pushed);
+  CHECK(again->digest == (*m)->digest);
+}
+
+TEST_CASE("build store: a blob edited in the registry's storage is refused by its digest", "[remote][registry]") {
+  NEED_REGISTRY();
+  t::TempDir dir;
+  t::Registry reg(dir / "registry");
+  auto r = make_result(dir);
+  auto a = open(reg);
+  push(a, r);
+  std::string digest = "sha256:" + *sha256_file_hex(r.wheel);
+  auto blob = reg.blob_file(digest);
+  REQUIRE(fs::exists(blob));
+  std::ofstream(blob, std::ios::binary) << "not really a zip, but bytes with a digesT";  // same size
+  auto m = a.lookup(key);
+  REQUIRE(m);
+  REQUIRE(*m);
+  auto pulled = a.pull(key, **m, dir / "staging");
+  REQUIRE_FALSE(pulled);
+  CHECK(pulled.error().exit == Exit::not_fine);
+  CHECK(pulled.error().message.find("does not match its digest") != std::string::npos);
+  CHECK(pulled.error().message.find("is not used") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir / "staging" / filename));
+}
+
+TEST_CASE("build store: where signatures are required, unsigned and wrongly signed results are refused", "[remote][registry]") {
+  NEED_REGISTRY();
+  t::TempDir dir;
+  t::Registry reg(dir / "registry");
+  auto r = make_result(dir);
+  auto [priv, pub] = make_key(dir, "host-a");
+  auto [stranger, stranger_pub] = make_key(dir, "stranger");
+  remote::StoreConfig trusting;
+  trusting.trust = {pub};
+  {
+    auto unsigned_push = open(reg);
+    push(unsigned_push, r);
+    auto b = open(reg, trusting);
+    auto m = b.lookup(key);
+    REQUIRE(m);
+    REQUIRE(*m);
+    auto pulled = b.pull(key, **m, dir / "staging");
+    REQUIRE_FALSE(pulled);
+    CHECK(pulled.error().message.find("unsigned") != std::string::npos);
+  }
+  // Host A signs with `sign_key` and pushes `other_key`; a host trusting `pub` pulls it.
+  auto signed_pull = [&](const fs::path& sign_key, char k) {
+    remote::StoreConfig signing;
+    signing.sign_key = sign_key;
+    auto a = open(reg, signing);
+    std::string other_key(64, k);
+    json m2 = r.manifest;
+    m2["build_key"] = other_key;
+    auto p = a.push(other_key, r.wheel, filename, m2, json{{"ok", true}}, nullptr);
+    REQUIRE(p);
+    CHECK(p->signed_);
+    auto b = open(reg, trusting);
+    auto m = b.lookup(other_key);
+    REQUIRE(m);
+    REQUIRE(*m);
+    return b.pull(other_key, **m, dir / "staging");
+  };
+  auto trusted = signed_pull(priv, 'e');
+  INFO((trusted ? "" : trusted.error().message));
+  REQUIRE(trusted);
+  CHECK(trusted->signed_by == pub.string());
+  auto untrusted = signed_pull(stranger, 'f');
+  REQUIRE_FALSE(untrusted);
+  CHECK(untrusted.error().message.find("not among --store-trust") != std::string::npos);
+  // A signature by the trusted key, but over another digest, put where the first one's is.
+  auto m = open(reg).lookup(std::string(64, 'e'));
+  REQUIRE(m);
+  REQUIRE(*m);
+  auto other = remote::sign_digest(priv, "sha256:" + std::string(64, '0'));
+  REQUIRE(other);
+  std::string sig = json{{"algorithm", "ed25519"}, {"manifest_digest", (*m)->digest}, {"key_id", other->key_id},
+                         {"signature", other->signature}}.dump();
+  remote::Registry raw(*remote::parse_store_url("oci+http://" + reg.host() + "/builds/minitorch"), std::nullopt);
+  remote::Descriptor d{"application/vnd.archbuild.signature.v1+json", remote::sha256_digest(sig), sig.size()};
+  REQUIRE(raw.push_blob(d, std::nullopt, sig));
+  json sm = {{"schemaVersion", 2}, {"mediaType", "application/vnd.oci.image.manifest.v1+json"},
+             {"config", {{"mediaType", "application/vnd.oci.empty.v1+json"}, {"digest", remote::sha256_digest("{}")}, {"size", 2}}},
+             {"layers", json::array({{{"mediaType", d.media_type}, {"digest", d.digest}, {"size", d.size}}})}};
+  REQUIRE(raw.put_manifest("sha256-" + (*m)->digest.substr(7) + ".sig", sm.dump(), "application/vnd.oci.image.manifest.v1+json"));
+  auto wrong = open(reg, trusting).pull(std::string(64, 'e'), **m, dir / "staging");
+  REQUIRE_FALSE(wrong);
+  CHECK(wrong.error().message.find("does not verify") != std::string::npos);
+}
+
+TEST_CASE("build store: basic auth through docker's config.json, and the password is in no message", "[remote][registry]") {
+  NEED_REGISTRY();
+  t::TempDir dir;
+  const std::string password = "pw-7f3c9a-never-printed";
+  t::Registry reg(dir / "registry", "builder", password);
+  auto r = make_result(dir);
+  // Without credentials: refused, and the message says where credentials come from.
+  auto anonymous = open(reg);
+  auto denied = anonymous.lookup(key);
+  REQUIRE_FALSE(denied);
+  CHECK(denied.error().message.find("HTTP 401") != std::string::npos);
+  CHECK(denied.error().message.find("docker login") != std::string::npos);
+  // Wrong password: refused, naming where the credentials came from, not what they are.
+  auto wrong = dir.write("wrong/config.json",
+                         json{{"auths", {{reg.host(), {{"auth", remote::base64_encode("builder:" + password + "x")}}}}}}.dump());
+  remote::StoreConfig cw;
+  cw.docker_config = wrong;
+  auto w = open(reg, cw);
+  auto refused = w.lookup(key);
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().message.find("were refused") != std::string::npos);
+  CHECK(refused.error().message.find(password) == std::string::npos);
+  auto config = dir.write("docker/config.json",
+                          json{{"auths", {{reg.host(), {{"auth", remote::base64_encode("builder:" + password)}}}}}}.dump());
+  remote::StoreConfig c;
+  c.docker_config = config;
+  auto a = open(reg, c);
+  push(a, r);
+  auto m = a.lookup(key);
+  REQUIRE(m);
+  REQUIRE(*m);
+  auto pulled = a.pull(key, **m, dir / "staging");
+  INFO((pulled ? "" : pulled.error().message));
+  REQUIRE(pulled);
+  // The same credentials from a credential helper (docker-credential-<name> get, the host on stdin).
+  auto helper = dir.write("bin/docker-credential-test",
+                          "#!/bin/sh\nread host\nprintf '{\"Username\":\"builder\",\"Secret\":\"%s\"}' \"$PW\"\n");
+  fs::permissions(helper, fs::perms::owner_all);
+  auto helper_config = dir.write("helper/config.json", json{{"credHelpers", {{reg.host(), "test"}}}}.dump());
+  remote::CaptureFn on_path = [&](const std::vector<std::string>& argv, const run::CaptureOptions& o) {
+    std::vector<std::string> v = argv;
+    v[0] = (dir / "bin" / argv[0]).string();
+    run::CaptureOptions with = o;
+    with.env["PW"] = password;
+    return run::capture(v, with);
+  };
+  remote::StoreConfig ch;
+  ch.docker_config = helper_config;
+  auto via_helper = open(reg, ch, on_path);
+  auto found = via_helper.lookup(key);
+  INFO((found ? "" : found.error().message));
+  REQUIRE(found);
+  CHECK(*found);
+}
+
+TEST_CASE("build store: a registry that is down is an error at once, exit 3", "[remote][registry]") {
+  NEED_REGISTRY();
+  t::TempDir dir;
+  auto reg = std::make_unique<t::Registry>(dir / "registry");
+  auto s = open(*reg);
+  reg->stop();
+  auto m = s.lookup(key);
+  REQUIRE_FALSE(m);
+  CHECK(m.error().exit == Exit::missing_tool);
+  CHECK(m.error().message.find("127.0.0.1") != std::string::npos);
+}
+
+// The bearer-token handshake GHCR, Docker Hub and Harbor ask for: a 401 with
+// `WWW-Authenticate: Bearer realm=…,service=…,scope=…`, the token endpoint asked with the user's
+// credentials (Basic) and the scope, the request again with the token. A stand-in server in
+// Python (the real registry's token auth needs a token service with certificates).
+TEST_CASE("registry: the bearer-token handshake, with the credentials sent only to the token endpoint", "[remote]") {
+  if (!fs::exists("/usr/bin/python3")) {
+    WARN("##archbuild-skip## no /usr/bin/python3");
+    return;
+  }
+  t::TempDir dir;
+  int port = t::free_local_port();
+  auto server = dir.write("server.py", R"PY(
+import base64, http.server, sys
+port, log = int(sys.argv[1]), open(sys.argv[2], "a", buffering=1)
+class H(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *a): pass
+    def do_GET(self):
+        auth = self.headers.get("Authorization", "")
+        log.write(f"{self.path} {auth}\n")
+        if self.path.startswith("/token"):
+            ok = auth == "Basic " + base64.b64encode(b"ann:pw").decode()
+            body = b'{"token":"tok-123"}' if ok else b'{}'
+            self.send_response(200 if ok else 401); self.end_headers(); self.wfile.write(body); return
+        if auth != "Bearer tok-123":
+            self.send_response(401)
+            self.send_header("WWW-Authenticate", f'Bearer realm="http://127.0.0.1:{port}/token",service="test",scope="repository:builds:pull"')
+            self.end_headers(); return
+        self.send_response(404); self.end_headers()
+http.server.HTTPServer(("127.0.0.1", port), H).serve_forever()
+)PY");
+  t::Background srv("/usr/bin/python3", {server.string(), std::to_string(port), (dir / "log").string()});
+  for (int i = 0; i < 200 && !t::local_port_accepts(port); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  REQUIRE(t::local_port_accepts(port));
+  remote::Credentials c{"ann", "pw", false, "test"};
+  remote::Registry reg(*remote::parse_store_url("oci+http://127.0.0.1:" + std::to_string(port) + "/builds"), c);
+  auto m = reg.get_manifest(key);
+  INFO((m ? "" : m.error().message));
+  REQUIRE(m);
+  CHECK_FALSE(*m);  // the server's 404 after the handshake: the key is not there
+  std::string log = t::read_file(dir / "log");
+  CHECK(log.find("/token?scope=repository%3Abuilds%3Apull&service=test Basic ") != std::string::npos);
+  CHECK(log.find("/v2/builds/manifests/" + key + " Bearer tok-123") != std::string::npos);
+  // The password went to the token endpoint only, never to the registry's own paths.
+  for (const auto& line : {std::string("/v2/builds/manifests/" + key + " Basic")}) CHECK(log.find(line) == std::string::npos);
+  remote::Registry wrong(*remote::parse_store_url("oci+http://127.0.0.1:" + std::to_string(port) + "/builds"),
+                         remote::Credentials{"ann", "nope", false, "test"});
+  auto refused = wrong.get_manifest(key);
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().message.find("token endpoint") != std::string::npos);
+  CHECK(refused.error().message.find("nope") == std::string::npos);
+}
