@@ -496,6 +496,11 @@ json to_json(const Resolution& r) {
                    {"cuda_target", r.platform.cuda_target},
                    {"cuda_libraries", r.platform.pip_cuda ? "pip" : "host"},
                    {"why", r.platform_why}};
+  // What the recipe's [platform.NAME] adds to the build environment (already in the plan's env).
+  if (auto it = r.recipe.platforms.find(r.platform.name); it != r.recipe.platforms.end()) {
+    j["platform"]["env"] = it->second.env;
+    j["platform"]["official_env"] = it->second.official_env;
+  }
   j["recipe"] = {{"name", r.recipe.name}, {"file", r.recipe.file.string()}, {"package", r.recipe.package},
                  {"version", r.recipe.version.str()}, {"tag", r.recipe.source.tag}, {"url", r.url()}};
   j["cuda"] = {{"release", r.toolchain.cuda.str()},

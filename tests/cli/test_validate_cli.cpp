@@ -36,14 +36,14 @@ fs::path rewrite(const fs::path& wheel, const test::TempDir& dir,
   REQUIRE(!w.path.empty())
 
 // A small well-formed wheel: `libk` (an ELF file, by default a synthetic one with an sm_90
-// cubin: no nvcc needed) as tiny/libk.so, under the platform tag `platform`, with `requires`
+// cubin: no nvcc needed) as tiny/libk.so, under the platform tag `platform`, with `requirements`
 // as Requires-Dist lines.
 fs::path tiny_wheel(const test::TempDir& dir, const std::string& platform = "linux_x86_64", std::string libk = "",
-                    const std::vector<std::string>& requires = {}) {
+                    const std::vector<std::string>& requirements = {}) {
   if (libk.empty()) libk = test::elf_with_fatbin(test::container({test::entry({2, 90, 0x11, test::cubin(90)})}));
   const std::string di = "tiny-1.0.dist-info";
   std::string metadata = "Metadata-Version: 2.1\nName: tiny\nVersion: 1.0\n";
-  for (const auto& r : requires) metadata += "Requires-Dist: " + r + "\n";
+  for (const auto& r : requirements) metadata += "Requires-Dist: " + r + "\n";
   std::vector<std::pair<std::string, std::string>> m{
       {"tiny/__init__.py", "\n"},
       {"tiny/libk.so", libk},
@@ -56,7 +56,8 @@ fs::path tiny_wheel(const test::TempDir& dir, const std::string& platform = "lin
 }
 
 // An aarch64 shared library the way a real one keeps its device code: host code from the
-// aarch64 cross gcc (linked against a stub libcudart.so.13, so it needs it as a real one does),
+// aarch64 cross gcc (linked against a stub libcudart.so.13, so it needs it as a real one does,
+// with the RUNPATH the package stage gives it),
 // the fatbin from nvcc -fatbin (device code does not depend on the host), put into .nv_fatbin
 // with the cross objcopy. Empty `skip`: built.
 struct Aarch64Library {
@@ -78,7 +79,7 @@ Aarch64Library aarch64_library(const test::TempDir& dir, const std::string& sm) 
   auto step = [&](const std::string& tool, const std::vector<std::string>& args) {
     test::RunOptions o;
     o.cwd = dir.path();
-    auto r = test::run(tool, args, o);
+    auto r = test::run(tool.find('/') == std::string::npos ? test::which(tool) : tool, args, o);
     lib.log += tool + ": " + r.out + r.err + "\n";
     return r.status == 0;
   };
@@ -87,7 +88,9 @@ Aarch64Library aarch64_library(const test::TempDir& dir, const std::string& sm) 
   const std::string kernel = (fs::path(ARCHBUILD_TEST_DATA) / "binaries" / "kernel.cu").string();
   bool ok = step(test::kNvcc.string(), {"-fatbin", "-gencode", "arch=compute_" + sm + ",code=sm_" + sm, "-o", "k.fatbin", kernel}) &&
             step("aarch64-linux-gnu-gcc", {"-shared", "-fPIC", "-Wl,-soname,libcudart.so.13", "-o", "libcudart.so.13", "stub.c"}) &&
-            step("aarch64-linux-gnu-gcc", {"-shared", "-fPIC", "-o", "libk.so", "host.c", "-L.", "-l:libcudart.so.13"}) &&
+            step("aarch64-linux-gnu-gcc", {"-shared", "-fPIC", "-o", "libk.so", "host.c", "-L.", "-l:libcudart.so.13",
+                                            // where the package stage points it: the nvidia-* package's folder
+                                            "-Wl,--enable-new-dtags,-rpath,$ORIGIN/../nvidia/cu13/lib"}) &&
             step("aarch64-linux-gnu-objcopy", {"--add-section", ".nv_fatbin=k.fatbin", "--set-section-flags",
                                                 ".nv_fatbin=alloc,readonly,data", "libk.so"});
   if (ok) lib.bytes = test::read_file(dir / "libk.so");
