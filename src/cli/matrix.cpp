@@ -53,21 +53,14 @@ void run_matrix(const MatrixArgs& a, Context& ctx) {
   // The platforms to emit jobs for: each runs on a CI runner of its own machine (its `ci_runner`).
   const auto& ps = toolchain::Platforms::shipped();
   std::vector<const toolchain::Platform*> platforms;
-  for (const auto& name : a.platforms) {
-    const auto* p = ps.find(name);
-    if (!p)
-      throw Failure(Error::bad_input(fmt::format("--platform {}: not a platform of {}; valid: {}", text::quoted(name),
-                                                 ps.file.filename().string(), text::join(ps.names(), ", "))));
-    if (std::find(platforms.begin(), platforms.end(), p) == platforms.end()) platforms.push_back(p);
-  }
-  if (platforms.empty()) {
-    auto m = toolchain::this_machine();
-    const auto* own = ps.default_for(m.arch, m.tegra);
-    if (!own)
-      throw Failure(Error::bad_input(fmt::format("this machine ({}) is none of the platforms of {}; give --platform ({})",
-                                                 m.arch, ps.file.filename().string(), text::join(ps.names(), ", "))));
-    platforms.push_back(own);
-  }
+  const auto machine = toolchain::this_machine();
+  auto choose = [&](const std::optional<std::string>& name) {
+    auto c = toolchain::choose_platform(ps, name, {}, machine);  // unknown name / machine: exit 2
+    if (!c) throw Failure(c.error());
+    if (std::find(platforms.begin(), platforms.end(), c->platform) == platforms.end()) platforms.push_back(c->platform);
+  };
+  for (const auto& name : a.platforms) choose(name);
+  if (platforms.empty()) choose(std::nullopt);
   const bool several = platforms.size() > 1 || platforms.front()->name != "x86_64";
 
   nlohmann::json include = nlohmann::json::array(), refused = nlohmann::json::array(),
