@@ -133,6 +133,7 @@ Result<ArchData> ArchData::load(const std::filesystem::path& path) {
       g.cc = cc_of(r, "cc");
       g.aliases = r.strings("aliases").value_or(std::vector<std::string>{});
       g.smi = r.strings("smi").value_or(std::vector<std::string>{});
+      g.platform = r.string("platform").value_or("");
       if (auto e = r.finish()) return *e;
       data.gpus_.push_back(std::move(g));
     }

@@ -35,6 +35,9 @@ struct Gpu {
   Cc cc;
   std::vector<std::string> aliases; // other marketing names
   std::vector<std::string> smi;     // names nvidia-smi / NVML print
+  // The one platform (toolchains/platforms.toml) this GPU sits on: "sbsa" for Grace and GB10,
+  // "jetson" for L4T's integrated GPUs; "" when it is a card several platforms take.
+  std::string platform;
 };
 
 class ArchData {

@@ -7,6 +7,8 @@
 #include "core/text.hpp"
 #include "detect/detect.hpp"
 
+#include "toolchain/platform.hpp"
+
 namespace archbuild::cli {
 
 namespace {
@@ -23,6 +25,8 @@ nlohmann::json detection_json(const detect::Detection& d) {
     j["memory_bytes"] = g.memory_bytes ? nlohmann::json(*g.memory_bytes) : nlohmann::json(nullptr);
     j["uuid"] = g.uuid.empty() ? nlohmann::json(nullptr) : nlohmann::json(g.uuid);
     j["mig"] = g.mig;
+    j["integrated"] = g.integrated ? nlohmann::json(*g.integrated) : nlohmann::json(nullptr);
+    j["platform"] = g.known && !g.known->platform.empty() ? nlohmann::json(g.known->platform) : nlohmann::json(nullptr);
     if (g.mig) {
       nlohmann::json migs = nlohmann::json::array();
       for (const auto& m : g.mig_devices)
@@ -34,7 +38,10 @@ nlohmann::json detection_json(const detect::Detection& d) {
     j["cuda_select"] = g.cuda_select.empty() ? nlohmann::json(nullptr) : nlohmann::json(g.cuda_select);
     gpus.push_back(j);
   }
+  auto m = toolchain::this_machine();
   return {{"source", d.source.empty() ? nlohmann::json(nullptr) : nlohmann::json(d.source)},
+          {"machine", m.arch},
+          {"l4t", m.tegra ? nlohmann::json(m.l4t) : nlohmann::json(nullptr)},
           {"driver_version", d.driver_version.empty() ? nlohmann::json(nullptr) : nlohmann::json(d.driver_version)},
           {"cuda_version", d.cuda_version ? nlohmann::json(*d.cuda_version) : nlohmann::json(nullptr)},
           {"gpus", gpus},
@@ -57,10 +64,14 @@ void run_detect(const std::string& source, Context& ctx) {
   if (ctx.json) return;
   out(fmt::format("source: {}   driver: {}   CUDA (driver): {}", d.source,
                   d.driver_version.empty() ? "?" : d.driver_version, d.cuda_version.value_or("?")));
+  // A Jetson: L4T names its release in /etc/nv_tegra_release; its integrated GPU answers through
+  // the CUDA driver API where NVML lists no device (L4T before JetPack 7).
+  if (auto m = toolchain::this_machine(); m.tegra) out(fmt::format("L4T:    {} ({})", m.l4t, m.arch));
   for (const auto& g : d.gpus) {
     std::string mem = g.memory_bytes ? fmt::format("{:.0f} GiB", *g.memory_bytes / 1073741824.0) : "?";
     std::string arch = data.architecture(g.cc);
-    out(fmt::format("GPU {}: {}  CC {} (sm_{}, {})  {}{}", g.index, g.name, g.cc.str(), g.cc.sm(), arch, mem,
+    out(fmt::format("GPU {}: {}  CC {} (sm_{}, {})  {}{}{}", g.index, g.name, g.cc.str(), g.cc.sm(), arch, mem,
+                    g.integrated.value_or(false) ? "  integrated (shares the host's memory)" : "",
                     g.mig ? fmt::format("  MIG: {} MIG device{}{}", g.mig_devices.size(),
                                         g.mig_devices.size() == 1 ? "" : "s",
                                         g.mig_devices.empty() ? " (CUDA cannot use this GPU)" : ", memory of the first")

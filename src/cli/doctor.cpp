@@ -70,7 +70,11 @@ void advise_without_torch(const std::string& python, const HostTargets& h, const
   q.releases = f.releases;
   q.toolchains = f.toolchains;
   q.pip = python + " -m pip";
-  auto advice = doctor::advise_install(q, make_build_advisor(f.toolchains, std::nullopt));
+  q.platform = h.platform;
+  q.platform_why = h.platform_why;
+  q.platform_is_this_machine = h.platform_is_this_machine;
+  auto advice = doctor::advise_install(
+      q, make_build_advisor(f.toolchains, std::nullopt, h.platform_is_this_machine ? "" : h.platform->name));
   std::string none = fmt::format("no torch is installed for {}", python);
   if (ctx.json) {
     auto doc = install_advice_json(advice, h);
@@ -272,6 +276,7 @@ void run_doctor(const DoctorArgs& a, Context& ctx) {
   f.driver_missing = h.driver_missing;
   f.releases = doctor::Releases::load_shipped(data).take();
   f.toolchains = toolchain::load_shipped(data).take();
+  if (h.platform) f.official_wheels = h.platform->official_wheels;
 
   const std::string python = a.python.empty() ? "python3" : a.python;
   auto torch = probe_torch(python);  // no interpreter: exit 3
@@ -286,7 +291,8 @@ void run_doctor(const DoctorArgs& a, Context& ctx) {
 
   std::optional<Version> py_release;
   if (!a.python.empty() && f.torch.python_version) py_release = f.torch.python_version->prefix(2);
-  auto report = doctor::diagnose(f, make_build_advisor(f.toolchains, py_release));
+  auto report = doctor::diagnose(
+      f, make_build_advisor(f.toolchains, py_release, h.platform_is_this_machine ? "" : h.platform->name));
 
   if (ctx.json) {
     auto doc = report_json(f, report, python);

@@ -14,6 +14,7 @@
 #include "cli/context.hpp"
 #include "doctor/doctor.hpp"
 #include "doctor/install.hpp"
+#include "toolchain/platform.hpp"
 #include "toolchain/toolchain.hpp"
 
 namespace archbuild::cli {
@@ -22,9 +23,10 @@ struct TargetArgs {
   std::vector<std::string> sm;   // --sm 61,120
   std::vector<std::string> gpu;  // --gpu "RTX 5090" (repeatable)
   std::string driver;            // --driver 570.86
+  std::string platform;          // --platform sbsa (toolchains/platforms.toml); "": decided
 };
 
-// Adds --sm, --gpu and --driver to a command.
+// Adds --sm, --gpu, --driver and --platform to a command.
 void add_target_options(CLI::App& cmd, TargetArgs& args);
 
 struct HostTargets {
@@ -33,6 +35,10 @@ struct HostTargets {
   std::optional<std::string> driver;  // --driver, else the detected one
   std::string driver_source;          // "--driver", "nvml" …
   std::string driver_missing;         // why there is none
+  // The platform advised for: --platform, else the one the GPUs decide, else this machine's.
+  std::optional<toolchain::Platform> platform;
+  std::string platform_why;
+  bool platform_is_this_machine = true;
 };
 
 // Targets from --sm and --gpu (bad values: Failure, exit 2), else this host's GPUs; the driver
@@ -43,8 +49,9 @@ HostTargets gather_targets(const TargetArgs& args, const arch::ArchData& data);
 toolchain::Probe tool_probe();
 
 // Resolution as `archbuild wheel` would do it, with the host discovered on the first question.
+// `platform`: named in the command (--platform NAME) when it is not this machine's own.
 doctor::BuildAdvisor make_build_advisor(const std::vector<toolchain::Toolchain>& toolchains,
-                                        std::optional<Version> python);
+                                        std::optional<Version> python, const std::string& platform = "");
 
 nlohmann::json install_advice_json(const doctor::InstallAdvice& a, const HostTargets& h);
 void print_install_advice(const doctor::InstallAdvice& a, const HostTargets& h, const Context& ctx);

@@ -19,8 +19,9 @@ namespace archbuild::cli {
 
 namespace {
 
-// --gpu NAME: one CC, or bad input naming the candidates.
-arch::Cc gpu_cc(const std::string& name, const arch::ArchData& data) {
+// --gpu NAME: one CC (and the platform the GPUs of that name sit on), or bad input naming the
+// candidates.
+std::pair<arch::Cc, std::string> gpu_cc(const std::string& name, const arch::ArchData& data) {
   auto gpus = data.match_gpus(name);
   if (gpus.empty())
     throw Failure(Error::bad_input(fmt::format("--gpu {}: no GPU of that name in data/gpus.toml; closest: {} (or give --sm)",
@@ -33,7 +34,11 @@ arch::Cc gpu_cc(const std::string& name, const arch::ArchData& data) {
     throw Failure(Error::bad_input(
         fmt::format("--gpu {}: matches GPUs of different CCs: {}; name one exactly or give --sm", name, text::join(parts, "; "))));
   }
-  return by_cc.begin()->first;
+  // A platform only when every match agrees (GB200 is sbsa; "B200" matches x86 cards too).
+  std::string platform = gpus.front()->platform;
+  for (const auto* g : gpus)
+    if (g->platform != platform) platform.clear();
+  return {by_cc.begin()->first, platform};
 }
 
 std::string verdict_text(const std::vector<arch::Cc>& ccs, const std::vector<arch::RunVerdict>& vs) {
@@ -62,6 +67,10 @@ void add_target_options(CLI::App& cmd, TargetArgs& args) {
       ->type_name("NAME");
   cmd.add_option("--driver", args.driver, "The NVIDIA driver to advise for instead of the detected one: 570.86")
       ->type_name("VER");
+  cmd.add_option("--platform", args.platform,
+                 "The platform to advise for (toolchains/platforms.toml: x86_64, sbsa, jetson); default: the one the "
+                 "GPUs sit on, else this machine's")
+      ->type_name("NAME");
 }
 
 HostTargets gather_targets(const TargetArgs& a, const arch::ArchData& data) {
@@ -74,14 +83,34 @@ HostTargets gather_targets(const TargetArgs& a, const arch::ArchData& data) {
                                                    : "--sm: " + parsed.error().message});
     for (auto cc : validate::target_ccs(*parsed)) h.targets.push_back({cc, "--sm"});
   }
-  for (const auto& g : a.gpu) h.targets.push_back({gpu_cc(g, data), "--gpu " + g});
+  std::vector<toolchain::PlatformGpu> platform_gpus;
+  for (const auto& t : h.targets) platform_gpus.push_back({t.cc, "", fmt::format("--sm {}", t.cc.str())});
+  for (const auto& g : a.gpu) {
+    auto [cc, platform] = gpu_cc(g, data);
+    h.targets.push_back({cc, "--gpu " + g});
+    platform_gpus.push_back({cc, platform, "--gpu " + g});
+  }
   if (!a.driver.empty()) {
     if (!Version::parse(a.driver))
       throw Failure(Error::bad_input(fmt::format("--driver {}: not a driver version like 570.86 or 580.65.06", a.driver)));
     h.driver = a.driver;
     h.driver_source = "--driver";
   }
-  if (!h.targets.empty() && h.driver) return h;  // nothing left to detect
+  auto decide_platform = [&] {
+    const auto& ps = toolchain::Platforms::shipped();
+    auto machine = toolchain::this_machine();
+    auto c = toolchain::choose_platform(ps, a.platform.empty() ? std::nullopt : std::optional<std::string>(a.platform),
+                                        platform_gpus, machine);
+    if (!c) throw Failure(c.error());
+    h.platform = *c->platform;
+    h.platform_why = c->why;
+    const auto* own = ps.default_for(machine.arch, machine.tegra);
+    h.platform_is_this_machine = own && own->name == c->platform->name;
+  };
+  if (!h.targets.empty() && h.driver) {  // nothing left to detect
+    decide_platform();
+    return h;
+  }
   auto d = detect_host(data);
   if (!h.driver) {
     if (!d.gpus.empty() && !d.driver_version.empty()) {
@@ -92,16 +121,21 @@ HostTargets gather_targets(const TargetArgs& a, const arch::ArchData& data) {
     }
   }
   if (h.targets.empty()) {
-    for (const auto& g : d.gpus) h.targets.push_back({g.cc, fmt::format("GPU {}: {}", g.index, g.name)});
+    for (const auto& g : d.gpus) {
+      h.targets.push_back({g.cc, fmt::format("GPU {}: {}", g.index, g.name)});
+      const auto* known = data.identify(g.name);
+      platform_gpus.push_back({g.cc, known ? known->platform : "", fmt::format("GPU {}: {}", g.index, g.name)});
+    }
     if (d.gpus.empty())
       h.no_targets_reason = fmt::format("no GPU found on this host ({}); give --sm or --gpu to ask about one, e.g. --sm 90",
                                         text::join(d.tried, "; "));
   }
+  decide_platform();
   return h;
 }
 
 doctor::BuildAdvisor make_build_advisor(const std::vector<toolchain::Toolchain>& toolchains,
-                                        std::optional<Version> python) {
+                                        std::optional<Version> python, const std::string& platform) {
   // Discovered on the first question only (a run that needs no build never starts those probes).
   struct Lazy {
     bool tried = false;
@@ -109,7 +143,7 @@ doctor::BuildAdvisor make_build_advisor(const std::vector<toolchain::Toolchain>&
     std::string error;
   };
   auto lazy = std::make_shared<Lazy>();
-  return [lazy, toolchains, python](const std::vector<arch::Cc>& ccs,
+  return [lazy, toolchains, python, platform](const std::vector<arch::Cc>& ccs,
                                     const std::optional<Version>& line) -> doctor::BuildSuggestion {
     doctor::BuildSuggestion s;
     if (!lazy->tried) {
@@ -138,6 +172,7 @@ doctor::BuildAdvisor make_build_advisor(const std::vector<toolchain::Toolchain>&
     req.torch = line;
     req.python = python;
     req.recipe_label = "the torch recipes";
+    if (!platform.empty()) req.platform = platform;
     auto r = plan::resolve(req, *lazy->inputs);
     if (r.status == Exit::bad_input) {
       s.detail = r.message;
@@ -148,6 +183,15 @@ doctor::BuildAdvisor make_build_advisor(const std::vector<toolchain::Toolchain>&
     s.command = fmt::format("archbuild wheel --sm {} --recipe {}{}", doctor::sm_option(ccs), r.recipe.name,
                             python ? " --python " + python->str() : "");
     s.detail = fmt::format("torch {} with CUDA {}", r.recipe.version.str(), r.toolchain.cuda.str());
+    if (!platform.empty()) {
+      // Another machine's platform: its own toolkit (a Jetson's is JetPack's) picks the recipe
+      // there, so the command names none; this host's resolution is only an example.
+      s.command = fmt::format("archbuild wheel --sm {} --platform {}{}", doctor::sm_option(ccs), platform,
+                              python ? " --python " + python->str() : "");
+      s.detail = fmt::format("on a {} host, with the recipe its installed CUDA toolkit allows (here: torch {} with CUDA {})",
+                             platform, r.recipe.version.str(), r.toolchain.cuda.str());
+      return s;  // this machine's missing tools are not that host's
+    }
     if (r.status != Exit::ok) s.needs = r.message;
     return s;
   };
@@ -183,6 +227,13 @@ nlohmann::json install_advice_json(const doctor::InstallAdvice& a, const HostTar
   nlohmann::json doc = {
       {"targets", targets},
       {"driver", h.driver ? nlohmann::json{{"version", *h.driver}, {"source", h.driver_source}} : nlohmann::json(nullptr)},
+      {"platform", h.platform ? nlohmann::json{{"name", h.platform->name},
+                                               {"machine", h.platform->machine},
+                                               {"wheel_arch", h.platform->wheel_arch},
+                                               {"cuda_libraries", h.platform->pip_cuda ? "pip" : "host"},
+                                               {"why", h.platform_why},
+                                               {"this_machine", h.platform_is_this_machine}}
+                              : nlohmann::json(nullptr)},
       {"options", options},
       {"ruled_out", a.ruled_out},
       {"notes", a.notes},
@@ -208,6 +259,7 @@ void print_install_advice(const doctor::InstallAdvice& a, const HostTargets& h, 
     out(fmt::format("target   {} ({}) from {}", t.cc.str(), data.architecture(t.cc), t.source));
   out(h.driver ? fmt::format("driver   {} ({})", *h.driver, h.driver_source)
                : fmt::format("driver   ? ({})", h.driver_missing.empty() ? "not given" : h.driver_missing));
+  if (h.platform) out(fmt::format("platform {} ({}) from {}", h.platform->name, h.platform->description, h.platform_why));
   if (!a.options.empty()) {
     const auto& o = a.options.front();
     out("");
@@ -274,7 +326,11 @@ void run_install_command(const InstallArgs& a, Context& ctx) {
   q.releases = doctor::Releases::load_shipped(data).take();
   q.toolchains = toolchain::load_shipped(data).take();
   q.pip = a.python.empty() ? "pip" : a.python + " -m pip";
-  auto advice = doctor::advise_install(q, make_build_advisor(q.toolchains, std::nullopt));
+  q.platform = h.platform;
+  q.platform_why = h.platform_why;
+  q.platform_is_this_machine = h.platform_is_this_machine;
+  auto advice = doctor::advise_install(
+      q, make_build_advisor(q.toolchains, std::nullopt, h.platform_is_this_machine ? "" : h.platform->name));
   if (ctx.json)
     print_json(install_advice_json(advice, h));
   else if (!h.targets.empty())
@@ -296,7 +352,7 @@ void add_install_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--python", args->python, "Write the pip command as `PY -m pip` (default: pip)")->type_name("PY");
   add_json_flag(*cmd, ctx);
   cmd->footer("Exit status: 0 an official wheel fits; 1 only a build helps (the command is printed); 2 bad --sm, "
-              "--gpu or --driver; 3 no GPU found and no --sm / --gpu.");
+              "--gpu, --driver or --platform; 3 no GPU found and no --sm / --gpu.");
   cmd->callback([args, &ctx] { run_install_command(*args, ctx); });
 }
 

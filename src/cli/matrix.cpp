@@ -9,6 +9,8 @@
 //   {"include":[{"sm":"9.0","recipe":"torch-2.9","torch":"2.9.1","cuda":"13.0","arch_list":"9.0"}]}
 // --format json (or --json): {"include":[…], "refused":[{"sm","recipe","cuda","rule","message"}],
 //   "needs_install":[{"sm","recipe","cuda","message"}]}
+// --platform x86_64,sbsa: jobs for each platform, each with "platform" and "runs_on" (the
+//   platform's hosted runner label, toolchains/platforms.toml) in its object.
 // Exit: 0 at least one job; 1 no job accepted; 2 bad input.
 #include <fmt/format.h>
 
@@ -17,6 +19,8 @@
 #include "cli/context.hpp"
 #include "cli/host.hpp"
 #include "cli/resolve_common.hpp"
+#include "core/text.hpp"
+#include "toolchain/platform.hpp"
 
 namespace archbuild::cli {
 
@@ -26,6 +30,7 @@ struct MatrixArgs {
   std::vector<std::string> sm;
   std::string recipe;
   std::string format = "text";
+  std::vector<std::string> platforms;  // --platform x86_64,sbsa; empty: this machine's
 };
 
 // The rule a refusal names: the first failed rule of the pair asked for, else any failed one.
@@ -45,8 +50,22 @@ void run_matrix(const MatrixArgs& a, Context& ctx) {
   auto base = request_from_args(ra);
   auto inputs = inputs_from_args(ra, base, ctx);
 
+  // The platforms to emit jobs for: each runs on a CI runner of its own machine (its `ci_runner`).
+  const auto& ps = toolchain::Platforms::shipped();
+  std::vector<const toolchain::Platform*> platforms;
+  const auto machine = toolchain::this_machine();
+  auto choose = [&](const std::optional<std::string>& name) {
+    auto c = toolchain::choose_platform(ps, name, {}, machine);  // unknown name / machine: exit 2
+    if (!c) throw Failure(c.error());
+    if (std::find(platforms.begin(), platforms.end(), c->platform) == platforms.end()) platforms.push_back(c->platform);
+  };
+  for (const auto& name : a.platforms) choose(name);
+  if (platforms.empty()) choose(std::nullopt);
+  const bool several = platforms.size() > 1 || platforms.front()->name != "x86_64";
+
   nlohmann::json include = nlohmann::json::array(), refused = nlohmann::json::array(),
                  needs = nlohmann::json::array();
+  for (const auto* platform : platforms)
   for (const auto& target : base.targets) {
     std::string sm = arch::to_torch({target}).text;  // "9.0", "12.0a", "9.0+PTX": --sm reads it back
     for (const auto& r : inputs.recipes) {
@@ -59,6 +78,11 @@ void run_matrix(const MatrixArgs& a, Context& ctx) {
         req.recipe_label = r.name;
         plan::Inputs in = inputs;
         in.recipes = {r};
+        if (!a.platforms.empty()) {
+          req.platform = platform->name;
+          // The job runs on a runner of the platform's machine, not here.
+          in.machine = toolchain::Machine{platform->machine, !platform->pip_cuda, ""};
+        }
         auto res = plan::resolve(req, in);
         std::string subject = fmt::format("{} + CUDA {}", r.name, cuda.str());
         if (res.status == Exit::bad_input) {
@@ -67,6 +91,18 @@ void run_matrix(const MatrixArgs& a, Context& ctx) {
                              {"cuda", cuda.str()},
                              {"rule", refusal_rule(res, subject)},
                              {"message", res.message}});
+          if (several) refused.back()["platform"] = platform->name;
+          continue;
+        }
+        if (platform->ci_runner.empty()) {
+          refused.push_back({{"sm", sm},
+                             {"recipe", r.name},
+                             {"cuda", cuda.str()},
+                             {"rule", "platform-runner"},
+                             {"message", fmt::format("platform {} has no hosted CI runner ({}): build on the device "
+                                                     "itself (a self-hosted runner)",
+                                                     platform->name, ps.file.filename().string())}});
+          if (several) refused.back()["platform"] = platform->name;
           continue;
         }
         include.push_back({{"sm", sm},
@@ -74,6 +110,11 @@ void run_matrix(const MatrixArgs& a, Context& ctx) {
                            {"torch", r.torch_version().str()},
                            {"cuda", cuda.str()},
                            {"arch_list", res.arch_list}});
+        // Only off a plain x86_64 matrix, so existing workflows' objects stay what they were.
+        if (several) {
+          include.back()["platform"] = platform->name;
+          include.back()["runs_on"] = platform->ci_runner;
+        }
         if (res.status == Exit::missing_tool)
           needs.push_back({{"sm", sm}, {"recipe", r.name}, {"cuda", cuda.str()}, {"message", res.message}});
       }
@@ -93,9 +134,12 @@ void run_matrix(const MatrixArgs& a, Context& ctx) {
   }
   out(fmt::format("{} job(s):", include.size()));
   for (const auto& j : include)
-    out(fmt::format("  sm {:<7} {:<16} torch {:<7} CUDA {:<5} arch list {}", j["sm"].get<std::string>(),
+    out(fmt::format("  sm {:<7} {:<16} torch {:<7} CUDA {:<5} arch list {}{}", j["sm"].get<std::string>(),
                     j["recipe"].get<std::string>(), j["torch"].get<std::string>(), j["cuda"].get<std::string>(),
-                    j["arch_list"].get<std::string>()));
+                    j["arch_list"].get<std::string>(),
+                    j.contains("platform") ? fmt::format("  on {} ({})", j["platform"].get<std::string>(),
+                                                         j["runs_on"].get<std::string>())
+                                           : std::string()));
   if (!refused.empty()) {
     out(fmt::format("{} refused:", refused.size()));
     for (const auto& j : refused)
@@ -125,6 +169,11 @@ void add_matrix_command(CLI::App& app, Context& ctx) {
                   "A recipe name (torch-2.7), a package (torchvision) or a recipe file; default: every torch recipe");
   cmd->add_option("--format", args->format, "text (default), json (= --json), or github: the strategy.matrix value")
       ->check(CLI::IsMember({"text", "json", "github"}));
+  cmd->add_option("--platform", args->platforms,
+                  "Platforms to emit jobs for, each on its CI runner (toolchains/platforms.toml): x86_64,sbsa; "
+                  "default: this machine's")
+      ->delimiter(',')
+      ->type_name("LIST");
   add_json_flag(*cmd, ctx);
   cmd->callback([args, &ctx] { run_matrix(*args, ctx); });
 }

@@ -45,6 +45,10 @@ void add_resolve_options(CLI::App& cmd, ResolveArgs& a) {
                  "The build interpreter: a version (3.11: python3.11 on PATH) or a path (/usr/bin/python3); "
                  "default: python3 on PATH");
   cmd.add_flag("--ptx", a.ptx, "Also embed PTX for the newest target (JIT on newer GPUs)");
+  cmd.add_option("--platform", a.platform,
+                 "The platform to build for (toolchains/platforms.toml: x86_64, sbsa for Grace / GB10 / Thor, jetson "
+                 "for L4T); default: this machine's")
+      ->type_name("NAME");
   cmd.add_option("--source-url", a.source_url,
                  "Fetch the source from this repository URL instead of the recipe's (e.g. file:///srv/git/x.git)");
   cmd.add_option("--source", a.source_dir,
@@ -248,6 +252,7 @@ plan::Request request_from_args(const ResolveArgs& a) {
   if (req.python && req.python->size() != 2)
     throw Failure(Error::bad_input(fmt::format("--python '{}': expected MAJOR.MINOR like 3.11", a.python)));
   req.ptx = a.ptx;
+  if (!a.platform.empty()) req.platform = a.platform;
   if (!a.source_url.empty()) req.source_url = a.source_url;
   if (!a.source_dir.empty()) {
     if (!a.source_url.empty())

@@ -36,9 +36,10 @@ struct ResolveArgs {
   std::string memory_budget;    // --memory-budget SIZE|N%|off (plan, wheel); "" = default
   std::string torch_wheel;      // --torch-wheel FILE: installed into the build venv (plan, wheel; --with sets it)
   bool allow_release_mismatch = false;  // --allow-release-mismatch (plan, wheel)
+  std::string platform;         // --platform x86_64|sbsa|jetson (toolchains/platforms.toml); "": this machine's
 };
 
-// Adds --sm (required), --recipe, --torch, --cuda, --python, --ptx and --source-url.
+// Adds --sm (required), --recipe, --torch, --cuda, --python, --ptx, --source-url and --platform.
 void add_resolve_options(CLI::App& cmd, ResolveArgs& args);
 
 // Adds --ref and --env (plan and wheel: what the plan fixes beyond the resolution).

@@ -160,6 +160,10 @@ std::optional<std::string> try_cuda(const arch::ArchData& data, const std::strin
     int major = 0, minor = 0;
     if (attr(&major, kMajor, dev) != 0 || attr(&minor, kMinor, dev) != 0) continue;
     g.cc = {major, minor};
+    // CU_DEVICE_ATTRIBUTE_INTEGRATED (18, cuda.h): the GPU shares the host's memory (Jetson).
+    constexpr int kIntegrated = 18;
+    int integrated = 0;
+    if (attr(&integrated, kIntegrated, dev) == 0) g.integrated = integrated != 0;
     std::size_t bytes = 0;
     if (mem && mem(&bytes, dev) == 0) g.memory_bytes = bytes;
     unsigned char id[16] = {};

@@ -34,6 +34,9 @@ struct DetectedGpu {
   // PCI_BUS_ID with it). Empty: CUDA cannot use it (MIG enabled without a MIG device).
   std::string cuda_select;
   bool pci_order = false;
+  // An integrated GPU (CU_DEVICE_ATTRIBUTE_INTEGRATED, read through the CUDA driver API): a
+  // Jetson's, which NVML does not list in L4T before JetPack 7; unset when the source does not say.
+  std::optional<bool> integrated;
 };
 
 struct Detection {

@@ -174,7 +174,7 @@ class Diagnosis {
   std::vector<Candidate> candidates() const {
     std::vector<Candidate> out;
     for (const auto& r : f_.releases.releases)
-      for (const auto& v : r.variants) {
+      for (const auto& v : r.variants_for(f_.official_wheels)) {
         if (!v.recorded()) continue;
         auto images = v.images();
         Candidate c{&r, &v, true, {}};

@@ -95,6 +95,9 @@ struct Facts {
   std::string toolkit_missing;               // why there is none (CUDA_HOME points at no nvcc …)
   std::vector<toolchain::Toolchain> toolchains;
   Releases releases;
+  // Which official lists apply (the platform's `official_wheels`: "x86_64", "aarch64"; "": none,
+  // a Jetson with JetPack's CUDA).
+  std::string official_wheels = "x86_64";
   std::string pip;                           // how to call pip in fixes: "/usr/bin/python3 -m pip"
 };
 

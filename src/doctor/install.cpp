@@ -116,6 +116,7 @@ InstallAdvice advise_install(const InstallQuery& q, const BuildAdvisor& advisor)
   for (const auto& t : q.targets)
     if (std::find(a.ccs.begin(), a.ccs.end(), t.cc) == a.ccs.end()) a.ccs.push_back(t.cc);
   if (a.ccs.empty()) return a;
+  const std::string wheels = q.platform ? q.platform->official_wheels : "x86_64";
   std::optional<Version> driver;
   if (q.driver) {
     driver = Version::parse(*q.driver);
@@ -131,10 +132,10 @@ InstallAdvice advise_install(const InstallQuery& q, const BuildAdvisor& advisor)
   std::vector<InstallOption> sass, ptx;
   std::vector<LineResult> lines;
   std::optional<std::string> driver_blocked;  // the newest wheel only the driver stops
-  for (auto r = q.releases.releases.rbegin(); r != q.releases.releases.rend(); ++r) {
+  for (auto r = q.releases.releases.rbegin(); r != q.releases.releases.rend() && !wheels.empty(); ++r) {
     LineResult lr{&*r, {}};
     std::vector<const WheelVariant*> vs;
-    for (const auto& v : r->variants)
+    for (const auto& v : r->variants_for(wheels))
       if (v.recorded()) vs.push_back(&v);
     std::sort(vs.begin(), vs.end(), [](const auto* x, const auto* y) { return x->cuda > y->cuda; });
     for (const auto* v : vs) {
@@ -148,7 +149,9 @@ InstallAdvice advise_install(const InstallQuery& q, const BuildAdvisor& advisor)
         driver_blocked = fmt::format("torch {} ({}) runs on {} with driver >= {}", r->line.str(), v->cu(),
                                      ccs_text(a.ccs), j.driver_needed);
     }
-    if (vs.empty()) lr.why_not.push_back("no arch list recorded for its wheels");
+    if (vs.empty())
+      lr.why_not.push_back(wheels == "x86_64" ? "no arch list recorded for its wheels"
+                                              : fmt::format("no {} wheel list recorded", wheels));
     lines.push_back(std::move(lr));
   }
   a.options = std::move(sass);
@@ -169,6 +172,11 @@ InstallAdvice advise_install(const InstallQuery& q, const BuildAdvisor& advisor)
     }
     a.ruled_out.push_back(fmt::format("torch {}: {}", lr.release->line.str(), text::join(lr.why_not, "; ")));
   }
+  if (q.platform && !a.options.empty() && wheels != "x86_64")
+    a.notes.push_back(fmt::format("the {} wheels share the index with the x86_64 ones: pip on the {} host picks its "
+                                  "manylinux_*_{} wheel{}",
+                                  wheels, q.platform->machine, q.platform->wheel_arch,
+                                  q.platform_is_this_machine ? "" : " (run the command there, not on this machine)"));
   if (!a.options.empty() && !a.options.front().sass)
     a.notes.push_back(fmt::format("no official wheel carries SASS for {}: the ones listed run through the PTX JIT (slow "
                                   "first launch of each kernel); a build gives SASS",
@@ -184,7 +192,12 @@ InstallAdvice advise_install(const InstallQuery& q, const BuildAdvisor& advisor)
     else s.detail = "no resolver";
     return s;
   };
-  if (a.options.empty()) {
+  if (wheels.empty()) {
+    a.build = ask(std::nullopt);
+    a.build_why = fmt::format("no pip wheel runs on platform {} ({}): its CUDA libraries come from the system, not from "
+                              "pip, and no official torch wheel is built for it",
+                              q.platform->name, q.platform->description);
+  } else if (a.options.empty()) {
     a.build = ask(std::nullopt);
     a.build_why = fmt::format("no official wheel runs on {}{}", ccs_text(a.ccs), driver ? " with driver " + *q.driver : "");
   } else if (newest && a.options.front().line < newest->line) {

@@ -14,6 +14,7 @@
 #include "core/version.hpp"
 #include "doctor/doctor.hpp"
 #include "doctor/releases.hpp"
+#include "toolchain/platform.hpp"
 #include "toolchain/toolchain.hpp"
 
 namespace archbuild::doctor {
@@ -25,6 +26,11 @@ struct InstallQuery {
   Releases releases;
   std::vector<toolchain::Toolchain> toolchains;
   std::string pip = "pip";              // "python3 -m pip" when an interpreter was named
+  // The platform asked about (toolchains/platforms.toml): picks the official lists
+  // (x86_64, aarch64) or none (a Jetson with JetPack's CUDA); unset: x86_64.
+  std::optional<toolchain::Platform> platform;
+  std::string platform_why;             // what chose it ("--platform", "GPU …", "this machine")
+  bool platform_is_this_machine = true; // false: the pip line is to be run on another host
 };
 
 // One official wheel (release line + CUDA variant) that runs on every target.

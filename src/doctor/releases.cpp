@@ -25,6 +25,13 @@ std::string requirements(const Release& r) {
   return out;
 }
 
+const std::vector<WheelVariant>& Release::variants_for(const std::string& wheels) const {
+  static const std::vector<WheelVariant> none;
+  if (wheels == "x86_64") return variants;
+  auto it = other_variants.find(wheels);
+  return it == other_variants.end() ? none : it->second;
+}
+
 std::string WheelVariant::cu() const { return fmt::format("cu{}{}", cuda.major(), cuda.minor()); }
 
 namespace {
@@ -40,6 +47,40 @@ std::optional<Version> two_part(std::string_view s) {
   return v;
 }
 
+// `cuda` and `arch_list` of one table: the release's own (x86_64) or its [torch."X.Y".<arch>].
+Result<std::vector<WheelVariant>> read_variants(tomlx::TableReader& rd, const std::string& key, const std::string& file,
+                                                const arch::ArchData& data) {
+  std::vector<WheelVariant> out;
+  auto cudas = rd.strings("cuda", true);
+  const toml::table* lists = rd.table("arch_list");
+  if (rd.failure()) return *rd.failure();
+  for (const auto& c : *cudas) {
+    auto v = two_part(c);
+    if (!v) return rd.error_at("cuda", fmt::format("torch.{}.cuda: \"{}\" is not a CUDA version like \"12.8\"", key, c));
+    if (std::any_of(out.begin(), out.end(), [&](const WheelVariant& w) { return w.cuda == *v; }))
+      return rd.error_at("cuda", fmt::format("torch.{}.cuda lists {} twice", key, c));
+    out.push_back({*v, std::nullopt, {}});
+  }
+  if (lists) {
+    for (const auto& [k, n] : *lists) {
+      std::string cuda(k.str());
+      auto v = two_part(cuda);
+      auto it = std::find_if(out.begin(), out.end(), [&](const WheelVariant& w) { return v && w.cuda == *v; });
+      if (it == out.end())
+        return at(n, file, fmt::format("torch.{}.arch_list.\"{}\": not one of its cuda variants ({})", key, cuda,
+                                       fmt::join(*cudas, ", ")));
+      auto s = n.value<std::string>();
+      if (!n.is_string() || !s)
+        return at(n, file, fmt::format("torch.{}.arch_list.\"{}\" must be a TORCH_CUDA_ARCH_LIST string", key, cuda));
+      auto parsed = arch::parse_arch_list(*s, data, {arch::Grammar::build, {}});
+      if (!parsed) return at(n, file, fmt::format("torch.{}.arch_list.\"{}\": {}", key, cuda, parsed.error().message));
+      it->arch_list = *s;
+      it->archs = std::move(*parsed);
+    }
+  }
+  return out;
+}
+
 Result<Release> read_release(const std::string& key, const toml::node& node, const std::string& file,
                              const arch::ArchData& data) {
   auto line = two_part(key);
@@ -49,7 +90,6 @@ Result<Release> read_release(const std::string& key, const toml::node& node, con
   tomlx::TableReader rd(*t, file, fmt::format("[torch.\"{}\"]", key));
   Release r;
   r.line = *line;
-  auto cudas = rd.strings("cuda", true);
   if (auto n = rd.string("note")) r.note = *n;
   if (auto l = rd.string("latest")) {
     r.latest = Version::parse(*l);
@@ -63,33 +103,18 @@ Result<Release> read_release(const std::string& key, const toml::node& node, con
       if (!*slot)
         return rd.error_at(name, fmt::format("torch.\"{}\".{}: \"{}\" is not a release line like \"0.22\"", key, name, *s));
     }
-  const toml::table* lists = rd.table("arch_list");
+  auto own = read_variants(rd, fmt::format("\"{}\"", key), file, data);
+  if (!own) return own.error();
+  r.variants = std::move(*own);
+  // Other architectures' official wheels: [torch."X.Y".aarch64] with its own cuda / arch_list.
+  if (const toml::table* other = rd.table("aarch64")) {
+    tomlx::TableReader sub(*other, file, fmt::format("[torch.\"{}\".aarch64]", key));
+    auto vs = read_variants(sub, fmt::format("\"{}\".aarch64", key), file, data);
+    if (!vs) return vs.error();
+    if (auto e = sub.finish()) return *e;
+    r.other_variants["aarch64"] = std::move(*vs);
+  }
   if (rd.failure()) return *rd.failure();
-  for (const auto& c : *cudas) {
-    auto v = two_part(c);
-    if (!v) return rd.error_at("cuda", fmt::format("torch.\"{}\".cuda: \"{}\" is not a CUDA version like \"12.8\"", key, c));
-    if (std::any_of(r.variants.begin(), r.variants.end(), [&](const WheelVariant& w) { return w.cuda == *v; }))
-      return rd.error_at("cuda", fmt::format("torch.\"{}\".cuda lists {} twice", key, c));
-    r.variants.push_back({*v, std::nullopt, {}});
-  }
-  if (lists) {
-    for (const auto& [k, n] : *lists) {
-      std::string cuda(k.str());
-      auto v = two_part(cuda);
-      auto it = std::find_if(r.variants.begin(), r.variants.end(),
-                             [&](const WheelVariant& w) { return v && w.cuda == *v; });
-      if (it == r.variants.end())
-        return at(n, file, fmt::format("torch.\"{}\".arch_list.\"{}\": not one of its cuda variants ({})", key, cuda,
-                                       fmt::join(*cudas, ", ")));
-      auto s = n.value<std::string>();
-      if (!n.is_string() || !s)
-        return at(n, file, fmt::format("torch.\"{}\".arch_list.\"{}\" must be a TORCH_CUDA_ARCH_LIST string", key, cuda));
-      auto parsed = arch::parse_arch_list(*s, data, {arch::Grammar::build, {}});
-      if (!parsed) return at(n, file, fmt::format("torch.\"{}\".arch_list.\"{}\": {}", key, cuda, parsed.error().message));
-      it->arch_list = *s;
-      it->archs = std::move(*parsed);
-    }
-  }
   if (auto e = rd.finish()) return *e;
   return r;
 }

@@ -29,7 +29,12 @@ struct WheelVariant {
 
 struct Release {
   Version line;                       // 2.7
-  std::vector<WheelVariant> variants; // as listed in `cuda`
+  std::vector<WheelVariant> variants; // as listed in `cuda` (x86_64 wheels)
+  // Other architectures' official wheels ([torch."X.Y".aarch64]), by the platform's
+  // `official_wheels` name.
+  std::map<std::string, std::vector<WheelVariant>> other_variants;
+  // The variants of one platform's lists ("x86_64", "aarch64"); empty when none shipped or recorded.
+  const std::vector<WheelVariant>& variants_for(const std::string& wheels) const;
   std::string note;
   std::optional<Version> latest;       // the newest patch: 2.7.1 (what install advice pins)
   std::optional<Version> torchvision;  // the matching release line: 0.22

@@ -1,4 +1,5 @@
 #include "plan/library_probe.hpp"
+#include "toolchain/platform.hpp"
 
 #include <fstream>
 #include <regex>
@@ -58,9 +59,11 @@ struct Place {
   std::vector<fs::path> lib_dirs;
 };
 
+// This machine's multiarch folders and its toolkit's targets/ folder (toolchains/platforms.toml).
 Place prefix_place(LibraryOrigin origin, std::string via, const fs::path& p) {
-  return {origin, std::move(via), p, {p / "include", p / "include" / "x86_64-linux-gnu", p},
-          {p / "lib64", p / "lib", p / "lib" / "x86_64-linux-gnu", p / "targets" / "x86_64-linux" / "lib", p}};
+  const auto dirs = toolchain::host_library_dirs();
+  return {origin, std::move(via), p, {p / "include", p / "include" / dirs.multiarch, p},
+          {p / "lib64", p / "lib", p / "lib" / dirs.multiarch, p / "targets" / dirs.cuda_target / "lib", p}};
 }
 
 bool is_file(const fs::path& p) {

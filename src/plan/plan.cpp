@@ -377,6 +377,17 @@ json to_json(const Resolution& r) {
   j["notes"] = r.notes;
   j["targets"] = arch_json(r.archs);
   if (r.status == Exit::bad_input) return j;
+  j["platform"] = {{"name", r.platform.name},
+                   {"machine", r.platform.machine},
+                   {"wheel_arch", r.platform.wheel_arch},
+                   {"cuda_target", r.platform.cuda_target},
+                   {"cuda_libraries", r.platform.pip_cuda ? "pip" : "host"},
+                   {"why", r.platform_why}};
+  // What the recipe's [platform.NAME] adds to the build environment (already in the plan's env).
+  if (auto it = r.recipe.platforms.find(r.platform.name); it != r.recipe.platforms.end()) {
+    j["platform"]["env"] = it->second.env;
+    j["platform"]["official_env"] = it->second.official_env;
+  }
   j["recipe"] = {{"name", r.recipe.name}, {"file", r.recipe.file.string()}, {"package", r.recipe.package},
                  {"version", r.recipe.version.str()}, {"tag", r.recipe.source.tag}, {"url", r.url()}};
   j["cuda"] = {{"release", r.toolchain.cuda.str()},
@@ -654,6 +665,10 @@ Result<Plan> make_plan(const Resolution& res, const PlanOptions& options) {
   if (r.wheel_layout != recipe::WheelLayout::official || r.wheel_triton)
     k["wheel"] = {{"layout", std::string(recipe::to_string(r.wheel_layout))},
                   {"triton", r.wheel_triton ? json(r.wheel_triton->str()) : json(nullptr)}};
+  // The platform's machine and toolkit flavour make another binary; keyed only off x86_64, so the
+  // keys of x86_64 builds stay what they were.
+  if (!res.platform.name.empty() && res.platform.name != "x86_64")
+    k["platform"] = {{"name", res.platform.name}, {"machine", res.platform.machine}, {"cuda_target", res.platform.cuda_target}};
   // Only where there are any, so the keys of projects without libraries stay what they were.
   if (!p.libraries.empty()) k["libraries"] = key_json(p.libraries);
   // Only where a fetch is active, so the keys of recipes without any stay what they were.

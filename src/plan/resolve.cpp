@@ -672,6 +672,69 @@ void tools_rule(const Installed& x) {
 // The request's rules first (targets, torch version), then every (recipe, CUDA) pair's static
 // rules (Evaluator); the newest passing pair is chosen, and the rules of what it needs installed
 // run for it alone.
+// The platform built for: --platform (every target must be a GPU it can have: exit 2), else
+// this machine's. Without --platform a target only another platform has is a note, not a
+// refusal: device code for it still compiles here. Its recipe facts join the recipe's env, and a
+// platform whose CUDA is the system's makes the wheel host-bound.
+std::optional<std::string> platform_rule(const Request& req, const Inputs& in, const std::vector<arch::Arch>& archs,
+                                         Resolution& R) {
+  const auto& ps = toolchain::Platforms::shipped();
+  toolchain::Machine machine = in.machine ? *in.machine : toolchain::this_machine();
+  std::vector<toolchain::PlatformGpu> gpus;
+  if (req.platform)
+    for (const auto& a : archs) gpus.push_back({a.cc, "", fmt::format("--sm {}", a.cc_name())});
+  auto choice = toolchain::choose_platform(ps, req.platform, gpus, machine);
+  if (!choice) {
+    R.rules.push_back({"platform", "", false, choice.error().message});
+    return choice.error().message;
+  }
+  R.platform = *choice->platform;
+  R.platform_why = choice->why;
+  if (!req.platform)
+    for (const auto& a : archs)
+      if (auto no = ps.refuses(R.platform, a.cc))
+        R.notes.push_back(fmt::format("{}: a wheel for platform {} cannot run there; --platform names the platform the "
+                                      "GPU sits on ({})",
+                                      *no, R.platform.name, text::join(ps.names(), ", ")));
+  R.rules.push_back({"platform", "", true,
+                     fmt::format("{} ({}; wheel tag *_{}, CUDA libraries from {}) from {}", R.platform.name,
+                                 R.platform.description, R.platform.wheel_arch,
+                                 R.platform.pip_cuda ? "nvidia-* pip packages" : "the system (host-bound wheel)",
+                                 R.platform_why)});
+  return std::nullopt;
+}
+
+// The chosen recipe as built for the platform: [platform.NAME] env over [build.env], and a
+// host-bound layout where the platform's CUDA is the system's.
+void apply_platform(Resolution& R) {
+  if (auto it = R.recipe.platforms.find(R.platform.name); it != R.recipe.platforms.end()) {
+    for (const auto& [k, v] : it->second.env) R.recipe.env[k] = v;
+    std::vector<std::string> also;
+    for (const auto& [k, v] : it->second.official_env)
+      if (!R.recipe.env.count(k))
+        also.push_back(v.find(' ') == std::string::npos ? fmt::format("--env {}={}", k, v) : fmt::format("--env '{}={}'", k, v));
+    if (!also.empty())
+      R.notes.push_back(fmt::format("the official {} builds also set {} (recipe [platform.{}] official_env: each needs "
+                                    "what this host may lack)",
+                                    R.platform.name, text::join(also, " "), R.platform.name));
+  }
+  if (!R.platform.pip_cuda) R.recipe.wheel_layout = recipe::WheelLayout::host;
+}
+
+// A wheel is built on a host of its platform's machine: torch's build runs its own host code
+// (code generators, the tests of configure), so no cross build is offered.
+void platform_host_rule(const Inputs& in, Resolution& R, std::vector<std::string>& missing) {
+  toolchain::Machine machine = in.machine ? *in.machine : toolchain::this_machine();
+  if (machine.arch == R.platform.machine) {
+    R.rules.push_back({"platform-host", "", true, fmt::format("this machine is {}", machine.arch)});
+    return;
+  }
+  std::string why = fmt::format("a {} wheel builds on an {} host; this machine is {}: run the same command there",
+                                R.platform.name, R.platform.machine, machine.arch.empty() ? "unknown" : machine.arch);
+  R.rules.push_back({"platform-host", "", false, why});
+  missing.push_back(why);
+}
+
 Resolution resolve(const Request& req, const Inputs& in) {
   Resolution R;
   R.source_url = req.source_url;
@@ -688,6 +751,7 @@ Resolution resolve(const Request& req, const Inputs& in) {
   if (req.ptx) archs.back().ptx = true;
   R.archs = archs;
   R.rules.push_back({"targets", "", true, arch_names(archs)});
+  if (auto refusal = platform_rule(req, in, archs, R)) return refuse(*refusal);
 
   std::vector<const Recipe*> recipes = candidate_recipes(in.recipes);
   if (recipes.empty()) return refuse(fmt::format("no recipe to resolve from ({})", req.recipe_label));
@@ -715,7 +779,9 @@ Resolution resolve(const Request& req, const Inputs& in) {
   const Choice choice = choose_pair(feasible, in.host.toolkits, archs, R.rules);
   R.recipe = *choice.pair->recipe;
   R.toolchain = *choice.pair->tc;
+  apply_platform(R);
   std::vector<std::string> missing;
+  platform_host_rule(in, R, missing);
   const Installed x{req, in, *choice.pair->recipe, *choice.pair->tc, choice.pair->subject(), R, missing};
   toolkit_rule(x, choice, feasible);
   if (auto refusal = host_compiler_rule(x)) return refuse(*refusal);

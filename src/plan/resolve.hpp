@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "core/version.hpp"
 #include "recipe/recipe.hpp"
+#include "toolchain/platform.hpp"
 #include "toolchain/toolchain.hpp"
 
 namespace archbuild::plan {
@@ -24,6 +25,7 @@ struct Request {
   std::optional<std::string> source_url;  // --source-url: overrides the recipe's source.url/path
   std::optional<std::filesystem::path> source_dir;  // --source DIR: a local tree, over both
   std::string recipe_label;               // how the recipes were chosen, for messages
+  std::optional<std::string> platform;    // --platform sbsa (toolchains/platforms.toml); unset: this machine's
 };
 
 // One rule checked, for printing: "toolkit-arch  ok  CUDA 13.0 compiles sm_90".
@@ -54,6 +56,11 @@ struct Resolution {
   std::string arch_list;                      // in the recipe's syntax: "9.0" / "90-real"
   std::optional<std::string> source_url;      // --source-url, when given
   std::optional<std::filesystem::path> source_dir;  // --source DIR, when given
+  // The platform built for (--platform, else this machine's) and what chose it. Its recipe facts
+  // ([platform.NAME] env) are merged into `recipe.env`; a platform whose CUDA is the host's
+  // (Jetson) makes `recipe.wheel_layout` host.
+  toolchain::Platform platform;
+  std::string platform_why;
 
   bool ok() const { return status == Exit::ok; }
   // The repository to fetch; empty when a local tree is built (local_dir()).
@@ -70,6 +77,7 @@ struct Inputs {
   std::vector<recipe::Recipe> recipes;        // the candidates (abstract ones are skipped)
   std::vector<toolchain::Toolchain> toolchains;
   toolchain::Host host;
+  std::optional<toolchain::Machine> machine;  // unset: this machine (uname, /etc/nv_tegra_release)
 };
 
 Resolution resolve(const Request& request, const Inputs& inputs);

@@ -235,6 +235,8 @@ class RecipeReader {
       if (wr.failure()) return wr.failure();
       if (auto e = wr.finish()) return e;
     }
+    if (const toml::table* p = rd.table("platform"))
+      if (auto e = read_platforms(*p, r)) return e;
     if (const toml::table* v = rd.table("validate")) {
       tomlx::TableReader vr(*v, file_, "[validate]");
       if (auto op = vr.string("cuda_op")) r.cuda_op = *op;
@@ -420,6 +422,45 @@ class RecipeReader {
       }
     }
     return rd.finish();
+  }
+
+  // [platform.NAME]: env (as [build.env]) and official (as [arch.official]) per platform. The
+  // names are checked against toolchains/platforms.toml when a plan picks one.
+  std::optional<Error> read_platforms(const toml::table& t, Recipe& r) {
+    for (const auto& [k, node] : t) {
+      std::string name(k.str());
+      const toml::table* pt = node.as_table();
+      if (!pt) return at(node, file_, fmt::format("platform.{} must be a table with env and official", name));
+      tomlx::TableReader rd(*pt, file_, fmt::format("[platform.{}]", name));
+      auto& facts = r.platforms[name];
+      for (auto [key, into] : {std::pair{"env", &facts.env}, std::pair{"official_env", &facts.official_env}})
+      if (const toml::table* env = rd.table(key))
+        for (const auto& [ek, en] : *env) {
+          std::string var(ek.str());
+          if (!valid_env_name(var))
+            return at(en, file_, fmt::format("platform.{}.env: '{}' is not an environment variable name", name, var));
+          if (reserved_env().count(var))
+            return at(en, file_, fmt::format("platform.{}.env: {} is set by archbuild from the resolution; remove it", name, var));
+          auto s = en.value<std::string>();
+          if (!en.is_string() || !s)
+            return at(en, file_, fmt::format("platform.{}.{}.{} must be a string (write \"1\", not 1)", name, key, var));
+          (*into)[var] = *s;
+        }
+      if (const toml::table* off = rd.table("official"))
+        for (const auto& [ok, on] : *off) {
+          std::string cuda(ok.str());
+          auto s = on.value<std::string>();
+          if (!parse_version(cuda, 2) || !on.is_string() || !s)
+            return at(on, file_, fmt::format("platform.{}.official: \"{}\" must map a CUDA version like \"13.0\" to a "
+                                             "TORCH_CUDA_ARCH_LIST string", name, cuda));
+          auto parsed = arch::parse_arch_list(*s, arch::ArchData::shipped(), {arch::Grammar::build, {}});
+          if (!parsed) return at(on, file_, fmt::format("platform.{}.official.\"{}\": {}", name, cuda, parsed.error().message));
+          facts.official[cuda] = *s;
+        }
+      if (rd.failure()) return rd.failure();
+      if (auto e = rd.finish()) return e;
+    }
+    return std::nullopt;
   }
 
   // [libraries] expected / optional: library names or groups ("lapack"), checked against the

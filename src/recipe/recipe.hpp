@@ -151,6 +151,17 @@ struct Recipe {
   std::vector<Fetch> fetches;      // [[fetch]]: what the build would download (none: nothing)
   // The official wheels' TORCH_CUDA_ARCH_LIST by CUDA X.Y (each cited in the recipe), for comparisons.
   std::map<std::string, std::string> official;
+  // [platform.NAME] (a platform of toolchains/platforms.toml): what a build for it adds — `env`
+  // over [build.env] (BLAS=NVPL, the linker's page size …) and `official`, that platform's
+  // official arch lists by CUDA X.Y.
+  struct PlatformFacts {
+    std::map<std::string, std::string> env;
+    std::map<std::string, std::string> official;
+    // What the official builds for this platform also set but a build here applies only when
+    // asked (--env): each needs something the host may lack (NVPL, a built Arm Compute Library).
+    std::map<std::string, std::string> official_env;
+  };
+  std::map<std::string, PlatformFacts> platforms;
   // [validate] cuda_op: one CUDA operation of the package that the import test runs on a GPU
   // (Python statements over `m`, the imported module, that set `ok` and may set `got` and
   // `expected`), named by cuda_op_what; empty: import_check.py's own (torch's, vector_add).

@@ -134,7 +134,8 @@ Result<std::vector<Toolchain>> load_toolchains(const fs::path& dir, const arch::
   if (!fs::is_directory(dir, ec)) return Error::bad_input(fmt::format("{}: no such toolchain folder", dir.string()));
   std::vector<fs::path> files;
   for (const auto& e : fs::directory_iterator(dir, ec))
-    if (e.path().extension() == ".toml") files.push_back(e.path());
+    // cuda-X.Y.toml only: platforms.toml shares the folder.
+    if (e.path().extension() == ".toml" && e.path().filename().string().starts_with("cuda-")) files.push_back(e.path());
   std::vector<Toolchain> out;
   for (const auto& f : files) {
     auto t = load_toolchain(f, data);

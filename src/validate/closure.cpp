@@ -1,4 +1,5 @@
 #include "validate/closure.hpp"
+#include "toolchain/platform.hpp"
 
 #include <fmt/format.h>
 
@@ -296,10 +297,13 @@ std::string_view to_string(From f) {
 
 std::optional<std::string> host_library(const std::string& soname, const std::vector<std::string>& dirs) {
   std::vector<std::string> all = dirs;
-  for (const char* d : {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64", "/usr/local/lib",
-                        "/usr/local/cuda/lib64", "/usr/local/cuda/targets/x86_64-linux/lib",
-                        "/usr/local/cuda/extras/CUPTI/lib64", "/usr/lib/aarch64-linux-gnu"})
-    all.emplace_back(d);
+  // This machine's folders: its multiarch name and its toolkit's targets/ (toolchains/platforms.toml).
+  const auto host = toolchain::host_library_dirs();
+  for (const std::string& d : {"/lib/" + host.multiarch, "/usr/lib/" + host.multiarch, std::string("/lib64"),
+                               std::string("/usr/lib64"), std::string("/usr/local/lib"), std::string("/usr/local/cuda/lib64"),
+                               "/usr/local/cuda/targets/" + host.cuda_target + "/lib",
+                               std::string("/usr/local/cuda/extras/CUPTI/lib64")})
+    all.push_back(d);
   std::error_code ec;
   for (const auto& d : all) {
     fs::path p = fs::path(d) / soname;

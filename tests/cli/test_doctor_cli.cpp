@@ -373,10 +373,12 @@ TEST_CASE("doctor without torch: which official wheel to install, or the build",
     CHECK(j["build"].is_null());
   }
   SECTION("no official wheel: exit 1 and the archbuild wheel command") {
-    auto j = h.json({"--sm", "110", "--driver", "580.65.06"}, 1);
+    // 3.5 (Kepler): no recorded list carries code that runs on it. (11.0, Thor, is an sbsa GPU:
+    // the aarch64 wheels carry sm_110 — tests below.)
+    auto j = h.json({"--sm", "35", "--driver", "580.65.06"}, 1);
     CHECK(j["options"].empty());
     CHECK(j["ok"] == false);
-    CHECK(has(j["build"]["why"].get<std::string>(), "no official wheel runs on 11.0"));
+    CHECK(has(j["build"]["why"].get<std::string>(), "no official wheel runs on 3.5"));
   }
 }
 
@@ -399,4 +401,46 @@ TEST_CASE("install-command: the same advice as its own command, bad input", "[cl
   auto bad_driver = t::archbuild({"install-command", "--sm", "90", "--driver", "latest"}, h.options());
   CHECK(bad_driver.status == 2);
   CHECK(has(bad_driver.err, "--driver latest: not a driver version"));
+}
+
+TEST_CASE("install-command on ARM hosts: GB10 and Thor get the aarch64 wheel, a Jetson Orin the build", "[cli][install][arm]") {
+  FakeHost h;  // this machine is x86_64: the GPUs decide the platform
+  auto gb10 = t::archbuild({"install-command", "--gpu", "GB10", "--driver", "580.95.05", "--json"}, h.options());
+  INFO(gb10.err);
+  CHECK(gb10.status == 0);
+  auto g = nlohmann::json::parse(gb10.out);
+  CHECK(g["platform"]["name"] == "sbsa");
+  CHECK(g["platform"]["this_machine"] == false);
+  CHECK(g["options"][0]["variant"] == "cu132");
+  CHECK(g["options"][0]["arch_list"] == "8.0;9.0;10.0;11.0;12.0");
+  CHECK(g["options"][0]["runs"][0]["image"] == "sm_120");
+  CHECK(has(g["notes"].dump(), "manylinux_*_aarch64"));
+
+  auto thor = t::archbuild({"install-command", "--gpu", "Jetson Thor", "--driver", "580.00", "--json"}, h.options());
+  CHECK(thor.status == 0);
+  CHECK(nlohmann::json::parse(thor.out)["options"][0]["runs"][0]["image"] == "sm_110");
+
+  // Before platforms: "sm_86 compatible-sass on 8.7" from the x86_64 cu132 wheel.
+  auto orin = t::archbuild({"install-command", "--gpu", "Jetson AGX Orin", "--driver", "540.4.0", "--json"}, h.options());
+  INFO(orin.out);
+  CHECK(orin.status == 1);
+  auto o = nlohmann::json::parse(orin.out);
+  CHECK(o["platform"]["name"] == "jetson");
+  CHECK(o["platform"]["cuda_libraries"] == "host");
+  CHECK(o["options"].empty());
+  CHECK(has(o["build"]["why"].get<std::string>(), "no pip wheel runs on platform jetson"));
+  if (o["build"]["ok"] == true) {
+    CHECK(has(o["build"]["command"].get<std::string>(), "--sm 87 "));
+    CHECK(has(o["build"]["command"].get<std::string>(), "--platform jetson"));
+  }
+  auto text = t::archbuild({"install-command", "--gpu", "Jetson AGX Orin", "--driver", "540.4.0"}, h.options());
+  CHECK(has(text.out, "platform jetson"));
+  CHECK(has(text.out, "build    no pip wheel runs on platform jetson"));
+
+  auto bad = t::archbuild({"install-command", "--gpu", "Jetson AGX Orin", "--platform", "sbsa"}, h.options());
+  CHECK(bad.status == 2);
+  CHECK(has(bad.err, "--gpu Jetson AGX Orin sits on platform jetson"));
+  auto unknown = t::archbuild({"install-command", "--sm", "90", "--platform", "arm64"}, h.options());
+  CHECK(unknown.status == 2);
+  CHECK(has(unknown.err, "not a platform"));
 }

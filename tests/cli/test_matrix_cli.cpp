@@ -100,3 +100,30 @@ TEST_CASE("matrix: bad input and a matrix with no job", "[matrix]") {
   CHECK(none.status == 1);
   CHECK(json::parse(none.out)["include"].empty());
 }
+
+TEST_CASE("matrix --platform x86_64,sbsa: aarch64 jobs on GitHub's arm64 runner beside the x86_64 ones", "[matrix][arm]") {
+  test::TempDir cache;
+  auto r = test::archbuild({"--cache-dir", cache.path().string(), "matrix", "--sm", "90,87", "--recipe", "torch-2.14",
+                            "--platform", "x86_64,sbsa", "--json"});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  auto j = json::parse(r.out);
+  bool x86_90 = false, sbsa_90 = false;
+  for (const auto& job : j["include"]) {
+    if (job["sm"] == "9.0" && job["platform"] == "x86_64" && job["runs_on"] == "ubuntu-24.04") x86_90 = true;
+    if (job["sm"] == "9.0" && job["platform"] == "sbsa" && job["runs_on"] == "ubuntu-24.04-arm") sbsa_90 = true;
+    CHECK_FALSE(job["sm"] == "8.7");  // a Jetson part: neither x86_64 nor sbsa has it
+  }
+  CHECK(x86_90);
+  CHECK(sbsa_90);
+  bool refused_87 = false;
+  for (const auto& job : j["refused"])
+    if (job["sm"] == "8.7" && job["rule"] == "platform") refused_87 = true;
+  CHECK(refused_87);
+  // Without --platform: this machine's, and the objects keep their old keys.
+  auto plain = test::archbuild({"--cache-dir", cache.path().string(), "matrix", "--sm", "90", "--recipe", "torch-2.14", "--json"});
+  REQUIRE(plain.status == 0);
+  CHECK_FALSE(json::parse(plain.out)["include"][0].contains("runs_on"));
+  auto bad = test::archbuild({"--cache-dir", cache.path().string(), "matrix", "--sm", "90", "--platform", "arm"});
+  CHECK(bad.status == 2);
+}

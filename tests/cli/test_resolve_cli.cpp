@@ -352,3 +352,46 @@ TEST_CASE("archbuild plan --sm 90 on this machine's real toolkit and compiler") 
                     << j["resolution"]["toolkit"]["version"].get<std::string>() << " + "
                     << j["resolution"]["compiler"]["path"].get<std::string>());
 }
+
+TEST_CASE("archbuild resolve --platform: Arm platforms, their GPUs, facts and host", "[arm]") {
+  FakeHost h;
+  h.cuda130();
+  // A GPU the platform cannot have: exit 2 naming the platform that has it.
+  auto orin_on_sbsa = h.run({"resolve", "--sm", "87", "--platform", "sbsa"});
+  CHECK(orin_on_sbsa.status == 2);
+  CHECK(contains(orin_on_sbsa.err, "CC 8.7 is a GPU of platform jetson only"));
+  auto volta_on_sbsa = h.run({"resolve", "--sm", "70", "--platform", "sbsa"});
+  CHECK(volta_on_sbsa.status == 2);
+  CHECK(contains(volta_on_sbsa.err, "no GPU older than CC 7.5"));
+  auto unknown = h.run({"resolve", "--sm", "90", "--platform", "arm64"});
+  CHECK(unknown.status == 2);
+  CHECK(contains(unknown.err, "valid: "));
+
+  // sbsa from this x86_64 machine: the whole resolution, the page size applied, the official
+  // aarch64 settings named, and the host rule failing (exit 3: build it on an aarch64 host).
+  auto gb10 = h.run({"resolve", "--sm", "121", "--platform", "sbsa", "--json"});
+  CHECK(gb10.status == 3);
+  auto j = parse(gb10);
+  CHECK(j["platform"]["name"] == "sbsa");
+  CHECK(j["platform"]["cuda_target"] == "sbsa-linux");
+  CHECK(contains(j["message"].get<std::string>(), "a sbsa wheel builds on an aarch64 host"));
+  CHECK(contains(j["notes"].dump(), "BLAS=NVPL"));
+  bool host_rule = false;
+  for (const auto& r : j["rules"])
+    if (r["rule"] == "platform-host" && r["ok"] == false) host_rule = true;
+  CHECK(host_rule);
+
+  // A Jetson: the wheel is host-bound (JetPack's CUDA), the same page size.
+  auto orin = h.run({"plan", "--sm", "87", "--platform", "jetson", "--json"});
+  INFO(orin.err);
+  auto p = parse(orin);
+  CHECK(contains(p.dump(), "max-page-size=0x10000"));
+  CHECK(contains(p.dump(), "\"cuda_libraries\":\"host\""));
+
+  // Without --platform on x86_64: the same as before, with a note for a Jetson-only target.
+  auto plain = h.run({"resolve", "--sm", "87", "--json"});
+  CHECK(plain.status == 0);
+  auto q = parse(plain);
+  CHECK(q["platform"]["name"] == "x86_64");
+  CHECK(contains(q["notes"].dump(), "platform jetson only"));
+}

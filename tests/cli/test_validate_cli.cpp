@@ -35,19 +35,76 @@ fs::path rewrite(const fs::path& wheel, const test::TempDir& dir,
   INFO(w.log);                                                      \
   REQUIRE(!w.path.empty())
 
-// A small well-formed wheel (no nvcc needed) for the tests of missing tools.
-fs::path tiny_wheel(const test::TempDir& dir) {
+// A small well-formed wheel: `libk` (an ELF file, by default a synthetic one with an sm_90
+// cubin: no nvcc needed) as tiny/libk.so, under the platform tag `platform`, with `requirements`
+// as Requires-Dist lines.
+fs::path tiny_wheel(const test::TempDir& dir, const std::string& platform = "linux_x86_64", std::string libk = "",
+                    const std::vector<std::string>& requirements = {}) {
+  if (libk.empty()) libk = test::elf_with_fatbin(test::container({test::entry({2, 90, 0x11, test::cubin(90)})}));
   const std::string di = "tiny-1.0.dist-info";
+  std::string metadata = "Metadata-Version: 2.1\nName: tiny\nVersion: 1.0\n";
+  for (const auto& r : requirements) metadata += "Requires-Dist: " + r + "\n";
   std::vector<std::pair<std::string, std::string>> m{
       {"tiny/__init__.py", "\n"},
-      {"tiny/libk.so", test::elf_with_fatbin(test::container({test::entry({2, 90, 0x11, test::cubin(90)})}))},
-      {di + "/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: cp311-cp311-linux_x86_64\n"},
-      {di + "/METADATA", "Metadata-Version: 2.1\nName: tiny\nVersion: 1.0\n"}};
+      {"tiny/libk.so", libk},
+      {di + "/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: cp311-cp311-" + platform + "\n"},
+      {di + "/METADATA", metadata}};
   std::string rec;
   for (const auto& [name, data] : m) rec += name + "," + test::record_line_hash(data) + "," + std::to_string(data.size()) + "\n";
   m.push_back({di + "/RECORD", rec + di + "/RECORD,,\n"});
-  return dir.write("tiny-1.0-cp311-cp311-linux_x86_64.whl", test::zip(m));
+  return dir.write("tiny-1.0-cp311-cp311-" + platform + ".whl", test::zip(m));
 }
+
+// An aarch64 shared library the way a real one keeps its device code: host code from the
+// aarch64 cross gcc (linked against a stub libcudart.so.13, so it needs it as a real one does,
+// with the RUNPATH the package stage gives it),
+// the fatbin from nvcc -fatbin (device code does not depend on the host), put into .nv_fatbin
+// with the cross objcopy. Empty `skip`: built.
+struct Aarch64Library {
+  std::string bytes;
+  std::string skip;
+  std::string log;
+};
+Aarch64Library aarch64_library(const test::TempDir& dir, const std::string& sm) {
+  Aarch64Library lib;
+  for (const char* tool : {"aarch64-linux-gnu-gcc", "aarch64-linux-gnu-objcopy"})
+    if (test::which(tool).empty()) {
+      lib.skip = std::string(tool) + " is not on PATH (apt install gcc-aarch64-linux-gnu binutils-aarch64-linux-gnu)";
+      return lib;
+    }
+  if (!fs::exists(test::kNvcc)) {
+    lib.skip = test::kNvcc.string() + " is absent";
+    return lib;
+  }
+  auto step = [&](const std::string& tool, const std::vector<std::string>& args) {
+    test::RunOptions o;
+    o.cwd = dir.path();
+    auto r = test::run(tool.find('/') == std::string::npos ? test::which(tool) : tool, args, o);
+    lib.log += tool + ": " + r.out + r.err + "\n";
+    return r.status == 0;
+  };
+  dir.write("stub.c", "int cudaGetDeviceCount(int* n) { *n = 0; return 0; }\n");
+  dir.write("host.c", "int cudaGetDeviceCount(int*);\nint tiny_devices(void) { int n = 0; cudaGetDeviceCount(&n); return n; }\n");
+  const std::string kernel = (fs::path(ARCHBUILD_TEST_DATA) / "binaries" / "kernel.cu").string();
+  bool ok = step(test::kNvcc.string(), {"-fatbin", "-gencode", "arch=compute_" + sm + ",code=sm_" + sm, "-o", "k.fatbin", kernel}) &&
+            step("aarch64-linux-gnu-gcc", {"-shared", "-fPIC", "-Wl,-soname,libcudart.so.13", "-o", "libcudart.so.13", "stub.c"}) &&
+            step("aarch64-linux-gnu-gcc", {"-shared", "-fPIC", "-o", "libk.so", "host.c", "-L.", "-l:libcudart.so.13",
+                                            // where the package stage points it: the nvidia-* package's folder
+                                            "-Wl,--enable-new-dtags,-rpath,$ORIGIN/../nvidia/cu13/lib"}) &&
+            step("aarch64-linux-gnu-objcopy", {"--add-section", ".nv_fatbin=k.fatbin", "--set-section-flags",
+                                                ".nv_fatbin=alloc,readonly,data", "libk.so"});
+  if (ok) lib.bytes = test::read_file(dir / "libk.so");
+  return lib;
+}
+
+#define AARCH64_LIBRARY_OR_SKIP(lib, dir, sm)              \
+  auto lib = aarch64_library(dir, sm);                     \
+  if (!lib.skip.empty()) {                                 \
+    WARN("##archbuild-skip## " << lib.skip);               \
+    return;                                                \
+  }                                                        \
+  INFO(lib.log);                                           \
+  REQUIRE(!lib.bytes.empty())
 
 }  // namespace
 
@@ -303,5 +360,38 @@ TEST_CASE("validate --installed torch: the feature checks on this host's GPU", "
     for (const auto& f : features)
       if (f["name"] == n) ok = f["ok"] == true;
     CHECK((std::string(n) + (ok ? " ok" : " not ok")) == std::string(n) + " ok");
+  }
+}
+
+TEST_CASE("validate: an aarch64 wheel's coverage and closure are read from its aarch64 ELF", "[validate][cli][aarch64]") {
+  test::TempDir build, dir;
+  AARCH64_LIBRARY_OR_SKIP(lib, build, "87");
+  const std::string tag = "manylinux_2_28_aarch64";
+  auto wheel = tiny_wheel(dir, tag, lib.bytes, {"nvidia-cuda-runtime==13.0.*"});
+
+  SECTION("sm_87 SASS covers a Jetson Orin; the CUDA runtime comes from its package") {
+    auto r = test::archbuild({"validate", wheel.string(), "--sm", "87", "--no-import", "--no-smoke", "--json"});
+    INFO(r.out << r.err);
+    auto doc = json::parse(r.out);
+    CHECK(check_of(doc, "coverage")["status"] == "pass");
+    CHECK(check_of(doc, "wheel-name")["status"] == "pass");
+    CHECK(check_of(doc, "closure")["status"] == "pass");
+    CHECK_THAT(check_of(doc, "closure").dump(), Catch::Contains("libcudart.so.13"));
+    CHECK(r.status == 0);
+  }
+  SECTION("no kernel image for an sbsa GPU the wheel was not built for") {
+    auto r = test::archbuild({"validate", wheel.string(), "--sm", "90", "--no-import", "--no-smoke"});
+    INFO(r.out << r.err);
+    CHECK(r.status == 1);
+    CHECK_THAT(r.err, Catch::Contains("no kernel image for 9.0 in tiny/libk.so (carries sm_87)"));
+  }
+  SECTION("without its Requires-Dist the runtime is not in the closure") {
+    auto bare = tiny_wheel(dir, tag + "", lib.bytes, {});
+    auto r = test::archbuild({"validate", bare.string(), "--sm", "87", "--no-import", "--no-smoke", "--json"});
+    INFO(r.out << r.err);
+    CHECK(r.status == 1);
+    auto doc = json::parse(r.out);
+    CHECK(check_of(doc, "closure")["status"] == "fail");
+    CHECK_THAT(check_of(doc, "closure").dump(), Catch::Contains("libcudart.so.13"));
   }
 }

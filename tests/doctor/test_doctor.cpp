@@ -8,6 +8,7 @@
 #include "doctor/doctor.hpp"
 #include "recipe/recipe.hpp"
 #include "support/tempdir.hpp"
+#include "toolchain/platform.hpp"
 #include "toolchain/toolchain.hpp"
 
 using namespace archbuild;
@@ -174,8 +175,21 @@ TEST_CASE("releases: agree with the recipes' [arch.official] lists", "[doctor]")
       CHECK(v->arch_list == list);
       ++compared;
     }
+    // [platform.NAME] official: the lists of that platform's official wheels (aarch64 for sbsa).
+    for (const auto& [platform, facts] : rc.platforms) {
+      const auto* p = toolchain::Platforms::shipped().find(platform);
+      REQUIRE(p);
+      for (const auto& [cuda, list] : facts.official) {
+        const auto& vs = rel->variants_for(p->official_wheels);
+        auto v = std::find_if(vs.begin(), vs.end(), [&](const doctor::WheelVariant& w) { return w.cuda == *Version::parse(cuda); });
+        INFO(platform << " " << cuda);
+        REQUIRE(v != vs.end());
+        CHECK(v->arch_list == list);
+        ++compared;
+      }
+    }
   }
-  CHECK(compared >= 10);
+  CHECK(compared >= 13);
 }
 
 TEST_CASE("releases: bad data is one line with file:line:column", "[doctor]") {

@@ -177,3 +177,65 @@ TEST_CASE("install: a GPU newer than every wheel runs through PTX only, and says
     CHECK(any_contains(a.ruled_out, "only through its PTX, which needs driver >= 575.51.03"));
   }
 }
+
+// ---- ARM hosts (docs/arm-hosts.md): the platform picks the official lists ----------------
+
+namespace {
+
+doctor::InstallQuery on_platform(std::vector<Cc> ccs, const std::string& platform) {
+  auto q = host(std::move(ccs), "580.95.05");
+  const auto* p = toolchain::Platforms::shipped().find(platform);
+  REQUIRE(p);
+  q.platform = *p;
+  return q;
+}
+
+}  // namespace
+
+TEST_CASE("install advice on sbsa: GB10, GB200, GB300 and Thor get the official aarch64 wheel", "[doctor][install][arm]") {
+  FakeAdvisor adv;
+  for (auto [cc, image] : {std::pair{Cc{12, 1}, "sm_120"}, std::pair{Cc{10, 0}, "sm_100"}, std::pair{Cc{10, 3}, "sm_100"},
+                           std::pair{Cc{11, 0}, "sm_110"}}) {
+    INFO(cc.str());
+    auto a = doctor::advise_install(on_platform({cc}, "sbsa"), adv.fn());
+    REQUIRE(a.fits());
+    const auto& best = a.options.front();
+    CHECK(best.line.str() == "2.15");
+    CHECK(best.cu == "cu132");
+    CHECK(best.arch_list == "8.0;9.0;10.0;11.0;12.0");  // the aarch64 list, not x86_64's
+    CHECK(best.sass);
+    REQUIRE(best.verdicts.size() == 1);
+    REQUIRE(best.verdicts[0].image);
+    CHECK(best.verdicts[0].image->name() == image);
+    CHECK(any_contains(a.notes, "manylinux_*_aarch64"));
+    CHECK_FALSE(a.build);
+  }
+  // Thor: no x86_64 list carries sm_110 (nor PTX for it), so only the platform makes it run.
+  auto x86 = doctor::advise_install(host({Cc{11, 0}}, "580.95.05"), adv.fn());
+  CHECK_FALSE(x86.fits());
+}
+
+TEST_CASE("install advice on a Jetson: no pip wheel, the build command", "[doctor][install][arm]") {
+  FakeAdvisor adv;
+  auto a = doctor::advise_install(on_platform({Cc{8, 7}}, "jetson"), adv.fn());
+  CHECK_FALSE(a.fits());
+  REQUIRE(a.build);
+  CHECK(a.build->command == "archbuild wheel --sm 87 --recipe torch-2.15");
+  CHECK_THAT(a.build_why, Catch::Contains("no pip wheel runs on platform jetson") &&
+                              Catch::Contains("CUDA libraries come from the system"));
+  // Without the platform, the x86_64 lists would offer a wheel through sm_86 SASS: the bug.
+  auto x86 = doctor::advise_install(host({Cc{8, 7}}, "580.95.05"), adv.fn());
+  CHECK(x86.fits());
+}
+
+TEST_CASE("release data: the aarch64 lists are read per release line", "[doctor][install][arm]") {
+  const auto* r = releases().find(Version::parse("2.14").value());
+  REQUIRE(r);
+  const auto& arm = r->variants_for("aarch64");
+  REQUIRE(arm.size() == 3);
+  CHECK(arm[0].cu() == "cu126");
+  CHECK(*arm[0].arch_list == "8.0;9.0");
+  CHECK(r->variants_for("x86_64").size() == 3);
+  CHECK(releases().find(Version::parse("2.9").value())->variants_for("aarch64").empty());
+  CHECK(r->variants_for("").empty());
+}

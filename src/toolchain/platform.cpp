@@ -1,0 +1,217 @@
+#include "toolchain/platform.hpp"
+
+#include <sys/utsname.h>
+
+#include <algorithm>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "core/data_dir.hpp"
+#include "core/text.hpp"
+#include "core/toml_load.hpp"
+
+namespace archbuild::toolchain {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::optional<arch::Cc> parse_cc(std::string_view s) {
+  auto dot = s.find('.');
+  if (dot == std::string_view::npos || dot == 0 || dot + 2 != s.size()) return std::nullopt;
+  int major = 0;
+  for (char c : s.substr(0, dot)) {
+    if (c < '0' || c > '9') return std::nullopt;
+    major = major * 10 + (c - '0');
+  }
+  char m = s[dot + 1];
+  if (m < '0' || m > '9') return std::nullopt;
+  return arch::Cc{major, m - '0'};
+}
+
+bool contains(const std::vector<arch::Cc>& v, arch::Cc cc) { return std::find(v.begin(), v.end(), cc) != v.end(); }
+
+}  // namespace
+
+Result<Platforms> Platforms::load(const fs::path& path) {
+  auto parsed = tomlx::parse_file(path);
+  if (!parsed) return parsed.error();
+  const std::string file = path.string();
+  tomlx::TableReader top(*parsed, file, "platforms");
+  const toml::table* table = top.table("platform", true);
+  if (top.failure()) return *top.failure();
+  if (auto e = top.finish()) return *e;
+  Platforms out;
+  out.file = path;
+  for (const auto& [k, node] : *table) {
+    std::string name(k.str());
+    const toml::table* t = node.as_table();
+    if (!t) return Error::bad_input(fmt::format("{}: platform.{} must be a table", tomlx::where(node, file), name));
+    tomlx::TableReader rd(*t, file, fmt::format("[platform.{}]", name));
+    Platform p;
+    p.name = name;
+    p.description = rd.string("description", true).value_or("");
+    p.machine = rd.string("machine", true).value_or("");
+    p.wheel_arch = rd.string("wheel_arch", true).value_or("");
+    p.cuda_target = rd.string("cuda_target", true).value_or("");
+    auto libs = rd.string("cuda_libraries", true);
+    p.official_wheels = rd.string("official_wheels", true).value_or("");
+    p.is_default = rd.boolean("default").value_or(false);
+    p.device = rd.string("device").value_or("");
+    p.ci_runner = rd.string("ci_runner").value_or("");
+    auto read_ccs = [&](const char* key, std::vector<arch::Cc>& into) -> std::optional<Error> {
+      for (const auto& s : rd.strings(key).value_or(std::vector<std::string>{})) {
+        auto cc = parse_cc(s);
+        if (!cc) return rd.error_at(key, fmt::format("platform.{}.{}: '{}' is not a compute capability like 8.7", name, key, s));
+        into.push_back(*cc);
+      }
+      return std::nullopt;
+    };
+    if (auto e = read_ccs("only_ccs", p.only_ccs)) return *e;
+    if (auto e = read_ccs("exclusive_ccs", p.exclusive_ccs)) return *e;
+    if (auto s = rd.string("min_cc")) {
+      p.min_cc = parse_cc(*s);
+      if (!p.min_cc) return rd.error_at("min_cc", fmt::format("platform.{}.min_cc: '{}' is not a compute capability like 7.5", name, *s));
+    }
+    if (rd.failure()) return *rd.failure();
+    if (auto e = rd.finish()) return *e;
+    if (*libs != "pip" && *libs != "host")
+      return rd.error_at("cuda_libraries", fmt::format("platform.{}.cuda_libraries: '{}'; valid: \"pip\", \"host\"", name, *libs));
+    p.pip_cuda = *libs == "pip";
+    out.list.push_back(std::move(p));
+  }
+  for (const auto& p : out.list)
+    if (p.is_default &&
+        std::count_if(out.list.begin(), out.list.end(), [&](const Platform& o) { return o.is_default && o.machine == p.machine; }) > 1)
+      return Error::bad_input(fmt::format("{}: more than one default platform for machine {}", file, p.machine));
+  return out;
+}
+
+const Platforms& Platforms::shipped() {
+  static const Platforms ps = [] {
+    auto r = load(data_root() / "toolchains" / "platforms.toml");
+    if (!r) throw Failure(r.error());
+    return std::move(*r);
+  }();
+  return ps;
+}
+
+const Platform* Platforms::find(std::string_view name) const {
+  for (const auto& p : list)
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+std::vector<std::string> Platforms::names() const {
+  std::vector<std::string> n;
+  for (const auto& p : list) n.push_back(p.name);
+  return n;
+}
+
+const Platform* Platforms::default_for(std::string_view machine, bool tegra) const {
+  // A Jetson (L4T) is the machine's platform whose CUDA comes from the host.
+  if (tegra)
+    for (const auto& p : list)
+      if (p.machine == machine && !p.pip_cuda) return &p;
+  for (const auto& p : list)
+    if (p.machine == machine && p.is_default) return &p;
+  return nullptr;
+}
+
+const Platform* Platforms::owner_of(arch::Cc cc) const {
+  for (const auto& p : list)
+    if (contains(p.only_ccs, cc) || contains(p.exclusive_ccs, cc)) return &p;
+  return nullptr;
+}
+
+std::optional<std::string> Platforms::refuses(const Platform& p, arch::Cc cc) const {
+  if (!p.only_ccs.empty() && !contains(p.only_ccs, cc)) {
+    std::vector<std::string> ccs;
+    for (const auto& c : p.only_ccs) ccs.push_back(c.str());
+    return fmt::format("platform {} has only the GPUs of CC {} ({}), not {}", p.name, text::join(ccs, ", "), file.filename().string(),
+                       cc.str());
+  }
+  if (const auto* owner = owner_of(cc); owner && owner != &p)
+    return fmt::format("CC {} is a GPU of platform {} only ({}), not of {}", cc.str(), owner->name, owner->description, p.name);
+  if (p.min_cc && cc < *p.min_cc)
+    return fmt::format("platform {} drives no GPU older than CC {} (CC {} is not on it)", p.name, p.min_cc->str(), cc.str());
+  return std::nullopt;
+}
+
+Machine this_machine() {
+  Machine m;
+  struct utsname u {};
+  if (uname(&u) == 0) m.arch = u.machine;
+  std::ifstream in("/etc/nv_tegra_release");
+  if (in) {
+    m.tegra = true;
+    std::getline(in, m.l4t);
+    m.l4t = std::string(text::trim(m.l4t));
+  }
+  return m;
+}
+
+HostLibraryDirs host_library_dirs() {
+  static const HostLibraryDirs dirs = [] {
+    auto m = this_machine();
+    HostLibraryDirs d{(m.arch.empty() ? std::string("x86_64") : m.arch) + "-linux-gnu", "x86_64-linux"};
+    auto ps = Platforms::load(data_root() / "toolchains" / "platforms.toml");
+    if (ps)
+      if (const auto* p = ps->default_for(m.arch, m.tegra)) d.cuda_target = p->cuda_target;
+    return d;
+  }();
+  return dirs;
+}
+
+Result<PlatformChoice> choose_platform(const Platforms& ps, const std::optional<std::string>& asked,
+                                       const std::vector<PlatformGpu>& gpus, const Machine& machine) {
+  PlatformChoice c;
+  if (asked) {
+    c.platform = ps.find(*asked);
+    if (!c.platform)
+      return Error::bad_input(fmt::format("--platform {}: not a platform of {}; valid: {}", text::quoted(*asked),
+                                          ps.file.filename().string(), text::join(ps.names(), ", ")));
+    c.why = "--platform";
+    for (const auto& g : gpus) {
+      std::optional<std::string> no;
+      if (!g.platform.empty() && g.platform != c.platform->name)
+        no = fmt::format("{} sits on platform {} (data/gpus.toml)", g.label, g.platform);
+      else if (auto r = ps.refuses(*c.platform, g.cc))
+        no = fmt::format("{}: {}", g.label, *r);
+      if (no) return Error::bad_input(fmt::format("--platform {}: {}", c.platform->name, *no));
+    }
+    return c;
+  }
+  // The GPUs decide where only one platform has them.
+  for (const auto& g : gpus) {
+    const Platform* p = nullptr;
+    std::string why;
+    if (!g.platform.empty()) {
+      p = ps.find(g.platform);
+      why = fmt::format("{} (a GPU of platform {}, data/gpus.toml)", g.label, g.platform);
+    } else if ((p = ps.owner_of(g.cc))) {
+      why = fmt::format("{} (CC {} exists only on platform {})", g.label, g.cc.str(), p->name);
+    }
+    if (!p) continue;
+    if (c.platform && c.platform != p)
+      return Error::bad_input(fmt::format("the GPUs asked about sit on two platforms: {} and {}; ask about one at a time "
+                                          "or give --platform",
+                                          c.why, why));
+    if (!c.platform) {
+      c.platform = p;
+      c.why = why;
+    }
+  }
+  if (c.platform) return c;
+  c.platform = ps.default_for(machine.arch, machine.tegra);
+  if (!c.platform)
+    return Error::bad_input(fmt::format("this machine ({}) is none of the platforms of {}; give --platform ({})",
+                                        machine.arch.empty() ? "unknown" : machine.arch, ps.file.filename().string(),
+                                        text::join(ps.names(), ", ")));
+  c.why = machine.tegra ? fmt::format("this machine ({}, L4T: {})", machine.arch, machine.l4t)
+                        : fmt::format("this machine ({})", machine.arch);
+  return c;
+}
+
+}  // namespace archbuild::toolchain

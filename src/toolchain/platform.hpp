@@ -1,0 +1,85 @@
+// The platforms a wheel is built for (toolchains/platforms.toml): x86_64, Arm servers (sbsa) and
+// Jetson (L4T). Each names its machine, its wheel tag's architecture, its toolkit's targets/
+// folder, where its CUDA libraries come from and which official wheel lists apply; the CCs it can
+// have are rules over the data (no GPU is written in C++).
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "arch/arch.hpp"
+#include "arch/arch_data.hpp"
+#include "core/error.hpp"
+
+namespace archbuild::toolchain {
+
+struct Platform {
+  std::string name;             // "sbsa"
+  std::string description;
+  std::string machine;          // `uname -m`: "aarch64"
+  std::string wheel_arch;       // "aarch64"
+  std::string cuda_target;      // "sbsa-linux" (the toolkit's targets/<dir>)
+  bool pip_cuda = true;         // nvidia-* pip packages; false: the host's CUDA (JetPack)
+  std::string official_wheels;  // "aarch64": the lists of torch-releases.toml; "": none runs here
+  bool is_default = false;      // the platform of its machine when nothing else decides
+  std::optional<arch::Cc> min_cc;
+  std::vector<arch::Cc> only_ccs;       // integrated GPUs: nothing else
+  std::vector<arch::Cc> exclusive_ccs;  // no other platform has these
+  std::string device;                   // how detect reads its GPUs (for messages)
+  std::string ci_runner;                // GitHub-hosted runner label for `matrix`; "": none
+
+  bool has_official_wheels() const { return !official_wheels.empty(); }
+};
+
+struct Platforms {
+  std::filesystem::path file;
+  std::vector<Platform> list;
+
+  static Result<Platforms> load(const std::filesystem::path& file);
+  // data_root()/toolchains/platforms.toml, read once per process.
+  static const Platforms& shipped();
+
+  const Platform* find(std::string_view name) const;
+  std::vector<std::string> names() const;
+  // The default platform of a machine ("aarch64" -> sbsa); nullptr when none is.
+  const Platform* default_for(std::string_view machine, bool tegra = false) const;
+  // Why `cc` cannot be a GPU of `p` (a line naming the platform that has it), or nullopt.
+  std::optional<std::string> refuses(const Platform& p, arch::Cc cc) const;
+  // The one platform a CC belongs to when only one can have it (8.7 -> jetson, 12.1 -> sbsa).
+  const Platform* owner_of(arch::Cc cc) const;
+};
+
+// This machine: `uname -m`, and whether it runs L4T (/etc/nv_tegra_release exists).
+struct Machine {
+  std::string arch;   // "x86_64", "aarch64"
+  bool tegra = false;
+  std::string l4t;    // the first line of /etc/nv_tegra_release, when present
+};
+Machine this_machine();
+
+// Where this machine keeps its libraries: the Debian multiarch name ("aarch64-linux-gnu") and
+// its platform's toolkit targets/ folder ("sbsa-linux"; "x86_64-linux" when it is no platform).
+struct HostLibraryDirs {
+  std::string multiarch;
+  std::string cuda_target;
+};
+HostLibraryDirs host_library_dirs();
+
+// The platform a command works for: `asked` (--platform) when given (bad input when unknown),
+// else the one the GPUs decide (a GPU's `platform` in data/gpus.toml, else a CC only one platform
+// has; GPUs of two platforms: bad input), else this machine's default. `why` says which decided.
+struct PlatformChoice {
+  const Platform* platform = nullptr;
+  std::string why;  // "--platform", "GPU Jetson AGX Orin (data/gpus.toml)", "this machine (aarch64)"
+};
+struct PlatformGpu {
+  arch::Cc cc;
+  std::string platform;  // the GPU's own (data/gpus.toml), "" when only its CC is known
+  std::string label;     // "--gpu Jetson AGX Orin", "--sm"
+};
+Result<PlatformChoice> choose_platform(const Platforms& ps, const std::optional<std::string>& asked,
+                                       const std::vector<PlatformGpu>& gpus, const Machine& machine);
+
+}  // namespace archbuild::toolchain

@@ -1,0 +1,87 @@
+// The platforms of toolchains/platforms.toml and the rule that picks one (docs/arm-hosts.md).
+#include <catch2/catch.hpp>
+
+#include "support/tempdir.hpp"
+#include "toolchain/platform.hpp"
+
+using namespace archbuild;
+using arch::Cc;
+using toolchain::Machine;
+using toolchain::Platforms;
+
+namespace {
+
+const Platforms& shipped() { return Platforms::shipped(); }
+
+std::string chosen(const std::optional<std::string>& asked, std::vector<toolchain::PlatformGpu> gpus, Machine m) {
+  auto c = toolchain::choose_platform(shipped(), asked, gpus, m);
+  if (!c) return "error: " + c.error().message;
+  return c->platform->name;
+}
+
+}  // namespace
+
+TEST_CASE("platforms: the shipped data", "[toolchain][platform]") {
+  const auto& ps = shipped();
+  REQUIRE(ps.find("x86_64"));
+  const auto* sbsa = ps.find("sbsa");
+  const auto* jetson = ps.find("jetson");
+  REQUIRE(sbsa);
+  REQUIRE(jetson);
+  CHECK(sbsa->cuda_target == "sbsa-linux");
+  CHECK(sbsa->wheel_arch == "aarch64");
+  CHECK(sbsa->pip_cuda);
+  CHECK(jetson->cuda_target == "aarch64-linux");
+  CHECK_FALSE(jetson->pip_cuda);
+  CHECK_FALSE(jetson->has_official_wheels());
+  CHECK(ps.default_for("aarch64")->name == "sbsa");
+  CHECK(ps.default_for("aarch64", true)->name == "jetson");
+  CHECK(ps.default_for("x86_64")->name == "x86_64");
+  CHECK(ps.default_for("riscv64") == nullptr);
+  // Which GPUs a platform can have.
+  CHECK(ps.owner_of({8, 7})->name == "jetson");
+  CHECK(ps.owner_of({11, 0})->name == "sbsa");
+  CHECK(ps.owner_of({12, 1})->name == "sbsa");
+  CHECK(ps.owner_of({9, 0}) == nullptr);
+  CHECK_THAT(ps.refuses(*sbsa, {7, 0}).value_or(""), Catch::Contains("no GPU older than CC 7.5"));
+  CHECK_THAT(ps.refuses(*sbsa, {8, 7}).value_or(""), Catch::Contains("platform jetson only"));
+  CHECK_THAT(ps.refuses(*jetson, {9, 0}).value_or(""), Catch::Contains("has only the GPUs of CC 5.3, 6.2, 7.2, 8.7"));
+  CHECK_FALSE(ps.refuses(*sbsa, {12, 1}));
+  CHECK_FALSE(ps.refuses(*ps.find("x86_64"), {9, 0}));
+}
+
+TEST_CASE("platforms: which one a command works for", "[toolchain][platform]") {
+  const Machine x86{"x86_64", false, ""}, grace{"aarch64", false, ""}, orin{"aarch64", true, "# R36 (release)"};
+  // This machine decides when nothing else does.
+  CHECK(chosen(std::nullopt, {}, x86) == "x86_64");
+  CHECK(chosen(std::nullopt, {}, grace) == "sbsa");
+  CHECK(chosen(std::nullopt, {}, orin) == "jetson");
+  // A GPU of one platform decides over the machine (asking about a Jetson from an x86 laptop).
+  CHECK(chosen(std::nullopt, {{{8, 7}, "jetson", "--gpu Jetson AGX Orin"}}, x86) == "jetson");
+  CHECK(chosen(std::nullopt, {{{10, 0}, "sbsa", "--gpu GB200"}}, x86) == "sbsa");
+  CHECK(chosen(std::nullopt, {{{12, 1}, "", "--sm 12.1"}}, x86) == "sbsa");
+  CHECK(chosen(std::nullopt, {{{9, 0}, "", "--sm 9.0"}}, grace) == "sbsa");
+  // GPUs of two platforms, an unknown name, a GPU the named platform cannot have: exit 2.
+  auto two = toolchain::choose_platform(shipped(), std::nullopt, {{{8, 7}, "jetson", "--gpu Orin"}, {{12, 1}, "", "--sm 12.1"}}, x86);
+  REQUIRE_FALSE(two);
+  CHECK(two.error().exit == Exit::bad_input);
+  CHECK_THAT(two.error().message, Catch::Contains("two platforms"));
+  CHECK_THAT(chosen(std::string("arm64"), {}, x86), Catch::Contains("not a platform") && Catch::Contains("valid: "));
+  CHECK_THAT(chosen(std::string("sbsa"), {{{8, 7}, "jetson", "--gpu Jetson AGX Orin"}}, x86),
+             Catch::Contains("--gpu Jetson AGX Orin sits on platform jetson"));
+  CHECK(chosen(std::string("sbsa"), {{{9, 0}, "", "--sm 9.0"}}, x86) == "sbsa");
+}
+
+TEST_CASE("platforms: bad data is one line with file:line:column", "[toolchain][platform]") {
+  test::TempDir dir;
+  auto f = dir.write("platforms.toml", "[platform.x]\ndescription = \"d\"\nmachine = \"x86_64\"\nwheel_arch = \"x86_64\"\ncuda_target = \"x\"\n"
+                                       "cuda_libraries = \"conda\"\nofficial_wheels = \"\"\n");
+  auto r = Platforms::load(f);
+  REQUIRE_FALSE(r);
+  CHECK_THAT(r.error().message, Catch::Contains("platforms.toml:") && Catch::Contains("valid: \"pip\", \"host\""));
+  auto g = dir.write("p2.toml", "[platform.x]\ndescription = \"d\"\nmachine = \"x86_64\"\nwheel_arch = \"x86_64\"\ncuda_target = \"x\"\n"
+                                "cuda_libraries = \"pip\"\nofficial_wheels = \"\"\nonly_ccs = [\"8.7.1\"]\n");
+  auto r2 = Platforms::load(g);
+  REQUIRE_FALSE(r2);
+  CHECK_THAT(r2.error().message, Catch::Contains("not a compute capability"));
+}
