@@ -31,6 +31,11 @@ Ran run(const std::string& program, const std::vector<std::string>& args, const 
 Ran archbuild(const std::vector<std::string>& args, const RunOptions& opts = {});
 // Path of a tool on PATH, or empty.
 std::string which(const std::string& tool);
+// Why `program` cannot serve a test here ("" when it can): it is absent, or it is an ELF program
+// for another machine than these tests — the x86_64 nvcc or python of the host beside tests
+// built for aarch64 and run under qemu (scripts/test-arm64): the kernel runs it natively, but an
+// aarch64 host would have its own, and what it compiles is for the wrong machine.
+std::string unusable(const std::string& program);
 
 }  // namespace archbuild::test
 
