@@ -65,7 +65,7 @@ grep -q "^glibc floor $host_glibc: met (highest GLIBC_ symbol version imported: 
 # RUNPATH, not LD_LIBRARY_PATH: the children archbuild starts must not inherit our libraries.
 readelf -d "$exe" | grep -q 'RUNPATH.*\$ORIGIN/../lib' || fail "bin/archbuild has no RUNPATH \$ORIGIN/../lib"
 ldd_ "$exe" | grep -q 'not found' && fail "unresolved: $(ldd_ "$exe" | grep 'not found')"
-foreign=$(ldd_ "$exe" | awk '$2 == "=>" {print $1, $3}' |
+foreign=$(ldd_ "$exe" | awk '$2 == "=>" && $1 !~ /^\// {print $1, $3}' |
   grep -Ev '^(libc|libm|libdl|libpthread|librt|libresolv|libstdc\+\+|libgcc_s)\.so' | grep -Fv " $root/bin/../lib/" | grep -Fv " $root/lib/" || true)
 [ -z "$foreign" ] || fail "libraries from the host, not the bundle: $foreign"
 for needed in libgit2 libarchive; do
