@@ -2,10 +2,26 @@
 # scripts/bundle (issue 16): the tarball unpacked into a temporary directory runs `arch`,
 # `inspect` and `plan` with a clean environment; every library outside the C/C++ runtime comes
 # from the bundle, and the data (recipes) from its share/archbuild, not from this source tree.
+# A BUILD_DIR of the aarch64 cross build (scripts/test-arm64) is bundled with --arch aarch64 and
+# its bundle run under qemu-aarch64 (-L the arm64 root: the emulator's setting, not the
+# program's environment), with that architecture's loader standing in for ldd.
 # Usage: test_bundle.sh SOURCE_DIR BUILD_DIR   (run by ctest)
 set -euo pipefail
 src=$1 build=$2
-for tool in patchelf ldd; do
+emu=() objdump=objdump bundle_arch=() arch=$(uname -m)
+ldd_() { ldd "$@"; }
+if readelf -h "$build/src/archbuild" 2>/dev/null | grep -q 'Machine:.*AArch64' && [ "$arch" != aarch64 ]; then
+  arch=aarch64 objdump=aarch64-linux-gnu-objdump bundle_arch=(--arch aarch64)
+  arm64_root=${ARCHBUILD_ARM64_ROOT:-/opt/archbuild-arm64}
+  qemu=$(command -v qemu-aarch64-static || command -v qemu-aarch64 || true)
+  [ -n "$qemu" ] || { echo "##archbuild-skip## no qemu-aarch64 to run the aarch64 bundle"; exit 0; }
+  emu=("$qemu" -L "$arm64_root")
+  # ld.so --list prints the libraries as the emulated program sees them; those of the bundle
+  # are outside the arm64 root, so their paths are this host's.
+  ldd_() { "${emu[@]}" "$arm64_root/lib/ld-linux-aarch64.so.1" --list "$@"; }
+  export ARCHBUILD_ARM64_BUILD_DIR=$build
+fi
+for tool in patchelf ldd "$objdump"; do
   command -v "$tool" >/dev/null || { echo "##archbuild-skip## no $tool (scripts/install-deps installs it)"; exit 0; }
 done
 tmp=$(mktemp -d)
@@ -17,11 +33,11 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 # symbols above the floor; at or below it, it is made.
 host_glibc=$(getconf GNU_LIBC_VERSION | awk '{print $2}')
 highest_glibc() {  # DIR: the highest GLIBC_ version imported by DIR/bin/archbuild and DIR/lib/*
-  objdump -T "$1/bin/archbuild" "$1"/lib/*.so* 2>/dev/null | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -Vu | tail -1
+  $objdump -T "$1/bin/archbuild" "$1"/lib/*.so* 2>/dev/null | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -Vu | tail -1
 }
 le() { [ "$(printf '%s\n%s\n' "$1" "$2" | sort -V | tail -1)" = "$2" ]; }  # le A B: A <= B
 rc=0
-ARCHBUILD_BUILD_DIR=$build "$src/scripts/bundle" --no-build --out "$tmp/floor" > "$tmp/floor.out" 2> "$tmp/floor.err" || rc=$?
+ARCHBUILD_BUILD_DIR=$build "$src/scripts/bundle" "${bundle_arch[@]}" --no-build --out "$tmp/floor" > "$tmp/floor.out" 2> "$tmp/floor.err" || rc=$?
 floor=$(sed -n 's/^floor=\([0-9.]*\)$/\1/p' "$src/scripts/bundle")
 [ -n "$floor" ] || fail "no default floor=2.N in scripts/bundle"
 if le "$host_glibc" "$floor"; then
@@ -33,9 +49,9 @@ else
   [ -n "$above" ] && ! le "$above" "$floor" || fail "the refusal names no symbol above $floor: $(cat "$tmp/floor.err")"
   ls "$tmp/floor"/*.tar.gz >/dev/null 2>&1 && fail "a tarball was written although the floor is not met"
 fi
-tarball=$(ARCHBUILD_BUILD_DIR=$build "$src/scripts/bundle" --no-build --out "$tmp/dist" --glibc-floor "$host_glibc")
+tarball=$(ARCHBUILD_BUILD_DIR=$build "$src/scripts/bundle" "${bundle_arch[@]}" --no-build --out "$tmp/dist" --glibc-floor "$host_glibc")
 [ -f "$tarball" ] || fail "scripts/bundle printed no tarball"
-case "$(basename "$tarball")" in archbuild-*-linux-x86_64.tar.gz) ;; *) fail "unexpected name $tarball" ;; esac
+case "$(basename "$tarball")" in archbuild-*-linux-"$arch".tar.gz) ;; *) fail "unexpected name $tarball" ;; esac
 mkdir "$tmp/unpacked"
 tar -C "$tmp/unpacked" -xzf "$tarball"
 root=$(echo "$tmp"/unpacked/archbuild-*)
@@ -50,8 +66,8 @@ grep -q "^glibc floor $host_glibc: met (highest GLIBC_ symbol version imported: 
 
 # RUNPATH, not LD_LIBRARY_PATH: the children archbuild starts must not inherit our libraries.
 readelf -d "$exe" | grep -q 'RUNPATH.*\$ORIGIN/../lib' || fail "bin/archbuild has no RUNPATH \$ORIGIN/../lib"
-ldd "$exe" | grep -q 'not found' && fail "unresolved: $(ldd "$exe" | grep 'not found')"
-foreign=$(ldd "$exe" | awk '$2 == "=>" {print $1, $3}' |
+ldd_ "$exe" | grep -q 'not found' && fail "unresolved: $(ldd_ "$exe" | grep 'not found')"
+foreign=$(ldd_ "$exe" | awk '$2 == "=>" && $1 !~ /^\// {print $1, $3}' |
   grep -Ev '^(libc|libm|libdl|libpthread|librt|libresolv|libstdc\+\+|libgcc_s)\.so' | grep -Fv " $root/bin/../lib/" | grep -Fv " $root/lib/" || true)
 [ -z "$foreign" ] || fail "libraries from the host, not the bundle: $foreign"
 for needed in libgit2 libarchive; do
@@ -64,7 +80,7 @@ needed=$(readelf -d "$exe" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | grep -Ev '
 
 # A clean environment: no PATH entries from the build, no ARCHBUILD_* variables.
 run() { env -i HOME="$tmp/home" PATH=/usr/bin:/bin ARCHBUILD_NVML_LIBRARY=/nonexistent ARCHBUILD_CUDA_LIBRARY=/nonexistent \
-  ${LD_DEBUG:+LD_DEBUG=$LD_DEBUG} "$exe" --cache-dir "$tmp/cache" "$@"; }
+  ${LD_DEBUG:+LD_DEBUG=$LD_DEBUG} "${emu[@]}" "$exe" --cache-dir "$tmp/cache" "$@"; }
 out=$(run arch 90 sm_120 --format torch) || fail "arch exit $?"
 [ "$out" = "9.0;12.0" ] || fail "arch printed '$out'"
 out=$(run inspect "$src/tests/data/binaries/multi.so" --json) || fail "inspect exit $?"
@@ -107,5 +123,7 @@ fi
 
 # Reached through a symlink elsewhere (an install into /usr/local/bin): the data is still found.
 mkdir "$tmp/bin" && ln -s "$exe" "$tmp/bin/archbuild"
-env -i HOME="$tmp/home" PATH="$tmp/bin:/usr/bin:/bin" archbuild gpus H100 >/dev/null || fail "through a symlink: exit $?"
+link=archbuild
+[ ${#emu[@]} -eq 0 ] || link=$tmp/bin/archbuild  # qemu does not search PATH
+env -i HOME="$tmp/home" PATH="$tmp/bin:/usr/bin:/bin" "${emu[@]}" "$link" gpus H100 >/dev/null || fail "through a symlink: exit $?"
 echo "bundle ok: $(basename "$tarball"), $(ls "$root/lib" | wc -l) libraries"

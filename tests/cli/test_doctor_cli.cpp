@@ -46,8 +46,8 @@ const Built& built() {
   static t::TempDir dir;
   static const Built b = [] {
     Built out;
-    if (!fs::exists(kNvcc)) {
-      out.error = "no nvcc at /usr/local/cuda/bin/nvcc";
+    if (auto u = t::unusable(kNvcc); !u.empty()) {
+      out.error = u;
       return out;
     }
     auto nvcc = [&](const std::string& name, std::vector<std::string> gencode) -> fs::path {

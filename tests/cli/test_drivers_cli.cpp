@@ -44,7 +44,7 @@ struct Case {
 };
 
 bool can_build(const Case& c, std::string& why) {
-  if (!fs::exists("/usr/local/cuda/bin/nvcc")) why = "no nvcc at /usr/local/cuda/bin/nvcc";
+  if (auto u = t::unusable("/usr/local/cuda/bin/nvcc"); !u.empty()) why = u;
   else if (!fs::exists(kPython)) why = "no " + kPython;
   else if (t::which("cmake").empty() || t::which("ninja").empty()) why = "cmake or ninja not on PATH";
   else if (c.driver != "setup-py" && t::run(kPython, {"-c", "import build"}).status != 0)

@@ -24,7 +24,7 @@ const fs::path kSource = ARCHBUILD_SOURCE_DIR;
 const fs::path kRecipe = kSource / "tests/fixtures/minitorch-fetch/recipe.toml";
 
 std::string cannot_build() {
-  if (!fs::exists("/usr/local/cuda/bin/nvcc")) return "no nvcc at /usr/local/cuda/bin/nvcc";
+  if (auto u = t::unusable("/usr/local/cuda/bin/nvcc"); !u.empty()) return u;
   if (!fs::exists("/usr/bin/python3")) return "no /usr/bin/python3 (setuptools + wheel)";
   if (t::which("cmake").empty() || t::which("ninja").empty()) return "cmake or ninja not on PATH";
   if (!fs::exists("/usr/bin/git")) return "no /usr/bin/git to make the test repositories";

@@ -116,8 +116,8 @@ const fs::path& nvcc_dir() {
 }  // namespace
 
 TEST_CASE("inspect: nvcc builds list exactly the code that was asked for", "[cli][inspect][nvcc]") {
-  if (!fs::exists(kNvcc)) {
-    WARN("##archbuild-skip## " << kNvcc << " is not installed");
+  if (auto u = t::unusable(kNvcc); !u.empty()) {
+    WARN("##archbuild-skip## " << u);
     return;
   }
   const fs::path& dir = nvcc_dir();

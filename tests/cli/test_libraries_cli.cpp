@@ -38,7 +38,7 @@ const fs::path kSource = ARCHBUILD_SOURCE_DIR;
 const fs::path kData = ARCHBUILD_TEST_DATA;
 
 std::string unavailable() {
-  if (!fs::exists("/usr/local/cuda/bin/nvcc")) return "no nvcc at /usr/local/cuda/bin/nvcc";
+  if (auto u = t::unusable("/usr/local/cuda/bin/nvcc"); !u.empty()) return u;
   if (!fs::exists("/usr/bin/python3")) return "no /usr/bin/python3";
   if (t::which("cmake").empty() || t::which("ninja").empty()) return "cmake or ninja not on PATH";
   if (t::run("/usr/bin/python3", {"-c", "import setuptools, wheel"}).status != 0) return "/usr/bin/python3 lacks setuptools or wheel";
@@ -171,8 +171,8 @@ TEST_CASE("libraries: found by the plan but not by the build's CMake: the config
 
 TEST_CASE("libraries: plan shows each library and the host check - plan --check with an impossible disk figure is "
           "exit 3 naming the figures", "[cli][plan][libraries]") {
-  if (!fs::exists("/usr/local/cuda/bin/nvcc")) {
-    WARN("##archbuild-skip## no nvcc at /usr/local/cuda/bin/nvcc (the plan resolves a toolkit)");
+  if (auto u = t::unusable("/usr/local/cuda/bin/nvcc"); !u.empty()) {
+    WARN("##archbuild-skip## " << u << " (the plan resolves a toolkit)");
     return;
   }
   Project p;

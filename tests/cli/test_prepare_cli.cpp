@@ -20,7 +20,7 @@ using nlohmann::json;
 namespace {
 
 std::string cannot_plan() {
-  if (!fs::exists("/usr/local/cuda/bin/nvcc")) return "no nvcc at /usr/local/cuda/bin/nvcc";
+  if (auto u = t::unusable("/usr/local/cuda/bin/nvcc"); !u.empty()) return u;
   if (!fs::exists("/usr/bin/python3")) return "no /usr/bin/python3";
   if (t::which("cmake").empty() || t::which("ninja").empty()) return "cmake or ninja not on PATH";
   return "";

@@ -60,7 +60,7 @@ std::vector<fs::path> shipped_build_wheels(const fs::path& python) {
 }
 
 std::string why_not() {
-  if (!fs::exists("/usr/local/cuda/bin/nvcc")) return "no nvcc at /usr/local/cuda/bin/nvcc";
+  if (auto u = t::unusable("/usr/local/cuda/bin/nvcc"); !u.empty()) return u;
   if (t::run(kSystemPython, {"-c", "import setuptools, wheel, pip, venv"}).status != 0)
     return kSystemPython.string() + " lacks setuptools, wheel, pip or venv";
   if (t::which("cmake").empty() || t::which("ninja").empty()) return "cmake or ninja not on PATH";

@@ -32,7 +32,7 @@ using t::local_port_accepts;
 TEST_CASE("remote compiler cache: the second host's compiles are remote hits", "[cli][wheel][nvcc][redis]") {
   std::string why;
   std::string redis = t::which("redis-server"), ccache = t::which("ccache");
-  if (!fs::exists("/usr/local/cuda/bin/nvcc")) why = "no nvcc at /usr/local/cuda/bin/nvcc";
+  if (auto u = t::unusable("/usr/local/cuda/bin/nvcc"); !u.empty()) why = u;
   else if (redis.empty()) why = "no redis-server on PATH (Debian package redis-server)";
   else if (ccache.empty()) why = "no ccache on PATH";
   else if (!fs::exists("/usr/bin/python3")) why = "no /usr/bin/python3";
@@ -84,7 +84,7 @@ TEST_CASE("remote compiler cache: the second host's compiles are remote hits", "
 TEST_CASE("sccache: compiles go through it and the wheel is the uncached one", "[cli][wheel][nvcc][sccache]") {
   std::string why;
   std::string sccache = t::which("sccache");
-  if (!fs::exists("/usr/local/cuda/bin/nvcc")) why = "no nvcc at /usr/local/cuda/bin/nvcc";
+  if (auto u = t::unusable("/usr/local/cuda/bin/nvcc"); !u.empty()) why = u;
   else if (sccache.empty()) why = "no sccache on PATH (Debian package sccache)";
   else if (!fs::exists("/usr/bin/python3")) why = "no /usr/bin/python3";
   if (!why.empty()) {

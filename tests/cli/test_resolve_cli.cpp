@@ -329,8 +329,8 @@ TEST_CASE("archbuild plan on the example project: source.path names its folder, 
 }
 
 TEST_CASE("archbuild plan --sm 90 on this machine's real toolkit and compiler") {
-  if (!fs::exists("/usr/local/cuda/bin/nvcc")) {
-    WARN("##archbuild-skip## /usr/local/cuda/bin/nvcc is absent");
+  if (auto u = archbuild::test::unusable("/usr/local/cuda/bin/nvcc"); !u.empty()) {
+    WARN("##archbuild-skip## " << u);
     return;
   }
   // Without a recipe: torch 2.15, whose scikit-build-core backend this machine's Python may lack

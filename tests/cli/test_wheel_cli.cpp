@@ -27,7 +27,7 @@ namespace {
 const std::string kRecipe = std::string(ARCHBUILD_SOURCE_DIR) + "/examples/minitorch/recipe.toml";
 
 bool can_build(std::string& why) {
-  if (!fs::exists("/usr/local/cuda/bin/nvcc")) why = "no nvcc at /usr/local/cuda/bin/nvcc";
+  if (auto u = t::unusable("/usr/local/cuda/bin/nvcc"); !u.empty()) why = u;
   else if (!fs::exists("/usr/bin/python3")) why = "no /usr/bin/python3 (setuptools + wheel)";
   else if (t::which("cmake").empty() || t::which("ninja").empty()) why = "cmake or ninja not on PATH";
   return why.empty();

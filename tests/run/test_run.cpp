@@ -17,6 +17,7 @@
 #include "run/runner.hpp"
 #include "run/scripted_runner.hpp"
 #include "run/session.hpp"
+#include "support/process.hpp"
 #include "support/tempdir.hpp"
 
 using namespace archbuild;
@@ -619,8 +620,8 @@ TEST_CASE("example minitorch: setup.py build --cmake-only, cmake --build, bdist_
 }
 
 TEST_CASE("example minitorch: kernels compiled for exactly TORCH_CUDA_ARCH_LIST (nvcc)", "[run][example]") {
-  if (!std::filesystem::exists("/usr/local/cuda/bin/nvcc")) {
-    WARN("##archbuild-skip## /usr/local/cuda/bin/nvcc is not installed");
+  if (auto u = archbuild::test::unusable("/usr/local/cuda/bin/nvcc"); !u.empty()) {
+    WARN("##archbuild-skip## " << u);
     return;
   }
   TempDir tmp;

@@ -1,6 +1,7 @@
 #include "support/process.hpp"
 
 #include <algorithm>
+#include <fstream>
 
 #include <condition_variable>
 #include <future>
@@ -79,6 +80,37 @@ Ran pip_wheel(const std::string& python, const std::filesystem::path& project, c
   o.env["PIP_NO_INDEX"] = "1";
   o.timeout = std::chrono::seconds(300);
   return run(python, {"-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", wheelhouse.string(), project.string()}, o);
+}
+
+namespace {
+// ELF e_machine values (the ELF gABI): the ones these tests are built for, named.
+std::string machine_name(unsigned m) {
+  if (m == 62) return "x86_64";
+  if (m == 183) return "aarch64";
+  return "ELF machine " + std::to_string(m);
+}
+#if defined(__x86_64__)
+constexpr unsigned kOwnMachine = 62;
+#elif defined(__aarch64__)
+constexpr unsigned kOwnMachine = 183;
+#else
+constexpr unsigned kOwnMachine = 0;  // unknown: no program is called foreign
+#endif
+}  // namespace
+
+std::string unusable(const std::string& program) {
+  std::error_code ec;
+  if (!std::filesystem::exists(program, ec)) return "no " + program;
+  std::ifstream in(program, std::ios::binary);
+  unsigned char h[20] = {};
+  // Not an ELF file (a script), or little-endian ELF only: both machines named here are.
+  if (!in.read(reinterpret_cast<char*>(h), sizeof h) || h[0] != 0x7f || h[1] != 'E' || h[2] != 'L' || h[3] != 'F' ||
+      h[5] != 1 || kOwnMachine == 0)
+    return "";
+  unsigned machine = h[18] | (h[19] << 8);
+  if (machine == kOwnMachine) return "";
+  return program + " is an " + machine_name(machine) + " program and these tests are " + machine_name(kOwnMachine) +
+         " (an " + machine_name(kOwnMachine) + " host has its own)";
 }
 
 }  // namespace archbuild::test

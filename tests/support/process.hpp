@@ -34,6 +34,11 @@ std::string which(const std::string& tool);
 // `python -m pip wheel` of one local project into `wheelhouse`, with no index (tests never touch
 // the network) and no build isolation (the interpreter's own setuptools builds it).
 Ran pip_wheel(const std::string& python, const std::filesystem::path& project, const std::filesystem::path& wheelhouse);
+// Why `program` cannot serve a test here ("" when it can): it is absent, or it is an ELF program
+// for another machine than these tests — the x86_64 nvcc or python of the host beside tests
+// built for aarch64 and run under qemu (scripts/test-arm64): the kernel runs it natively, but an
+// aarch64 host would have its own, and what it compiles is for the wrong machine.
+std::string unusable(const std::string& program);
 
 }  // namespace archbuild::test
 
