@@ -40,7 +40,8 @@ const std::string kPython = "/usr/bin/python3";
 struct Case {
   std::string driver;   // the recipe's build.driver
   std::string repo;     // the repository make-example-repos made
-  std::string recipe;   // tests/fixtures/<dir>/recipe.toml, or "": the setup.py example switched to python-build
+  std::string recipe;   // examples/<dir>/recipe.toml or tests/fixtures/<dir>/recipe.toml, or "": the setup.py
+                        // example switched to python-build
 };
 
 bool can_build(const Case& c, std::string& why) {
@@ -80,7 +81,7 @@ struct Workspace {
     REQUIRE(r.status == 0);
     url = "file://" + (dir / "repos" / c.repo).string();
     if (!c.recipe.empty()) {
-      recipe = (kFixtures / c.recipe).string();
+      recipe = (fs::exists(kExamples / c.recipe) ? kExamples / c.recipe : kFixtures / c.recipe).string();
     } else {
       // The issue's reproduction: the setup.py example, its recipe switched to python-build.
       recipe = dir.write("python-build.toml", "extends = \"" + (kExamples / "minitorch" / "recipe.toml").string() +
