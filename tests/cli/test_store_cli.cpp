@@ -100,4 +100,29 @@ TEST_CASE("build store: host B gets host A's wheel with no stage run, and a stor
   CHECK(dc["store"]["reachable"] == false);
   CHECK_FALSE(dc["stages_run"].empty());
   CHECK(dc["sha256"] == da["sha256"]);
+
+  // A store that answers the lookup but refuses the push (a read-only registry): the wheel is in
+  // --out and the cache, the run succeeds, and the message says to run the same command again;
+  // run again once the store takes pushes, the finished key is pushed without a stage.
+  auto ro = std::make_unique<t::Registry>(dir / "registry-2", "", "", true);
+  store = "oci+http://" + ro->host() + "/builds/minitorch";
+  auto d = run("host-c", "wheel", {});
+  INFO("host C, read-only store: " << d.err);
+  REQUIRE(d.status == 0);
+  json dd = json::parse(d.out);
+  CHECK(dd["store"]["pushed"] == false);
+  CHECK(dd["store"].contains("push_error"));
+  CHECK(d.err.find("run the same `archbuild wheel` again to push it") != std::string::npos);
+  CHECK(fs::is_regular_file(dd["wheel"].get<std::string>()));
+  ro->stop();
+  ro.reset();
+  auto rw = std::make_unique<t::Registry>(dir / "registry-2");
+  store = "oci+http://" + rw->host() + "/builds/minitorch";
+  auto e = run("host-c", "wheel", {});
+  INFO("host C, the store writable again: " << e.err);
+  REQUIRE(e.status == 0);
+  json de = json::parse(e.out);
+  CHECK(de["store"]["pushed"] == true);
+  CHECK(de["stages_run"].empty());
+  CHECK(de["sha256"] == da["sha256"]);
 }

@@ -44,12 +44,14 @@ std::string registry_missing() {
   return "";
 }
 
-Registry::Registry(const fs::path& dir, const std::string& user, const std::string& password) : dir_(dir) {
+Registry::Registry(const fs::path& dir, const std::string& user, const std::string& password, bool read_only)
+    : dir_(dir) {
   fs::create_directories(dir_ / "storage");
   port_ = free_local_port();
   std::string config = "version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: " +
-                       (dir_ / "storage").string() + "\n  delete:\n    enabled: true\nhttp:\n  addr: " + host() +
-                       "\n  secret: archbuild-test\n";
+                       (dir_ / "storage").string() + "\n  delete:\n    enabled: true\n" +
+                       (read_only ? "  maintenance:\n    readonly:\n      enabled: true\n" : "") +
+                       "http:\n  addr: " + host() + "\n  secret: archbuild-test\n";
   if (!user.empty()) {
     // bcrypt (the only hash the registry's htpasswd accepts), cost 4: quick to check per request.
     auto h = run("/usr/bin/python3", {"-W", "ignore", "-c",

@@ -17,7 +17,9 @@ std::string registry_missing();
 class Registry {
  public:
   // user/password: basic auth through an htpasswd file made with Python's crypt (bcrypt).
-  Registry(const std::filesystem::path& dir, const std::string& user = "", const std::string& password = "");
+  // read_only: the registry's maintenance mode (reads answer, every push is refused).
+  Registry(const std::filesystem::path& dir, const std::string& user = "", const std::string& password = "",
+           bool read_only = false);
   ~Registry();
   int port() const { return port_; }
   std::string host() const { return "127.0.0.1:" + std::to_string(port_); }
