@@ -54,7 +54,7 @@ try:
 except ImportError:  # Python < 3.11
     import tomli as tomllib
 
-from .. import __version__
+from . import __version__
 
 NAME = f"scikit-build-core {__version__} (archbuild's test stand-in)"
 
