@@ -68,7 +68,7 @@ Jobs jobs_rule(const HostResources& host, std::optional<unsigned> requested, con
 // Where the per-job figure comes from, for the rule's text.
 std::string per_job_from(const recipe::CompileMemory& m, unsigned threads);
 
-// Memory-admitted parallelism (issue 17): the build runs as many jobs as cores and archbuild,
+// Memory-admitted parallelism: the build runs as many jobs as cores and archbuild,
 // the launcher of every C, C++ and CUDA compile, starts each compile only when its expected
 // peak fits what is left of the budget (run/admission.hpp). The expected peak: what earlier
 // builds of the recipe measured for the source, else the recipe's figures.

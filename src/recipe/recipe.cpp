@@ -387,7 +387,7 @@ class RecipeReader {
       if (!v) return rd.error_at("min_gcc", fmt::format("build.min_gcc \"{}\" is not a version; expected e.g. 9.3", *s));
       r.min_gcc = *v;
     }
-    // One memory model (issue 17): the per-job figure is [build.memory]'s, not a second number.
+    // One memory model: the per-job figure is [build.memory]'s, not a second number.
     if (rd.node("gib_per_job"))
       return rd.error_at("gib_per_job", "build.gib_per_job is replaced by [build.memory]: cuda_mb (one nvcc job) and "
                                         "cuda_thread_mb (per further nvcc thread), e.g. cuda_mb = 5120");

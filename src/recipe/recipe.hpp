@@ -34,7 +34,7 @@ std::string_view to_string(Driver d);  // "setup-py", "python-build", "scikit-bu
 // needs setuptools and wheel; `python -m build` needs build plus the backend it loads.
 const std::vector<std::string>& default_python_modules(Driver d);
 
-// Where the wheel's CUDA libraries come from on the target ([wheel] layout, issue 14):
+// Where the wheel's CUDA libraries come from on the target ([wheel] layout):
 // official — from nvidia-* pip packages, as PyTorch's own wheels (Requires-Dist + $ORIGIN
 // RUNPATH, stages/portable); host — from the build host's toolkit paths (the wheel is host-bound).
 enum class WheelLayout { official, host };
@@ -86,7 +86,7 @@ std::vector<std::string> pin_files_for(const Fetch& f, const Version& cuda);
 std::string fetch_disabled_by(const Fetch& f, const std::map<std::string, std::string>& env);
 
 // Expected peak memory of one compile when archbuild has measured none for the source yet
-// (issue 17's admission: a compile starts only when its figure fits what is left of the budget).
+// (admission: a compile starts only when its figure fits what is left of the budget).
 struct CompileMemory {
   std::uint64_t c_mb = 512;
   std::uint64_t cxx_mb = 1536;

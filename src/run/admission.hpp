@@ -1,4 +1,4 @@
-// Memory-admitted parallelism (issue 17): the build runs as many jobs as cores, and each
+// Memory-admitted parallelism: the build runs as many jobs as cores, and each
 // compile, through the launcher, is admitted only when its expected peak memory fits what is
 // left of a budget shared by every compile of the build.
 //

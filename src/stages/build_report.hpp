@@ -1,4 +1,4 @@
-// Where a build's hours went (issue 17): from ninja's .ninja_log (when each target ran), its
+// Where a build's hours went: from ninja's .ninja_log (when each target ran), its
 // graph (`ninja -t graph`: what each target waited for) and the launcher's measurements
 // (run/admission.hpp: peak memory and admission wait per compile): the slowest targets, the
 // peak memory per compile, the critical path, and the time the build ran below full

@@ -1,4 +1,4 @@
-// The package stage's repair (issue 14, "Portable by default"): the wheel is made to depend on
+// The package stage's repair ("Portable by default"): the wheel is made to depend on
 // what it links, the way PyTorch's official wheels do. For every ELF file of the wheel, each
 // DT_NEEDED that data/validate/libraries.toml maps to an nvidia-* pip package gets
 //  - a RUNPATH entry relative to $ORIGIN into that package's installed folder (the wheel's own

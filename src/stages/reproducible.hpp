@@ -1,4 +1,4 @@
-// Reproducible wheels (issue 8): the wheel the build wrote, rewritten deterministically with
+// Reproducible wheels: the wheel the build wrote, rewritten deterministically with
 // libarchive — members sorted, one fixed timestamp, fixed permissions and owners, deflate,
 // RECORD regenerated — so the same member contents give the same bytes whatever the build's
 // member order, file times, umask or user. Member names are never used as paths.

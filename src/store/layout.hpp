@@ -70,7 +70,7 @@ class Layout {
   std::filesystem::path log_dir(std::string_view key) const;          // logs/<key>/
   std::filesystem::path log(std::string_view key, std::string_view stage) const;
   std::filesystem::path ccache_dir() const { return root_ / "ccache"; }
-  // Memory admission (issue 17). Peaks are kept per recipe (its package and file name: two
+  // Memory admission. Peaks are kept per recipe (its package and file name: two
   // projects' recipe.toml must not share), across keys: a new key of the recipe starts from them.
   std::filesystem::path peaks_file(std::string_view package, std::string_view recipe_name) const;
   std::filesystem::path admission_dir(std::string_view key) const;   // build/<key>/admission

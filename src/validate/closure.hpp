@@ -1,4 +1,4 @@
-// The link closure (issue 14): what auditwheel checks, for CUDA wheels. For every ELF file of a
+// The link closure: what auditwheel checks, for CUDA wheels. For every ELF file of a
 // wheel (or of an installed distribution), each DT_NEEDED is resolved the way the dynamic loader
 // would on a clean target: inside the tree through RUNPATH/RPATH ($ORIGIN-relative entries
 // only), from a declared Requires-Dist package's known library folder (data/validate/
