@@ -91,12 +91,20 @@ Planned plan_resolved(const PlanArgs& args, const plan::Resolution& resolved, co
   std::optional<remote::BuildStore> build_store = open_store(args.store);
   if (build_store) in_store = look_up(*build_store, p->key);
   bool pullable = in_store && in_store->state == StoreLookup::State::present;
+  // `wheel` stops first, built key or not, where a required store cannot be read (cli/wheel.cpp),
+  // with the same message and status.
+  std::vector<prepare::Stop> stops = prep.stops;
+  const bool store_stop =
+      in_store && in_store->state == StoreLookup::State::unreachable && build_store->config().required;
+  if (store_stop)
+    stops.insert(stops.begin(), prepare::Stop{"store-required", Error::missing_tool(fmt::format("--store-required: {}", in_store->problem))});
+  const bool nothing_to_build = !store_stop && (built.wheel || pullable);
   std::vector<Error> blockers;
-  for (const auto& st : prep.stops) blockers.push_back(st.error);
+  for (const auto& st : stops) blockers.push_back(st.error);
   Planned shown;
   shown.built_wheel = built.wheel;
   auto finish = [&] {
-    if (!args.check || blockers.empty() || built.wheel || pullable) return;
+    if (!args.check || blockers.empty() || nothing_to_build) return;
     for (const auto& b : blockers) error_line(ctx, b.message);
     ctx.exit = blockers.front().exit;  // `wheel` stops at the first, with its status
   };
@@ -123,11 +131,11 @@ Planned plan_resolved(const PlanArgs& args, const plan::Resolution& resolved, co
     for (const auto& e : blockers) b.push_back(e.message);
     doc["ready"] = blockers.empty();
     doc["blockers"] = b;
-    nlohmann::json stops = nlohmann::json::array();
-    for (const auto& st : prep.stops)
-      stops.push_back({{"rule", st.rule}, {"exit", static_cast<int>(st.error.exit)}, {"message", st.error.message}});
-    doc["stops"] = stops;
-    doc["would_exit"] = built.wheel || pullable || prep.stops.empty() ? 0 : static_cast<int>(prep.stops.front().error.exit);
+    nlohmann::json stops_doc = nlohmann::json::array();
+    for (const auto& st : stops)
+      stops_doc.push_back({{"rule", st.rule}, {"exit", static_cast<int>(st.error.exit)}, {"message", st.error.message}});
+    doc["stops"] = stops_doc;
+    doc["would_exit"] = nothing_to_build || stops.empty() ? 0 : static_cast<int>(stops.front().error.exit);
     doc["store"] = in_store ? in_store->to_json(*build_store) : nlohmann::json(nullptr);
     // Before the tree is fetched the key lacks the build venv's versions: `wheel` looks up the final one.
     if (in_store) doc["store"]["key_final"] = p->venv.has_value();

@@ -242,3 +242,21 @@ TEST_CASE("the tree chooses its recipe: --ref of a 2.11.0a0 commit without --rec
   CHECK(p["resolution"]["recipe"]["name"] == "torch-2.11");
   for (const auto& s : p["stops"]) CHECK(s["rule"] != "release-line");
 }
+
+TEST_CASE("one answer: a required build store that cannot be read stops first (exit 3)", "[cli][prepare]") {
+  if (auto why = cannot_plan(); !why.empty()) {
+    WARN("##archbuild-skip## " << why);
+    return;
+  }
+  Case c;
+  c.recipe_extra = "[host]\ndisk_gib = 1000000\n";  // a later stop: the store's comes before it, as in `wheel`
+  // Port 1 on the loopback: nothing listens, the connection is refused at once.
+  auto stops = same_answer(c, "store-required", 3, {"--store", "oci+http://127.0.0.1:1/builds/minitorch", "--store-required"});
+  CHECK(stops[0]["message"].get<std::string>().starts_with("--store-required: "));
+  REQUIRE(stops.size() >= 2);
+  CHECK(stops[1]["rule"] == "host");
+  // Not required: a warning in `wheel`, no stop in `plan`.
+  auto plan = t::archbuild(c.args("plan", {"--json", "--store", "oci+http://127.0.0.1:1/builds/minitorch"}), no_index());
+  REQUIRE(plan.status == 0);
+  CHECK(json::parse(plan.out)["stops"][0]["rule"] == "host");
+}
