@@ -56,7 +56,10 @@ std::optional<std::string> env_of(const std::string& name) {
 // The validate stage: `archbuild validate` with the plan's own toolkit, host compiler and
 // interpreter (so a broken toolkit or driver is found before the wheel is published): coverage,
 // metadata, RECORD, the local label, the import test in a fresh venv, the smoke kernel.
-Result<nlohmann::json> validate_built(const std::filesystem::path& wheel, const plan::Plan& plan, const Context& ctx) {
+// `pulled`: the wheel came from the build store, where its builder ran the checks that need no
+// GPU; the smoke kernel is then compiled only where a GPU here can run it.
+Result<nlohmann::json> validate_built(const std::filesystem::path& wheel, const plan::Plan& plan, const Context& ctx,
+                                      bool pulled = false) {
   const auto& res = plan->resolution;
   validate::ValidateOptions o;
   o.module = res.recipe.module;
@@ -79,6 +82,7 @@ Result<nlohmann::json> validate_built(const std::filesystem::path& wheel, const 
     smoke.toolkit = fmt::format("CUDA {} at {}", res.toolkit->version.str(), res.toolkit->root.string());
     smoke.source = smoke_source();
     smoke.gpus = gpus;
+    smoke.only_where_a_gpu_runs_it = pulled;
     o.smoke = smoke;
   }
   auto report = validate::validate_wheel(wheel, res.archs, o, capture_exec());
@@ -200,7 +204,7 @@ WheelOutcome build_one(const WheelArgs& args, const plan::Resolution& resolved, 
       push_after = true;
     } else if (!built_here) {
       ValidateFn check_here;
-      if (!args.no_validate) check_here = [&prep, &ctx](const std::filesystem::path& w) { return validate_built(w, prep.plan, ctx); };
+      if (!args.no_validate) check_here = [&prep, &ctx](const std::filesystem::path& w) { return validate_built(w, prep.plan, ctx, true); };
       auto from = pull_into_cache(*build_store, *l.manifest, plan->key, layout, check_here);
       if (from) {
         pulled = true;

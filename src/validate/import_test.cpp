@@ -14,12 +14,18 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Printed by the interpreter under test: its version, and whether `python -m venv` can work
-// there (venv makes the folder, ensurepip puts pip in it; Debian splits both off the stdlib).
+// Printed by the interpreter under test: its version, whether `python -m venv` can work there
+// (venv makes the folder, ensurepip puts pip in it; Debian splits both off the stdlib), and its
+// own pip's version (pip >= 22.3 can install into the venv from outside).
 constexpr const char* kProbe =
     "import sys, json, importlib.util as u\n"
+    "try:\n"
+    "    import importlib.metadata as m; pip = m.version('pip') if u.find_spec('pip') else None\n"
+    "except Exception:\n"
+    "    pip = None\n"
     "print(json.dumps({'version': '%d.%d.%d' % sys.version_info[:3], 'executable': sys.executable,\n"
-    "                  'venv': u.find_spec('venv') is not None, 'ensurepip': u.find_spec('ensurepip') is not None}))\n";
+    "                  'venv': u.find_spec('venv') is not None, 'ensurepip': u.find_spec('ensurepip') is not None,\n"
+    "                  'pip': pip}))\n";
 
 std::string json_str(const nlohmann::json& j, const char* key) {
   return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
@@ -80,13 +86,16 @@ Result<PythonInfo> interpret_python_probe(const Outcome& o, const fs::path& pyth
         "{} (Python {}) lacks the venv module, which the import test needs: install python3-venv (Debian/Ubuntu: "
         "apt install python{}-venv) or give --python an interpreter that has it",
         py, v->str(), xy));
-  if (!j->value("ensurepip", false))
+  PythonInfo info{*v, json_str(*j, "executable"), Version::parse(json_str(*j, "pip"))};
+  if (!j->value("ensurepip", false) && !info.pip_installs_elsewhere())
     return Error::missing_tool(fmt::format(
         "{} (Python {}) lacks the ensurepip module, so `python -m venv` cannot put pip in the venv: install "
         "python3-venv (Debian/Ubuntu: apt install python{}-venv) or give --python an interpreter that has it",
         py, v->str(), xy));
-  return PythonInfo{*v, json_str(*j, "executable")};
+  return info;
 }
+
+bool PythonInfo::pip_installs_elsewhere() const { return pip && *pip >= *Version::parse("22.3"); }
 
 std::optional<Version> wheel_python(const WheelName& name) {
   static const std::regex re("^(cp|py)([0-9])([0-9]+)$");
@@ -114,18 +123,30 @@ std::optional<std::string> python_tag_mismatch(const WheelName& name, const Vers
 
 fs::path venv_python(const fs::path& venv) { return venv / "bin" / "python"; }
 
-std::vector<std::string> venv_argv(const fs::path& python, const fs::path& venv) {
-  return {python.string(), "-m", "venv", venv.string()};
+std::vector<std::string> venv_argv(const fs::path& python, const fs::path& venv, bool with_pip) {
+  std::vector<std::string> argv{python.string(), "-m", "venv"};
+  if (!with_pip) argv.push_back("--without-pip");
+  argv.push_back(venv.string());
+  return argv;
 }
 
-std::vector<std::string> pip_install_argv(const fs::path& venv, const fs::path& wheel) {
-  return {venv_python(venv).string(), "-m", "pip", "install", "--no-index", "--no-deps", "--no-cache-dir",
-          "--disable-pip-version-check", "--no-input", wheel.string()};
+std::vector<std::string> pip_argv(const fs::path& venv, const std::optional<fs::path>& outer) {
+  if (outer) return {outer->string(), "-m", "pip", "--python", venv_python(venv).string()};
+  return {venv_python(venv).string(), "-m", "pip"};
 }
 
-std::vector<std::string> pip_requirements_argv(const fs::path& venv, const std::vector<std::string>& requirements) {
-  std::vector<std::string> argv{venv_python(venv).string(), "-m", "pip", "install", "--no-cache-dir",
-                                "--disable-pip-version-check", "--no-input"};
+std::vector<std::string> pip_install_argv(const fs::path& venv, const fs::path& wheel,
+                                          const std::optional<fs::path>& outer) {
+  auto argv = pip_argv(venv, outer);
+  argv.insert(argv.end(), {"install", "--no-index", "--no-deps", "--no-cache-dir", "--disable-pip-version-check",
+                           "--no-input", wheel.string()});
+  return argv;
+}
+
+std::vector<std::string> pip_requirements_argv(const fs::path& venv, const std::vector<std::string>& requirements,
+                                               const std::optional<fs::path>& outer) {
+  auto argv = pip_argv(venv, outer);
+  argv.insert(argv.end(), {"install", "--no-cache-dir", "--disable-pip-version-check", "--no-input"});
   argv.insert(argv.end(), requirements.begin(), requirements.end());
   return argv;
 }
@@ -359,7 +380,9 @@ Report import_test(const fs::path& wheel, const std::optional<WheelName>& name, 
   // reaches it unchanged: that is where the requirements come from.
   std::map<std::string, std::string> env{
       {"PIP_NO_INPUT", "1"}, {"PIP_DISABLE_PIP_VERSION_CHECK", "1"}, {"PYTHONNOUSERSITE", "1"}};
-  auto made = exec({venv_argv(setup.python, venv), env, scratch->path(), setup.venv_timeout});
+  std::optional<fs::path> outer_pip;
+  if (info->pip_installs_elsewhere()) outer_pip = setup.python;
+  auto made = exec({venv_argv(setup.python, venv, !outer_pip), env, scratch->path(), setup.venv_timeout});
   if (!made || made->status != 0) {
     auto lines = made ? tail_lines(*made) : std::vector<std::string>{made.error().message};
     add("import", Status::skip,
@@ -371,7 +394,7 @@ Report import_test(const fs::path& wheel, const std::optional<WheelName>& name, 
   // The local wheels (the custom torch) first, then the wheel's requirements; false: reported.
   auto install = [&](const std::vector<std::string>& reqs, const std::string& what) {
     if (reqs.empty()) return true;
-    auto deps = exec({pip_requirements_argv(venv, reqs), env, scratch->path(), setup.install_timeout});
+    auto deps = exec({pip_requirements_argv(venv, reqs, outer_pip), env, scratch->path(), setup.install_timeout});
     if (deps && deps->status == 0 && !deps->timed_out) return true;
     auto lines = deps ? tail_lines(*deps) : std::vector<std::string>{deps.error().message};
     std::string last = lines.empty() ? "" : ": " + lines.back();
@@ -395,7 +418,7 @@ Report import_test(const fs::path& wheel, const std::optional<WheelName>& name, 
   if (!install(setup.requirements,
                fmt::format("the wheel's {} requirement{}", setup.requirements.size(), setup.requirements.size() == 1 ? "" : "s")))
     return r;
-  auto installed = exec({pip_install_argv(venv, fs::absolute(wheel)), env, scratch->path(), setup.install_timeout});
+  auto installed = exec({pip_install_argv(venv, fs::absolute(wheel), outer_pip), env, scratch->path(), setup.install_timeout});
   if (!installed || installed->status != 0 || installed->timed_out) {
     auto lines = installed ? tail_lines(*installed) : std::vector<std::string>{installed.error().message};
     std::string why = installed && installed->timed_out ? "timed out" : lines.empty() ? "" : lines.back();

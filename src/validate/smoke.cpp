@@ -253,6 +253,16 @@ Report smoke(const std::vector<arch::Arch>& targets, const SmokeSetup& setup, co
     c.missing_tool = missing;
     r.add(std::move(c));
   };
+  if (setup.only_where_a_gpu_runs_it && setup.run) {
+    std::string why;
+    if (!matching_gpu(setup.gpus, targets, &why)) {
+      skip("smoke-compile", "not compiled here, where nothing can run it (" + why +
+                                "); the host that built the wheel compiled it (its validation report)");
+      skip("smoke-sass", "not compiled");
+      skip("smoke-run", "run skipped: " + why, setup.require_gpu);
+      return r;
+    }
+  }
   auto scratch = Scratch::make(setup.work_dir, "archbuild-smoke");
   if (!scratch) {
     Check c;

@@ -44,6 +44,9 @@ struct SmokeSetup {
   std::string release;                 // the toolkit's CUDA release: "13.0"
   bool require_gpu = false;            // a skipped run is then "missing device" (exit 3)
   bool run = true;                     // false: compile + inspect only
+  // Nothing is compiled unless a GPU here can run it: a wheel pulled from the build store was
+  // smoke-compiled where it was built (its report says so); here only the run would add proof.
+  bool only_where_a_gpu_runs_it = false;
   std::chrono::milliseconds compile_timeout{std::chrono::minutes(10)};
   std::chrono::milliseconds run_timeout{std::chrono::minutes(2)};
 };

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -85,6 +86,18 @@ TEST_CASE("build store: host B gets host A's wheel with no stage run, and a stor
   CHECK(db["key"] == da["key"]);
   CHECK(fs::is_regular_file(db["wheel"].get<std::string>()));
   CHECK(db["validation"].is_object());  // validated here, not only on host A
+  {
+    // Here: the import test ran; the smoke kernel, which nothing here can run (no GPU), was not
+    // compiled again (host A's validation, pulled with the wheel, compiled it).
+    std::map<std::string, json> checks;
+    for (const auto& c : db["validation"]["checks"]) checks[c["name"].get<std::string>()] = c;
+    CHECK(checks["import"]["status"] == "pass");
+    CHECK(checks["smoke-compile"]["status"] == "skip");
+    CHECK_THAT(checks["smoke-compile"]["summary"].get<std::string>(), Catch::Contains("not compiled here"));
+    std::map<std::string, json> at_a;
+    for (const auto& c : da["validation"]["checks"]) at_a[c["name"].get<std::string>()] = c;
+    CHECK(at_a["smoke-compile"]["status"] == "pass");
+  }
   CHECK(!fs::exists(dir / "host-b" / "src" / db["key"].get<std::string>()));  // no checkout, no build tree
 
   // The registry stops: a third host warns and builds; --store-required refuses (exit 3).

@@ -758,6 +758,38 @@ TEST_CASE("import test: the plan is venv, pip --no-index --no-deps, then an isol
   CHECK_FALSE(std::filesystem::exists(venv.parent_path()));  // the temporary folder is gone
 }
 
+TEST_CASE("import test: an interpreter with pip >= 22.3 installs into a venv made without pip", "[validate][import]") {
+  // No ensurepip copy in the venv (about 3 s each): the interpreter's own pip installs there
+  // through --python, so ensurepip is not needed either.
+  FakePython py;
+  py.probe = R"({"version": "3.11.2", "executable": "/usr/bin/python3", "venv": true, "ensurepip": false, "pip": "23.0.1"})";
+  py.import_out = std::string(kImported) + "}";
+  auto name = validate::parse_wheel_name("demo_pkg-1.0+cu130.sm90-cp311-cp311-linux_x86_64.whl");
+  REQUIRE(name.ok());
+  auto r = validate::import_test("/w/demo_pkg-1.0+cu130.sm90-cp311-cp311-linux_x86_64.whl", *name, sms("90"),
+                                 import_setup(), py.exec());
+  REQUIRE(py.seen.size() == 4);
+  REQUIRE(py.seen[1].argv.size() == 5);
+  CHECK(py.seen[1].argv[3] == "--without-pip");
+  auto venv = std::filesystem::path(py.seen[1].argv[4]);
+  CHECK(py.seen[2].argv == std::vector<std::string>{"/usr/bin/python3", "-m", "pip", "--python",
+                                                    (venv / "bin/python").string(), "install", "--no-index",
+                                                    "--no-deps", "--no-cache-dir", "--disable-pip-version-check",
+                                                    "--no-input",
+                                                    "/w/demo_pkg-1.0+cu130.sm90-cp311-cp311-linux_x86_64.whl"});
+  CHECK(check(r, "import").status == Status::pass);
+
+  // pip 22.2 cannot (--python came in 22.3): the venv gets its own pip from ensurepip.
+  FakePython old;
+  old.probe = R"({"version": "3.11.2", "executable": "/usr/bin/python3", "venv": true, "ensurepip": true, "pip": "22.2.2"})";
+  old.import_out = std::string(kImported) + "}";
+  (void)validate::import_test("/w/demo_pkg-1.0+cu130.sm90-cp311-cp311-linux_x86_64.whl", *name, sms("90"),
+                              import_setup(), old.exec());
+  REQUIRE(old.seen.size() == 4);
+  CHECK(old.seen[1].argv.size() == 4);
+  CHECK(old.seen[2].argv[0] == (std::filesystem::path(old.seen[1].argv[3]) / "bin/python").string());
+}
+
 TEST_CASE("import test: failures and missing tools", "[validate][import]") {
   auto name = validate::parse_wheel_name("demo_pkg-1.0-cp311-cp311-linux_x86_64.whl");
   REQUIRE(name.ok());
