@@ -11,7 +11,12 @@
 //   "needs_install":[{"sm","recipe","cuda","message"}]}
 // --platform x86_64,sbsa: jobs for each platform, each with "platform" and "runs_on" (the
 //   platform's hosted runner label, toolchains/platforms.toml) in its object.
-// Exit: 0 at least one job; 1 no job accepted; 2 bad input.
+// --store URL (or $ARCHBUILD_STORE; docs/store.md): each accepted job whose tools are here gets
+//   its key computed as `wheel` computes it (the tree fetched into the cache's mirrors, the build
+//   venv) and looked up; a job the store has is listed under "stored" (key, digest) instead of
+//   "include", so a night whose keys are all stored starts no build job. A job whose key cannot
+//   be computed here (a tool missing) stays in "include" with "store": {"checked": false, "why"}.
+// Exit: 0 at least one job, or every accepted job in the store; 1 no job accepted; 2 bad input.
 #include <fmt/format.h>
 
 #include "arch/arch.hpp"
@@ -19,6 +24,7 @@
 #include "cli/context.hpp"
 #include "cli/host.hpp"
 #include "cli/resolve_common.hpp"
+#include "cli/store_common.hpp"
 #include "core/text.hpp"
 #include "toolchain/platform.hpp"
 
@@ -31,7 +37,41 @@ struct MatrixArgs {
   std::string recipe;
   std::string format = "text";
   std::vector<std::string> platforms;  // --platform x86_64,sbsa; empty: this machine's
+  std::string cuda;                    // --cuda X.Y: only jobs of that CUDA release
+  std::string source_url;              // --source-url: where the jobs' keys are computed from
+  std::string python;                  // --python X.Y|PATH: the interpreter of the key
+  StoreArgs store;
 };
+
+// Where the build store has a job's key: the key, as `wheel` computes it here, and the lookup.
+struct JobInStore {
+  std::string key;
+  std::optional<StoreLookup> lookup;  // nullopt: the key could not be computed here (why)
+  std::string why;
+};
+
+JobInStore look_up_job(remote::BuildStore& store, const MatrixArgs& a, const std::string& sm, const plan::Resolution& res,
+                       const Context& ctx) {
+  ResolveArgs ra;
+  ra.sm = {sm};
+  ra.source_url = a.source_url;
+  ra.python = a.python;
+  JobInStore j;
+  try {
+    plan::PlanOptions budget;
+    prepare::Request q = prepare_request(ra, budget, 0, false, true);
+    auto prep = prepare_from_args(res, q, ra, ctx);
+    if (!prep) {
+      j.why = prep.error().message;
+      return j;
+    }
+    j.key = prep->plan->key;
+    j.lookup = look_up(store, j.key);
+  } catch (const Failure& f) {
+    j.why = f.error.message;
+  }
+  return j;
+}
 
 // The rule a refusal names: the first failed rule of the pair asked for, else any failed one.
 std::string refusal_rule(const plan::Resolution& r, const std::string& subject) {
@@ -47,8 +87,11 @@ void run_matrix(const MatrixArgs& a, Context& ctx) {
   ResolveArgs ra;
   ra.sm = a.sm;
   ra.recipe = a.recipe;
+  ra.source_url = a.source_url;
+  ra.python = a.python;
   auto base = request_from_args(ra);
   auto inputs = inputs_from_args(ra, base, ctx);
+  std::optional<remote::BuildStore> build_store = open_store(a.store);  // bad input before any job
 
   // The platforms to emit jobs for: each runs on a CI runner of its own machine (its `ci_runner`).
   const auto& ps = toolchain::Platforms::shipped();
@@ -59,18 +102,21 @@ void run_matrix(const MatrixArgs& a, Context& ctx) {
     if (!c) throw Failure(c.error());
     if (std::find(platforms.begin(), platforms.end(), c->platform) == platforms.end()) platforms.push_back(c->platform);
   };
+  choose(std::nullopt);
+  const toolchain::Platform* here = platforms.front();  // keys are computed here for its jobs only
+  if (!a.platforms.empty()) platforms.clear();
   for (const auto& name : a.platforms) choose(name);
-  if (platforms.empty()) choose(std::nullopt);
   const bool several = platforms.size() > 1 || platforms.front()->name != "x86_64";
 
   nlohmann::json include = nlohmann::json::array(), refused = nlohmann::json::array(),
-                 needs = nlohmann::json::array();
+                 needs = nlohmann::json::array(), stored = nlohmann::json::array();
   for (const auto* platform : platforms)
   for (const auto& target : base.targets) {
     std::string sm = arch::to_torch({target}).text;  // "9.0", "12.0a", "9.0+PTX": --sm reads it back
     for (const auto& r : inputs.recipes) {
       if (r.abstract) continue;
       for (const auto& cuda : r.cuda) {
+        if (!a.cuda.empty() && cuda.str() != a.cuda) continue;
         plan::Request req = base;
         req.targets = {target};
         req.torch = r.torch_version();
@@ -105,31 +151,64 @@ void run_matrix(const MatrixArgs& a, Context& ctx) {
           if (several) refused.back()["platform"] = platform->name;
           continue;
         }
-        include.push_back({{"sm", sm},
-                           {"recipe", r.name},
-                           {"torch", r.torch_version().str()},
-                           {"cuda", cuda.str()},
-                           {"arch_list", res.arch_list}});
+        nlohmann::json job = {{"sm", sm},
+                              {"recipe", r.name},
+                              {"torch", r.torch_version().str()},
+                              {"cuda", cuda.str()},
+                              {"arch_list", res.arch_list}};
         // Only off a plain x86_64 matrix, so existing workflows' objects stay what they were.
         if (several) {
-          include.back()["platform"] = platform->name;
-          include.back()["runs_on"] = platform->ci_runner;
+          job["platform"] = platform->name;
+          job["runs_on"] = platform->ci_runner;
         }
         if (res.status == Exit::missing_tool)
           needs.push_back({{"sm", sm}, {"recipe", r.name}, {"cuda", cuda.str()}, {"message", res.message}});
+        if (build_store) {
+          JobInStore found;
+          if (res.status == Exit::missing_tool || platform != here)
+            found.why = res.status == Exit::missing_tool ? res.message
+                                                          : fmt::format("a {} key is computed on its runner", platform->name);
+          else
+            found = look_up_job(*build_store, a, sm, res, ctx);
+          if (found.lookup && found.lookup->state == StoreLookup::State::present) {
+            job["key"] = found.key;
+            job["digest"] = found.lookup->manifest->digest;
+            stored.push_back(job);
+            continue;
+          }
+          if (!found.lookup)
+            job["store"] = {{"checked", false}, {"why", found.why}};
+          else
+            job["store"] = {{"checked", true}, {"key", found.key}, {"has_key", false},
+                            {"problem", found.lookup->problem.empty() ? nlohmann::json(nullptr)
+                                                                      : nlohmann::json(found.lookup->problem)}};
+        }
+        include.push_back(job);
       }
     }
   }
-  if (include.empty()) ctx.exit = Exit::not_fine;
+  const bool all_stored = include.empty() && !stored.empty();
+  if (include.empty() && !all_stored) ctx.exit = Exit::not_fine;
+  for (const auto& j : stored)
+    note(ctx, fmt::format("sm {} {} CUDA {}: the build store has key {}: no job", j["sm"].get<std::string>(),
+                          j["recipe"].get<std::string>(), j["cuda"].get<std::string>(),
+                          j["key"].get<std::string>().substr(0, 16)));
 
   if (a.format == "github") {
     // One line, nothing else on stdout: `echo "matrix=$(archbuild matrix … --format github)"`.
+    // Every key stored: an empty include, which the workflow skips (a job count of 0).
     out(nlohmann::json{{"include", include}}.dump());
-    if (include.empty()) warn(ctx, "matrix: no combination was accepted (see --format json for the refusals)");
+    if (include.empty() && !all_stored)
+      warn(ctx, "matrix: no combination was accepted (see --format json for the refusals)");
     return;
   }
   if (ctx.json) {
-    print_json({{"include", include}, {"refused", refused}, {"needs_install", needs}});
+    nlohmann::json doc = {{"include", include}, {"refused", refused}, {"needs_install", needs}};
+    if (build_store) {
+      doc["stored"] = stored;
+      doc["store"] = build_store->url().text();
+    }
+    print_json(doc);
     return;
   }
   out(fmt::format("{} job(s):", include.size()));
@@ -155,7 +234,14 @@ void run_matrix(const MatrixArgs& a, Context& ctx) {
     if (ctx.verbosity > 0)
       note(ctx, fmt::format("note: sm {} {} CUDA {}: {} (accepted: CI installs it)", j["sm"].get<std::string>(),
                           j["recipe"].get<std::string>(), j["cuda"].get<std::string>(), j["message"].get<std::string>()));
-  if (include.empty()) warn(ctx, "matrix: no combination was accepted");
+  if (!stored.empty()) {
+    out(fmt::format("{} in the build store (no job):", stored.size()));
+    for (const auto& j : stored)
+      out(fmt::format("  sm {:<7} {:<16} torch {:<7} CUDA {:<5} key {}", j["sm"].get<std::string>(),
+                      j["recipe"].get<std::string>(), j["torch"].get<std::string>(), j["cuda"].get<std::string>(),
+                      j["key"].get<std::string>().substr(0, 16)));
+  }
+  if (include.empty() && !all_stored) warn(ctx, "matrix: no combination was accepted");
 }
 
 }  // namespace
@@ -174,6 +260,11 @@ void add_matrix_command(CLI::App& app, Context& ctx) {
                   "default: this machine's")
       ->delimiter(',')
       ->type_name("LIST");
+  cmd->add_option("--cuda", args->cuda, "Only the jobs of this CUDA release (X.Y)");
+  cmd->add_option("--source-url", args->source_url,
+                  "Clone URL or local path of the source (a mirror): where --store computes the jobs' keys from");
+  cmd->add_option("--python", args->python, "Interpreter of the jobs' keys (X.Y or a path), as `wheel --python`");
+  add_store_options(*cmd, args->store, false);
   add_json_flag(*cmd, ctx);
   cmd->callback([args, &ctx] { run_matrix(*args, ctx); });
 }

@@ -75,6 +75,33 @@ TEST_CASE("build store: host B gets host A's wheel with no stage run, and a stor
   CHECK(dp["store"]["has_key"] == true);
   CHECK(dp["store"]["digest"] == da["store"]["digest"]);
 
+  // `matrix --store`: the job whose key host A pushed is no job; the other is looked up and stays.
+  {
+    t::RunOptions o;
+    o.unset_env = {"CCACHE_DIR", "ARCHBUILD_REMOTE_CACHE", "ARCHBUILD_STORE", "ARCHBUILD_STORE_TRUST"};
+    o.env["DOCKER_CONFIG"] = (dir / "docker").string();
+    std::vector<std::string> args = {"--cache-dir", (dir / "host-m").string(), "matrix", "--recipe",
+                                     std::string(ARCHBUILD_SOURCE_DIR) + "/examples/minitorch/recipe.toml",
+                                     "--source-url", url, "--python", "/usr/bin/python3", "--store", store, "--cuda", "13.0"};
+    auto m = t::archbuild([&] { auto v = args; v.insert(v.end(), {"--sm", "90,100", "--format", "json"}); return v; }(), o);
+    INFO("matrix: " << m.err);
+    REQUIRE(m.status == 0);
+    json dm = json::parse(m.out);
+    REQUIRE(dm["stored"].size() == 1);
+    CHECK(dm["stored"][0]["sm"] == "9.0");
+    CHECK(dm["stored"][0]["key"] == da["key"]);
+    CHECK(dm["stored"][0]["digest"] == da["store"]["digest"]);
+    REQUIRE(dm["include"].size() == 1);
+    CHECK(dm["include"][0]["sm"] == "10.0");
+    CHECK(dm["include"][0]["store"]["checked"] == true);
+    CHECK(dm["include"][0]["store"]["has_key"] == false);
+    auto g = t::archbuild([&] { auto v = args; v.insert(v.end(), {"--sm", "90", "--format", "github"}); return v; }(), o);
+    INFO("matrix --format github: " << g.err);
+    CHECK(g.status == 0);  // every job stored: nothing to build is success
+    CHECK(json::parse(g.out) == json{{"include", json::array()}});
+    CHECK(g.err.find("the build store has key") != std::string::npos);
+  }
+
   auto b = run("host-b", "wheel", {"--store-trust", pub.string()});
   INFO("host B: " << b.err);
   REQUIRE(b.status == 0);
