@@ -85,6 +85,11 @@ Result<Ok> Registry::authenticate(const std::string& challenge, bool push) {
   std::string basic = credentials_ ? base64_encode(credentials_->username + ":" + credentials_->secret) : std::string();
   if (scheme == "basic") {
     if (!credentials_) return Ok{};  // the retry answers 401 with the hint
+    if (credentials_->identity_token)
+      return Error::bad_input(fmt::format(
+          "{}: the registry asks for Basic auth, and the credentials from {} are an identity token, which is only "
+          "exchanged at a bearer token service (log in with a password: docker login {})",
+          url_.text(), credentials_->origin, url_.host));
     authorization_ = "Authorization: Basic " + basic;
     authorization_push_ = true;
     return Ok{};
@@ -97,7 +102,19 @@ Result<Ok> Registry::authenticate(const std::string& challenge, bool push) {
   if (!p["service"].empty()) token_url += "&service=" + percent_encode(p["service"]);
   HttpRequest t;
   t.url = token_url;
-  if (credentials_) t.headers.push_back("Authorization: Basic " + basic);
+  if (credentials_ && credentials_->identity_token) {
+    // An identity token is an OAuth2 refresh token: POSTed to the realm as a form, as docker
+    // does (distribution's token spec, "OAuth2 Token"), never sent as a password.
+    t.url = p["realm"];
+    t.method = "POST";
+    t.headers.push_back("Content-Type: application/x-www-form-urlencoded");
+    std::string form = "grant_type=refresh_token&client_id=archbuild&scope=" + percent_encode(scope) +
+                       "&refresh_token=" + percent_encode(credentials_->secret);
+    if (!p["service"].empty()) form += "&service=" + percent_encode(p["service"]);
+    t.body = form;
+  } else if (credentials_) {
+    t.headers.push_back("Authorization: Basic " + basic);
+  }
   auto r = http(t, limits_);
   if (!r) return r.error();
   if (r->status != 200) return refused("the token endpoint", *r);

@@ -359,11 +359,19 @@ class H(http.server.BaseHTTPRequestHandler):
             ok = auth == "Basic " + base64.b64encode(b"ann:pw").decode()
             body = b'{"token":"tok-123"}' if ok else b'{}'
             self.send_response(200 if ok else 401); self.end_headers(); self.wfile.write(body); return
-        if auth != "Bearer tok-123":
+        if auth not in ("Bearer tok-123", "Bearer tok-oauth"):
             self.send_response(401)
             self.send_header("WWW-Authenticate", f'Bearer realm="http://127.0.0.1:{port}/token",service="test",scope="repository:builds:pull"')
             self.end_headers(); return
         self.send_response(404); self.end_headers()
+    def do_POST(self):
+        # OAuth2: an identity (refresh) token exchanged for an access token, form-encoded.
+        import urllib.parse
+        form = urllib.parse.parse_qs(self.rfile.read(int(self.headers.get("Content-Length", 0))).decode())
+        log.write(f"POST {self.path} {self.headers.get('Authorization', '')} {sorted(form.items())}\n")
+        ok = form.get("grant_type") == ["refresh_token"] and form.get("refresh_token") == ["rt-456"]
+        self.send_response(200 if ok else 401); self.end_headers()
+        self.wfile.write(b'{"access_token":"tok-oauth"}' if ok else b'{}')
 http.server.HTTPServer(("127.0.0.1", port), H).serve_forever()
 )PY");
   t::Background srv("/usr/bin/python3", {server.string(), std::to_string(port), (dir / "log").string()});
@@ -386,4 +394,24 @@ http.server.HTTPServer(("127.0.0.1", port), H).serve_forever()
   REQUIRE_FALSE(refused);
   CHECK(refused.error().message.find("token endpoint") != std::string::npos);
   CHECK(refused.error().message.find("nope") == std::string::npos);
+
+  // docker config's "identitytoken" (an OAuth2 refresh token): exchanged at the realm by a POSTed
+  // form for an access token, never sent as a password.
+  remote::Registry oauth(*remote::parse_store_url("oci+http://127.0.0.1:" + std::to_string(port) + "/builds"),
+                         remote::Credentials{"<token>", "rt-456", true, "test"});
+  auto o = oauth.get_manifest(key);
+  INFO((o ? "" : o.error().message));
+  REQUIRE(o);
+  CHECK_FALSE(*o);
+  log = t::read_file(dir / "log");
+  CHECK(log.find("POST /token  [('client_id', ['archbuild']), ('grant_type', ['refresh_token']), ('refresh_token', "
+                 "['rt-456']), ('scope', ['repository:builds:pull']), ('service', ['test'])]") != std::string::npos);
+  CHECK(log.find("/v2/builds/manifests/" + key + " Bearer tok-oauth") != std::string::npos);
+  CHECK(log.find(" Basic PHRva2VuPjpydC00NTY=") == std::string::npos);  // base64("<token>:rt-456")
+  remote::Registry stale(*remote::parse_store_url("oci+http://127.0.0.1:" + std::to_string(port) + "/builds"),
+                         remote::Credentials{"<token>", "rt-expired", true, "test"});
+  auto st = stale.get_manifest(key);
+  REQUIRE_FALSE(st);
+  CHECK(st.error().message.find("token endpoint") != std::string::npos);
+  CHECK(st.error().message.find("rt-expired") == std::string::npos);
 }
