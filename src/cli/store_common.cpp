@@ -32,9 +32,9 @@ void add_store_options(CLI::App& cmd, StoreArgs& args, bool pushes) {
                "(default: $ARCHBUILD_STORE_REQUIRED=1)");
   if (pushes)
     cmd.add_option("--store-sign-key", args.sign_key,
-                   "Ed25519 private key (PEM) that signs what is pushed (default: $ARCHBUILD_STORE_SIGN_KEY)");
+                   "Ed25519 or ECDSA P-256 private key (PEM) that signs what is pushed (default: $ARCHBUILD_STORE_SIGN_KEY)");
   cmd.add_option("--store-trust", args.trust,
-                 "Ed25519 public keys (PEM): a pulled result must be signed by one of them, else it is not used "
+                 "Ed25519 or ECDSA P-256 public keys (PEM): a pulled result must be signed by one of them, else it is not used "
                  "(default: $ARCHBUILD_STORE_TRUST, comma-separated)")
       ->delimiter(',');
 }

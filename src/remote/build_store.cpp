@@ -195,7 +195,7 @@ Result<Pushed> BuildStore::push(const std::string& key, const std::filesystem::p
   if (config_.sign_key) {
     auto s = sign_digest(*config_.sign_key, out.digest);
     if (!s) return s.error();
-    std::string sig = json{{"algorithm", "ed25519"}, {"manifest_digest", out.digest}, {"key_id", s->key_id},
+    std::string sig = json{{"algorithm", s->algorithm}, {"manifest_digest", out.digest}, {"key_id", s->key_id},
                            {"signature", s->signature}}.dump();
     Descriptor d{signature_blob_type, sha256_digest(sig), sig.size()};
     if (auto r = registry_.push_blob(d, std::nullopt, sig); !r) return r.error();

@@ -22,6 +22,7 @@
   X(EVP_DigestVerifyInit)                \
   X(EVP_PKEY_free)                       \
   X(EVP_PKEY_get_base_id)                \
+  X(EVP_PKEY_get_bits)                   \
   X(PEM_read_PUBKEY)                     \
   X(PEM_read_PrivateKey)                 \
   X(d2i_PUBKEY)                          \
@@ -60,6 +61,20 @@ std::string public_der(EVP_PKEY* key) {
   return out;
 }
 
+// The key types a store signature may use: Ed25519 (signs the message itself), and ECDSA on
+// P-256 over SHA-256 (cosign's and most KMS' default key type). nullopt: not one of them.
+struct Scheme {
+  const char* algorithm;
+  bool sha256;  // EVP_DigestSign hashes with SHA-256 first (ECDSA)
+};
+std::optional<Scheme> scheme_of(EVP_PKEY* key) {
+  if (!key) return std::nullopt;
+  int id = ossl::EVP_PKEY_get_base_id(key);
+  if (id == EVP_PKEY_ED25519) return Scheme{"ed25519", false};
+  if (id == EVP_PKEY_EC && ossl::EVP_PKEY_get_bits(key) == 256) return Scheme{"ecdsa-p256-sha256", true};
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::string base64_encode(std::string_view data) {
@@ -87,26 +102,33 @@ std::optional<std::string> base64_decode(std::string_view data) {
 
 Result<Signed> sign_digest(const std::filesystem::path& private_key, std::string_view manifest_digest) {
   Key key = read_pem(private_key, true);
-  if (!key || ossl::EVP_PKEY_get_base_id(key.get()) != EVP_PKEY_ED25519)
-    return Error::bad_input(fmt::format("--store-sign-key {}: not an Ed25519 private key in PEM (make one with "
-                                        "`openssl genpkey -algorithm ed25519 -out FILE`)",
+  auto scheme = scheme_of(key.get());
+  if (!scheme)
+    return Error::bad_input(fmt::format("--store-sign-key {}: not an Ed25519 or ECDSA P-256 private key in PEM (make "
+                                        "one with `openssl genpkey -algorithm ed25519 -out FILE`)",
                                         private_key.string()));
   Ctx ctx = new_ctx();
-  unsigned char sig[64];
-  size_t len = sizeof sig;
-  if (ossl::EVP_DigestSignInit(ctx.get(), nullptr, nullptr, nullptr, key.get()) != 1 ||
-      ossl::EVP_DigestSign(ctx.get(), sig, &len, reinterpret_cast<const unsigned char*>(manifest_digest.data()),
-                           manifest_digest.size()) != 1)
-    return Error::bad_input(fmt::format("--store-sign-key {}: signing failed", private_key.string()));
-  return Signed{base64_encode(std::string_view(reinterpret_cast<char*>(sig), len)), sha256_hex(public_der(key.get()))};
+  const auto* msg = reinterpret_cast<const unsigned char*>(manifest_digest.data());
+  size_t len = 0;
+  std::string sig;
+  if (ossl::EVP_DigestSignInit(ctx.get(), nullptr, scheme->sha256 ? EVP_sha256() : nullptr, nullptr, key.get()) == 1 &&
+      ossl::EVP_DigestSign(ctx.get(), nullptr, &len, msg, manifest_digest.size()) == 1) {
+    sig.resize(len);
+    if (ossl::EVP_DigestSign(ctx.get(), reinterpret_cast<unsigned char*>(sig.data()), &len, msg, manifest_digest.size()) == 1)
+      sig.resize(len);
+    else
+      sig.clear();
+  }
+  if (sig.empty()) return Error::bad_input(fmt::format("--store-sign-key {}: signing failed", private_key.string()));
+  return Signed{base64_encode(sig), sha256_hex(public_der(key.get())), scheme->algorithm};
 }
 
 Result<TrustedKey> load_trusted_key(const std::filesystem::path& public_key) {
   Key key = read_pem(public_key, false);
   if (!key) key = read_pem(public_key, true);
-  if (!key || ossl::EVP_PKEY_get_base_id(key.get()) != EVP_PKEY_ED25519)
-    return Error::bad_input(fmt::format("--store-trust {}: not an Ed25519 public key in PEM (from the signing key: "
-                                        "`openssl pkey -in KEY -pubout -out FILE`)",
+  if (!scheme_of(key.get()))
+    return Error::bad_input(fmt::format("--store-trust {}: not an Ed25519 or ECDSA P-256 public key in PEM (from the "
+                                        "signing key: `openssl pkey -in KEY -pubout -out FILE`)",
                                         public_key.string()));
   TrustedKey t;
   t.file = public_key;
@@ -121,9 +143,10 @@ bool verify_digest(const TrustedKey& trusted, std::string_view manifest_digest, 
   const unsigned char* p = reinterpret_cast<const unsigned char*>(trusted.der.data());
   Key key = no_key();
   key.reset(ossl::d2i_PUBKEY(nullptr, &p, static_cast<long>(trusted.der.size())));
-  if (!key) return false;
+  auto scheme = scheme_of(key.get());
+  if (!scheme) return false;
   Ctx ctx = new_ctx();
-  return ossl::EVP_DigestVerifyInit(ctx.get(), nullptr, nullptr, nullptr, key.get()) == 1 &&
+  return ossl::EVP_DigestVerifyInit(ctx.get(), nullptr, scheme->sha256 ? EVP_sha256() : nullptr, nullptr, key.get()) == 1 &&
          ossl::EVP_DigestVerify(ctx.get(), reinterpret_cast<const unsigned char*>(sig->data()), sig->size(),
                                 reinterpret_cast<const unsigned char*>(manifest_digest.data()), manifest_digest.size()) == 1;
 }

@@ -1,7 +1,9 @@
-// Signatures over what a store holds: Ed25519 (OpenSSL's libcrypto, opened on first use) over
+// Signatures over what a store holds: Ed25519, or ECDSA P-256 with SHA-256 (OpenSSL's libcrypto,
+// opened on first use), over
 // the artifact's manifest digest ("sha256:<hex>"): the digest names every blob's digest, so one
 // signature covers the wheel, its manifest and reports. Keys are PEM files (`openssl genpkey
-// -algorithm ed25519`; the public half: `openssl pkey -pubout`).
+// -algorithm ed25519`, or `-algorithm ec -pkeyopt ec_paramgen_curve:P-256`; the public half:
+// `openssl pkey -pubout`).
 #pragma once
 
 #include <filesystem>
@@ -20,9 +22,10 @@ std::optional<std::string> base64_decode(std::string_view data);
 struct Signed {
   std::string signature;  // base64
   std::string key_id;     // sha256 hex of the public key's DER form
+  std::string algorithm;  // "ed25519" or "ecdsa-p256-sha256"
 };
 
-// Error (exit 2) naming the file when it is not an Ed25519 private key in PEM.
+// Error (exit 2) naming the file when it is not an Ed25519 or ECDSA P-256 private key in PEM.
 Result<Signed> sign_digest(const std::filesystem::path& private_key, std::string_view manifest_digest);
 
 struct TrustedKey {

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <thread>
 
@@ -135,7 +136,7 @@ TEST_CASE("credentials: docker's config.json auths, a credential helper, none", 
   CHECK(e.error().exit == Exit::bad_input);
 }
 
-TEST_CASE("signature: Ed25519 over the manifest digest verifies with its key only", "[remote]") {
+TEST_CASE("signature: Ed25519 or ECDSA P-256 over the manifest digest verifies with its key only", "[remote]") {
   t::TempDir dir;
   auto [priv, pub] = make_key(dir, "a");
   auto [other_priv, other_pub] = make_key(dir, "b");
@@ -149,6 +150,27 @@ TEST_CASE("signature: Ed25519 over the manifest digest verifies with its key onl
   auto o = remote::load_trusted_key(other_pub);
   REQUIRE(o);
   CHECK_FALSE(remote::verify_digest(*o, "sha256:abc", s->signature));
+  // ECDSA on P-256 over SHA-256 (cosign's key type) too; another curve or RSA is refused by name.
+  auto ec = dir / "ec.pem", ec_pub = dir / "ec.pub.pem";
+  REQUIRE(t::run("/usr/bin/openssl", {"genpkey", "-algorithm", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-out",
+                                      ec.string()}).status == 0);
+  REQUIRE(t::run("/usr/bin/openssl", {"pkey", "-in", ec.string(), "-pubout", "-out", ec_pub.string()}).status == 0);
+  auto es = remote::sign_digest(ec, "sha256:abc");
+  INFO((es ? "" : es.error().message));
+  REQUIRE(es);
+  CHECK(es->algorithm == "ecdsa-p256-sha256");
+  CHECK(s->algorithm == "ed25519");
+  auto ek = remote::load_trusted_key(ec_pub);
+  REQUIRE(ek);
+  CHECK(remote::verify_digest(*ek, "sha256:abc", es->signature));
+  CHECK_FALSE(remote::verify_digest(*ek, "sha256:abd", es->signature));
+  CHECK_FALSE(remote::verify_digest(*k, "sha256:abc", es->signature));  // another key's
+  auto p384 = dir / "p384.pem";
+  REQUIRE(t::run("/usr/bin/openssl", {"genpkey", "-algorithm", "ec", "-pkeyopt", "ec_paramgen_curve:P-384", "-out",
+                                      p384.string()}).status == 0);
+  auto refused = remote::sign_digest(p384, "sha256:abc");
+  REQUIRE_FALSE(refused);
+  CHECK_THAT(refused.error().message, Catch::Contains("Ed25519 or ECDSA P-256"));
   auto not_key = dir.write("x.pem", "hello");
   auto bad = remote::load_trusted_key(not_key);
   REQUIRE_FALSE(bad);
@@ -322,6 +344,36 @@ TEST_CASE("build store: basic auth through docker's config.json, and the passwor
   INFO((found ? "" : found.error().message));
   REQUIRE(found);
   CHECK(*found);
+}
+
+TEST_CASE("build store: oci:// is verified TLS with the system's CAs, and SSL_CERT_FILE names another", "[remote][registry]") {
+  NEED_REGISTRY();
+  t::TempDir dir;
+  t::Registry reg(dir / "registry", "", "", false, true);
+  remote::StoreConfig c;
+  c.url = "oci://" + reg.host() + "/builds/minitorch";
+  c.docker_config = fs::path("/nonexistent/config.json");
+  ::unsetenv("SSL_CERT_FILE");
+  ::unsetenv("SSL_CERT_DIR");
+  auto s = remote::BuildStore::open(c, capture());
+  REQUIRE(s);
+  // A CA the system does not trust: refused (a store that cannot be read), never used unverified.
+  auto untrusted = s->lookup(key);
+  REQUIRE_FALSE(untrusted);
+  CHECK(untrusted.error().exit == Exit::missing_tool);
+  CHECK_THAT(untrusted.error().message, Catch::Contains("certificate"));
+  ::setenv("SSL_CERT_FILE", reg.ca_file().c_str(), 1);
+  auto trusted = s->lookup(key);
+  ::unsetenv("SSL_CERT_FILE");
+  INFO((trusted ? "" : trusted.error().message));
+  REQUIRE(trusted);
+  CHECK_FALSE(*trusted);  // answered over verified TLS: the key is not there
+  auto r = make_result(dir);
+  ::setenv("SSL_CERT_FILE", reg.ca_file().c_str(), 1);
+  auto pushed = s->push(key, r.wheel, filename, r.manifest, json{{"ok", true}}, nullptr);
+  ::unsetenv("SSL_CERT_FILE");
+  REQUIRE(pushed);
+  CHECK(pushed->pushed);
 }
 
 TEST_CASE("build store: a registry that is down is an error at once, exit 3", "[remote][registry]") {

@@ -44,7 +44,27 @@ std::string registry_missing() {
   return "";
 }
 
-Registry::Registry(const fs::path& dir, const std::string& user, const std::string& password, bool read_only)
+namespace {
+
+// A CA and a server certificate for 127.0.0.1 signed by it, made with the openssl command.
+void make_certificates(const fs::path& dir) {
+  auto openssl = [&](std::vector<std::string> args) {
+    auto r = run("/usr/bin/openssl", args);
+    if (r.status != 0) throw std::runtime_error("openssl " + args.front() + " failed: " + r.err);
+  };
+  auto p = [&](const char* name) { return (dir / name).string(); };
+  openssl({"req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2", "-subj",
+           "/CN=archbuild test CA", "-keyout", p("ca.key"), "-out", p("ca.pem")});
+  openssl({"req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout",
+           p("server.key"), "-out", p("server.csr")});
+  std::ofstream(dir / "server.ext") << "subjectAltName=IP:127.0.0.1\n";
+  openssl({"x509", "-req", "-in", p("server.csr"), "-CA", p("ca.pem"), "-CAkey", p("ca.key"), "-CAcreateserial",
+           "-days", "2", "-extfile", p("server.ext"), "-out", p("server.pem")});
+}
+
+}  // namespace
+
+Registry::Registry(const fs::path& dir, const std::string& user, const std::string& password, bool read_only, bool tls)
     : dir_(dir) {
   fs::create_directories(dir_ / "storage");
   port_ = free_local_port();
@@ -52,6 +72,10 @@ Registry::Registry(const fs::path& dir, const std::string& user, const std::stri
                        (dir_ / "storage").string() + "\n  delete:\n    enabled: true\n" +
                        (read_only ? "  maintenance:\n    readonly:\n      enabled: true\n" : "") +
                        "http:\n  addr: " + host() + "\n  secret: archbuild-test\n";
+  if (tls) {
+    make_certificates(dir_);
+    config += "  tls:\n    certificate: " + (dir_ / "server.pem").string() + "\n    key: " + (dir_ / "server.key").string() + "\n";
+  }
   if (!user.empty()) {
     // bcrypt (the only hash the registry's htpasswd accepts), cost 4: quick to check per request.
     auto h = run("/usr/bin/python3", {"-W", "ignore", "-c",

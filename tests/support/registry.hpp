@@ -18,12 +18,14 @@ class Registry {
  public:
   // user/password: basic auth through an htpasswd file made with Python's crypt (bcrypt).
   // read_only: the registry's maintenance mode (reads answer, every push is refused).
+  // tls: HTTPS with a certificate for 127.0.0.1 from a CA made here (ca_file()).
   Registry(const std::filesystem::path& dir, const std::string& user = "", const std::string& password = "",
-           bool read_only = false);
+           bool read_only = false, bool tls = false);
   ~Registry();
   int port() const { return port_; }
   std::string host() const { return "127.0.0.1:" + std::to_string(port_); }
   std::filesystem::path storage() const { return dir_ / "storage"; }
+  std::filesystem::path ca_file() const { return dir_ / "ca.pem"; }  // with tls
   // The file holding a blob's bytes in the registry's storage (to tamper with in a test).
   std::filesystem::path blob_file(const std::string& digest) const;
   void stop();
