@@ -170,6 +170,8 @@ void run_matrix(const MatrixArgs& a, Context& ctx) {
                                                           : fmt::format("a {} key is computed on its runner", platform->name);
           else
             found = look_up_job(*build_store, a, sm, res, ctx);
+          if (found.lookup && found.lookup->state == StoreLookup::State::unreachable && build_store->config().required)
+            throw Failure(Error::missing_tool(fmt::format("--store-required: {}", found.lookup->problem)));
           if (found.lookup && found.lookup->state == StoreLookup::State::present) {
             job["key"] = found.key;
             job["digest"] = found.lookup->manifest->digest;
