@@ -180,10 +180,11 @@ void run_matrix(const MatrixArgs& a, Context& ctx) {
           }
           if (!found.lookup)
             job["store"] = {{"checked", false}, {"why", found.why}};
-          else
-            job["store"] = {{"checked", true}, {"key", found.key}, {"has_key", false},
-                            {"problem", found.lookup->problem.empty() ? nlohmann::json(nullptr)
-                                                                      : nlohmann::json(found.lookup->problem)}};
+          else {
+            job["store"] = found.lookup->to_json(*build_store);  // has_key false, reachable, problem
+            job["store"]["checked"] = true;
+            job["store"]["key"] = found.key;
+          }
         }
         include.push_back(job);
       }
