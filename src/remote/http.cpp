@@ -90,8 +90,13 @@ Result<HttpResponse> http(const HttpRequest& request, const HttpLimits& limits) 
   setopt(c, CURLOPT_NOSIGNAL, 1L);
   setopt(c, CURLOPT_FOLLOWLOCATION, 1L);  // blobs are often served from object storage
   setopt(c, CURLOPT_MAXREDIRS, 5L);
+#if LIBCURL_VERSION_NUM >= 0x075500  // the _STR options came in curl 7.85 (Debian 11, the bundle's root, has 7.74)
   setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
   setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+#else
+  setopt(c, CURLOPT_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+  setopt(c, CURLOPT_REDIR_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
   setopt(c, CURLOPT_CONNECTTIMEOUT, static_cast<long>(limits.connect.count()));
   setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
   setopt(c, CURLOPT_LOW_SPEED_TIME, limits.stall_seconds);

@@ -21,8 +21,6 @@
   X(EVP_DigestVerify)                    \
   X(EVP_DigestVerifyInit)                \
   X(EVP_PKEY_free)                       \
-  X(EVP_PKEY_get_base_id)                \
-  X(EVP_PKEY_get_bits)                   \
   X(PEM_read_PUBKEY)                     \
   X(PEM_read_PrivateKey)                 \
   X(d2i_PUBKEY)                          \
@@ -33,6 +31,15 @@ namespace ossl {
 #define ARCHBUILD_LAZY_SYMBOL(name) constinit inline LazySymbol<decltype(&::name)> name{libcrypto, #name};
 ARCHBUILD_SIGNATURE_FUNCTIONS(ARCHBUILD_LAZY_SYMBOL)
 #undef ARCHBUILD_LAZY_SYMBOL
+// OpenSSL 3 renamed these (the old names are macros there, not exported); the bundle built in
+// Debian 11 links OpenSSL 1.1, where only the old names exist.
+#if OPENSSL_VERSION_NUMBER >= 0x30000000L
+constinit inline LazySymbol<decltype(&::EVP_PKEY_get_base_id)> pkey_base_id{libcrypto, "EVP_PKEY_get_base_id"};
+constinit inline LazySymbol<decltype(&::EVP_PKEY_get_bits)> pkey_bits{libcrypto, "EVP_PKEY_get_bits"};
+#else
+constinit inline LazySymbol<decltype(&::EVP_PKEY_base_id)> pkey_base_id{libcrypto, "EVP_PKEY_base_id"};
+constinit inline LazySymbol<decltype(&::EVP_PKEY_bits)> pkey_bits{libcrypto, "EVP_PKEY_bits"};
+#endif
 }  // namespace ossl
 
 namespace {
@@ -69,9 +76,9 @@ struct Scheme {
 };
 std::optional<Scheme> scheme_of(EVP_PKEY* key) {
   if (!key) return std::nullopt;
-  int id = ossl::EVP_PKEY_get_base_id(key);
+  int id = ossl::pkey_base_id(key);
   if (id == EVP_PKEY_ED25519) return Scheme{"ed25519", false};
-  if (id == EVP_PKEY_EC && ossl::EVP_PKEY_get_bits(key) == 256) return Scheme{"ecdsa-p256-sha256", true};
+  if (id == EVP_PKEY_EC && ossl::pkey_bits(key) == 256) return Scheme{"ecdsa-p256-sha256", true};
   return std::nullopt;
 }
 
