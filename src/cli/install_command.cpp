@@ -216,7 +216,7 @@ doctor::BuildAdvisor make_build_advisor(const std::vector<toolchain::Toolchain>&
     if (by_jetpack) {
       s.command = fmt::format("archbuild wheel --sm {} --recipe {} --cuda {} --platform {}{}", doctor::sm_option(ccs),
                               r.recipe.name, jetpack->cuda.str(), platform, python ? " --python " + python->str() : "");
-      s.detail = fmt::format("on the Jetson: torch {} with CUDA {}, as {}", r.recipe.version.str(), r.toolchain.cuda.str(),
+      s.detail = fmt::format("torch {} with CUDA {} on the Jetson, as {}", r.recipe.version.str(), r.toolchain.cuda.str(),
                              jetpack_says);
       return s;  // this machine's missing tools are not that host's
     }

@@ -445,7 +445,7 @@ TEST_CASE("install-command on ARM hosts: GB10 and Thor get the aarch64 wheel, a 
   CHECK(has(unknown.err, "not a platform"));
 }
 
-TEST_CASE("install-command --jetpack: the Jetson's JetPack CUDA names the recipe; JetPack 7 is Thor's", "[cli][install][arm]") {
+TEST_CASE("install-command --jetpack: the Jetson's JetPack CUDA names the recipe, and JetPack 7 is Thor's", "[cli][install][arm]") {
   FakeHost h;  // an x86_64 machine advising for a Jetson elsewhere
   auto orin = t::archbuild({"install-command", "--gpu", "Jetson AGX Orin", "--jetpack", "6.2", "--driver", "540.4.0", "--json"},
                            h.options());

@@ -405,7 +405,7 @@ TEST_CASE("libraries: on sbsa the official BLAS=NVPL is used where NVPL is found
   CHECK(choice(*x86, "lapack").note.empty());
 }
 
-TEST_CASE("libraries: --env BLAS=NVPL looks for NVPL only; absent, exit 3 says so instead of building its own LAPACK",
+TEST_CASE("libraries: --env BLAS=NVPL looks for NVPL only: absent, exit 3 says so instead of building its own LAPACK",
           "[plan][libraries][arm]") {
   auto in = torch_inputs();
   in.facts.found = {cand("cudnn", LibraryOrigin::toolkit, "CUDA 13.0", "/usr/local/cuda", "9.19.0"),
