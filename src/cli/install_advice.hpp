@@ -14,6 +14,7 @@
 #include "cli/context.hpp"
 #include "doctor/doctor.hpp"
 #include "doctor/install.hpp"
+#include "toolchain/jetpack.hpp"
 #include "toolchain/platform.hpp"
 #include "toolchain/toolchain.hpp"
 
@@ -24,6 +25,7 @@ struct TargetArgs {
   std::vector<std::string> gpu;  // --gpu "RTX 5090" (repeatable)
   std::string driver;            // --driver 570.86
   std::string platform;          // --platform sbsa (toolchains/platforms.toml); "": decided
+  std::string jetpack;           // --jetpack 6.2 (toolchains/jetpack.toml): a Jetson's CUDA and platform
 };
 
 // Adds --sm, --gpu, --driver and --platform to a command.
@@ -39,6 +41,8 @@ struct HostTargets {
   std::optional<toolchain::Platform> platform;
   std::string platform_why;
   bool platform_is_this_machine = true;
+  // --jetpack: the Jetson's JetPack release (its CUDA names the recipe a build there uses).
+  std::optional<toolchain::JetPack> jetpack;
 };
 
 // Targets from --sm and --gpu (bad values: Failure, exit 2), else this host's GPUs; the driver
@@ -49,9 +53,11 @@ HostTargets gather_targets(const TargetArgs& args, const arch::ArchData& data);
 toolchain::Probe tool_probe();
 
 // Resolution as `archbuild wheel` would do it, with the host discovered on the first question.
-// `platform`: named in the command (--platform NAME) when it is not this machine's own.
+// `platform`: named in the command (--platform NAME) when it is not this machine's own;
+// `jetpack`: that Jetson's JetPack, whose CUDA picks the recipe the command names.
 doctor::BuildAdvisor make_build_advisor(const std::vector<toolchain::Toolchain>& toolchains,
-                                        std::optional<Version> python, const std::string& platform = "");
+                                        std::optional<Version> python, const std::string& platform = "",
+                                        const std::optional<toolchain::JetPack>& jetpack = std::nullopt);
 
 nlohmann::json install_advice_json(const doctor::InstallAdvice& a, const HostTargets& h);
 void print_install_advice(const doctor::InstallAdvice& a, const HostTargets& h, const Context& ctx);

@@ -71,6 +71,10 @@ void add_target_options(CLI::App& cmd, TargetArgs& args) {
                  "The platform to advise for (toolchains/platforms.toml: x86_64, sbsa, jetson); default: the one the "
                  "GPUs sit on, else this machine's")
       ->type_name("NAME");
+  cmd.add_option("--jetpack", args.jetpack,
+                 "The JetPack release of the Jetson advised for (toolchains/jetpack.toml: 6.2 is CUDA 12.6): its CUDA "
+                 "names the recipe of the build, its platform the platform")
+      ->type_name("VER");
 }
 
 HostTargets gather_targets(const TargetArgs& a, const arch::ArchData& data) {
@@ -96,14 +100,31 @@ HostTargets gather_targets(const TargetArgs& a, const arch::ArchData& data) {
     h.driver = a.driver;
     h.driver_source = "--driver";
   }
+  if (!a.jetpack.empty()) {
+    auto j = toolchain::JetPacks::shipped().find(a.jetpack);
+    if (!j) throw Failure(j.error());
+    if (!a.platform.empty() && a.platform != j->platform)
+      throw Failure(Error::bad_input(fmt::format("--jetpack {} is platform {} (toolchains/jetpack.toml), not --platform {}",
+                                                 a.jetpack, j->platform, a.platform)));
+    h.jetpack = *j;
+  }
   auto decide_platform = [&] {
+    // The JetPack must support every GPU asked about (JetPack 7 is Thor's only; Orin stays on 6).
+    if (h.jetpack)
+      for (const auto& t : h.targets)
+        if (!h.jetpack->supports(t.cc))
+          throw Failure(Error::bad_input(fmt::format("--jetpack {}: JetPack {} supports CC {} only ({}), not {} ({})",
+                                                     a.jetpack, h.jetpack->version.str(), h.jetpack->ccs_text(),
+                                                     h.jetpack->url, t.cc.str(), t.source)));
     const auto& ps = toolchain::Platforms::shipped();
     auto machine = toolchain::this_machine();
-    auto c = toolchain::choose_platform(ps, a.platform.empty() ? std::nullopt : std::optional<std::string>(a.platform),
-                                        platform_gpus, machine);
+    std::optional<std::string> asked;
+    if (!a.platform.empty()) asked = a.platform;
+    else if (h.jetpack) asked = h.jetpack->platform;
+    auto c = toolchain::choose_platform(ps, asked, platform_gpus, machine);
     if (!c) throw Failure(c.error());
     h.platform = *c->platform;
-    h.platform_why = c->why;
+    h.platform_why = a.platform.empty() && h.jetpack ? fmt::format("--jetpack {} (toolchains/jetpack.toml)", a.jetpack) : c->why;
     const auto* own = ps.default_for(machine.arch, machine.tegra);
     h.platform_is_this_machine = own && own->name == c->platform->name;
   };
@@ -135,7 +156,8 @@ HostTargets gather_targets(const TargetArgs& a, const arch::ArchData& data) {
 }
 
 doctor::BuildAdvisor make_build_advisor(const std::vector<toolchain::Toolchain>& toolchains,
-                                        std::optional<Version> python, const std::string& platform) {
+                                        std::optional<Version> python, const std::string& platform,
+                                        const std::optional<toolchain::JetPack>& jetpack) {
   // Discovered on the first question only (a run that needs no build never starts those probes).
   struct Lazy {
     bool tried = false;
@@ -143,7 +165,7 @@ doctor::BuildAdvisor make_build_advisor(const std::vector<toolchain::Toolchain>&
     std::string error;
   };
   auto lazy = std::make_shared<Lazy>();
-  return [lazy, toolchains, python, platform](const std::vector<arch::Cc>& ccs,
+  return [lazy, toolchains, python, platform, jetpack](const std::vector<arch::Cc>& ccs,
                                     const std::optional<Version>& line) -> doctor::BuildSuggestion {
     doctor::BuildSuggestion s;
     if (!lazy->tried) {
@@ -173,9 +195,17 @@ doctor::BuildAdvisor make_build_advisor(const std::vector<toolchain::Toolchain>&
     req.python = python;
     req.recipe_label = "the torch recipes";
     if (!platform.empty()) req.platform = platform;
+    // Another machine's JetPack: its CUDA decides the recipe there, as its installed toolkit would.
+    const bool by_jetpack = jetpack && !platform.empty();
+    std::string jetpack_says;
+    if (by_jetpack) {
+      req.cuda = jetpack->cuda;
+      jetpack_says = fmt::format("JetPack {} (L4T {}) installs CUDA {} ({}){}", jetpack->version.str(), jetpack->l4t.str(),
+                                 jetpack->cuda.str(), jetpack->url, jetpack->note.empty() ? "" : "; " + jetpack->note);
+    }
     auto r = plan::resolve(req, *lazy->inputs);
     if (r.status == Exit::bad_input) {
-      s.detail = r.message;
+      s.detail = by_jetpack ? jetpack_says + ": " + r.message : r.message;
       return s;
     }
     s.ok = true;
@@ -183,9 +213,16 @@ doctor::BuildAdvisor make_build_advisor(const std::vector<toolchain::Toolchain>&
     s.command = fmt::format("archbuild wheel --sm {} --recipe {}{}", doctor::sm_option(ccs), r.recipe.name,
                             python ? " --python " + python->str() : "");
     s.detail = fmt::format("torch {} with CUDA {}", r.recipe.version.str(), r.toolchain.cuda.str());
+    if (by_jetpack) {
+      s.command = fmt::format("archbuild wheel --sm {} --recipe {} --cuda {} --platform {}{}", doctor::sm_option(ccs),
+                              r.recipe.name, jetpack->cuda.str(), platform, python ? " --python " + python->str() : "");
+      s.detail = fmt::format("torch {} with CUDA {} on the Jetson, as {}", r.recipe.version.str(), r.toolchain.cuda.str(),
+                             jetpack_says);
+      return s;  // this machine's missing tools are not that host's
+    }
     if (!platform.empty()) {
       // Another machine's platform: its own toolkit (a Jetson's is JetPack's) picks the recipe
-      // there, so the command names none; this host's resolution is only an example.
+      // there, so the command names none (--jetpack names it); this host's resolution is only an example.
       s.command = fmt::format("archbuild wheel --sm {} --platform {}{}", doctor::sm_option(ccs), platform,
                               python ? " --python " + python->str() : "");
       s.detail = fmt::format("on a {} host, with the recipe its installed CUDA toolkit allows (here: torch {} with CUDA {})",
@@ -234,6 +271,12 @@ nlohmann::json install_advice_json(const doctor::InstallAdvice& a, const HostTar
                                                {"why", h.platform_why},
                                                {"this_machine", h.platform_is_this_machine}}
                               : nlohmann::json(nullptr)},
+      {"jetpack", h.jetpack ? nlohmann::json{{"version", h.jetpack->version.str()},
+                                             {"l4t", h.jetpack->l4t.str()},
+                                             {"cuda", h.jetpack->cuda.str()},
+                                             {"platform", h.jetpack->platform},
+                                             {"url", h.jetpack->url}}
+                            : nlohmann::json(nullptr)},
       {"options", options},
       {"ruled_out", a.ruled_out},
       {"notes", a.notes},
@@ -330,7 +373,7 @@ void run_install_command(const InstallArgs& a, Context& ctx) {
   q.platform_why = h.platform_why;
   q.platform_is_this_machine = h.platform_is_this_machine;
   auto advice = doctor::advise_install(
-      q, make_build_advisor(q.toolchains, std::nullopt, h.platform_is_this_machine ? "" : h.platform->name));
+      q, make_build_advisor(q.toolchains, std::nullopt, h.platform_is_this_machine ? "" : h.platform->name, h.jetpack));
   if (ctx.json)
     print_json(install_advice_json(advice, h));
   else if (!h.targets.empty())

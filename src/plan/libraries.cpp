@@ -98,6 +98,28 @@ std::optional<std::string> host_declined(const recipe::LibrarySpec& s, const Lib
   return std::nullopt;
 }
 
+// The provider whose `on` variables all hold the given values (BLAS=NVPL selects nvpl); nullptr
+// when none does. `skip`: variables that do not count (fixed elsewhere).
+const recipe::LibrarySpec* selected_by(const std::vector<const recipe::LibrarySpec*>& specs,
+                                       const std::map<std::string, std::string>& env,
+                                       const std::map<std::string, std::string>& skip = {}) {
+  for (const auto* s : specs) {
+    if (s->on.empty() || specs.size() < 2) continue;
+    bool all = std::all_of(s->on.begin(), s->on.end(), [&](const auto& kv) {
+      auto it = env.find(kv.first);
+      return it != env.end() && it->second == kv.second && !skip.count(kv.first);
+    });
+    if (all) return s;
+  }
+  return nullptr;
+}
+
+std::string assignments(const std::map<std::string, std::string>& on) {
+  std::vector<std::string> parts;
+  for (const auto& [k, v] : on) parts.push_back(k + "=" + v);
+  return text::join(parts, " ");
+}
+
 }  // namespace
 
 Result<LibraryPlan> plan_libraries(const LibraryInputs& in) {
@@ -164,12 +186,23 @@ Result<LibraryPlan> plan_libraries(const LibraryInputs& in) {
       out.choices.push_back(std::move(c));
       continue;
     }
+    // The recipe or --env selecting one provider (--env BLAS=NVPL): only that one is looked for.
+    const recipe::LibrarySpec* fixed_choice = selected_by(specs, in.fixed_env);
     std::optional<std::string> declined;
-    for (const auto* s : specs)
-      if (!declined) declined = host_declined(*s, in);
+    if (!fixed_choice)
+      for (const auto* s : specs)
+        if (!declined) declined = host_declined(*s, in);
+    // The official builds' choice (BLAS=NVPL on sbsa), first in the order, unless fixed above.
+    const recipe::LibrarySpec* preferred = fixed_choice ? nullptr : selected_by(specs, in.preferred_env, in.fixed_env);
+    std::vector<const recipe::LibrarySpec*> order = specs;
+    if (fixed_choice) order = {fixed_choice};
+    if (preferred) {
+      order.erase(std::find(order.begin(), order.end(), preferred));
+      order.insert(order.begin(), preferred);
+    }
     // The first place in preference order (facts are in that order per library), providers in
     // their data order (MKL before OpenBLAS: PyTorch's default BLAS).
-    for (const auto* s : declined ? std::vector<const recipe::LibrarySpec*>{} : specs) {
+    for (const auto* s : declined ? std::vector<const recipe::LibrarySpec*>{} : order) {
       auto it = std::find_if(in.facts.found.begin(), in.facts.found.end(),
                              [&](const LibraryCandidate& f) { return f.library == s->name; });
       if (it == in.facts.found.end()) continue;
@@ -183,6 +216,22 @@ Result<LibraryPlan> plan_libraries(const LibraryInputs& in) {
       for (const auto& [k, v] : s->paths)
         if (!in.fixed_env.count(k)) out.path_env[k] = fill(v, *it);
       break;
+    }
+    if (preferred && c.state == LibraryState::found) {
+      auto used = std::find_if(specs.begin(), specs.end(), [&](const auto* s) { return s->name == c.library; });
+      c.note = c.library == preferred->name
+                   ? fmt::format("{} as {}", assignments(preferred->on), in.preferred_from)
+                   : fmt::format("{} of {} not used: {} not found ({}); {} instead", assignments(preferred->on),
+                                 in.preferred_from, preferred->title, preferred->advice, (*used)->title);
+    }
+    if (fixed_choice && c.state != LibraryState::found) {
+      // The variable names this provider and no other: the others do not stand in for it.
+      auto from = in.fixed_from.find(fixed_choice->on.begin()->first);
+      c.title = fixed_choice->title;
+      c.advice = fixed_choice->advice;
+      c.note = fmt::format("{} from {} selects {}: not found", assignments(fixed_choice->on),
+                           from == in.fixed_from.end() ? std::string("the recipe's [build.env]") : from->second,
+                           fixed_choice->title);
     }
     if (c.state != LibraryState::found) {
       if (auto f = in.from_fetch.find(name); f != in.from_fetch.end()) {
@@ -221,7 +270,8 @@ std::optional<Error> missing_libraries(const LibraryPlan& p) {
   std::vector<std::string> parts, names;
   for (const auto& c : p.choices)
     if (c.state == LibraryState::missing) {
-      parts.push_back(fmt::format("{} ({}): {}", c.name, c.title, c.advice));
+      parts.push_back(fmt::format("{} ({}): {}{}", c.name, c.title, c.advice,
+                                  c.note.empty() ? "" : " [" + c.note + "; drop it to use another provider]"));
       names.push_back(c.name);
     }
   if (parts.empty()) return std::nullopt;
@@ -248,6 +298,7 @@ json to_json(const LibraryChoice& c) {
   else
     j["from"] = nullptr;
   if (!c.reason.empty()) j["reason"] = c.reason;
+  if (!c.note.empty()) j["note"] = c.note;
   if (c.state == LibraryState::missing || c.state == LibraryState::absent) j["advice"] = c.advice;
   j["feature"] = !c.summary.empty() ? c.summary : c.summary_on;
   return j;
@@ -279,10 +330,11 @@ std::string describe(const LibraryChoice& c) {
                           : f.origin == LibraryOrigin::pip  ? fmt::format("pip package {}", f.via)
                           : f.origin == LibraryOrigin::system ? std::string("the system")
                                                               : fmt::format("${}", f.via);
-      return fmt::format("{} {} {} from {}: {}", head, c.library, f.version.value_or("(version unknown)"), where,
-                         f.lib_file.string());
+      return fmt::format("{} {} {} from {}: {}{}", head, c.library, f.version.value_or("(version unknown)"), where,
+                         f.lib_file.string(), c.note.empty() ? "" : " (" + c.note + ")");
     }
-    case LibraryState::missing: return fmt::format("{} {} — {}", head, c.title, c.advice);
+    case LibraryState::missing:
+      return fmt::format("{} {} — {}{}", head, c.title, c.advice, c.note.empty() ? "" : " (" + c.note + ")");
     case LibraryState::absent: return fmt::format("{} {} not found: built without it ({})", head, c.title, c.advice);
     case LibraryState::without:
     case LibraryState::source:

@@ -39,6 +39,9 @@ struct LibraryChoice {
   std::string advice;    // how to provide it
   std::string summary;     // the feature-summary name that must read ON (found)
   std::string summary_on;  // or the line that must appear
+  // A word on a preferred provider: "BLAS=NVPL as the official sbsa builds", or why it was not
+  // used and what was chosen instead. Empty when nothing was preferred.
+  std::string note;
 };
 
 struct LibraryPlan {
@@ -59,6 +62,11 @@ struct LibraryInputs {
   // The recipe's active [[fetch]]es by name → path ("nccl" → "third_party/nccl"): a library of
   // that name the host lacks is built from that source, not missing.
   std::map<std::string, std::string> from_fetch;
+  // Variables the official builds of the platform set (recipe [platform.NAME] official_env): a
+  // provider they select (its `on`: BLAS=NVPL) is looked for first when neither the recipe nor
+  // --env fixes them; absent, the next provider found is used and the choice's note says so.
+  std::map<std::string, std::string> preferred_env;
+  std::string preferred_from;  // "the official sbsa builds (recipe [platform.sbsa] official_env)"
 };
 
 // Errors (exit 2): a name in [libraries] or --without that no spec defines.

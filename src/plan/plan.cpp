@@ -245,9 +245,16 @@ std::vector<std::string> pep517_args(const std::string& wheel_dir,
 
 // The recipe's libraries (plan/libraries.hpp) decided from the gathered facts; their switches
 // enter the environment keyed, where they lie unkeyed.
-Result<Ok> plan_recipe_libraries(const recipe::Recipe& r, const PlanOptions& options, PlanData& p) {
+Result<Ok> plan_recipe_libraries(const Resolution& res, const PlanOptions& options, PlanData& p) {
+  const recipe::Recipe& r = res.recipe;
   if (r.libraries.empty() && options.without.empty()) return Ok{};
   LibraryInputs in;
+  // What the platform's official builds select (BLAS=NVPL on sbsa) is preferred where found.
+  if (auto it = r.platforms.find(res.platform.name); it != r.platforms.end()) {
+    in.preferred_env = it->second.official_env;
+    in.preferred_from = fmt::format("the official {} builds (recipe [platform.{}] official_env)", res.platform.name,
+                                    res.platform.name);
+  }
   if (options.library_specs.empty()) {
     auto shipped = recipe::load_shipped_library_specs();
     if (!shipped) return shipped.error();
@@ -576,7 +583,7 @@ Result<Plan> make_plan(const Resolution& res, const PlanOptions& options) {
                                           k, k, p.env[k].keyed ? p.env[k].value : p.env[k].why));
     keyed(k, v);
   }
-  if (auto e = plan_recipe_libraries(r, options, p); !e) return e.error();
+  if (auto e = plan_recipe_libraries(res, options, p); !e) return e.error();
 
   // What the build would download, under the environment just fixed: the caller's resolution of
   // each active one (a resolution for a disabled one is dropped).

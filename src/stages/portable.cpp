@@ -220,6 +220,14 @@ Result<PortableResult> make_portable(const fs::path& wheel, const validate::Libr
   }
 
   std::string cuda_major = options.cuda ? std::to_string(options.cuda->major()) : "";
+  // The machine the wheel is for, from its platform tag: a package without a wheel for it
+  // (data/validate/libraries.toml `machines`) cannot be required there.
+  std::string machine;
+  if (auto n = validate::parse_wheel_name(wheel.filename().string()))
+    for (const auto& t : n->platform_tags)
+      for (const char* m : {"x86_64", "aarch64"})
+        if (t.ends_with(std::string("_") + m)) machine = m;
+  std::map<std::string, std::string> no_wheel;              // soname -> package without a wheel here
   std::map<std::string, Mapped> mapped;                     // by package name
   std::map<std::string, std::set<std::string>> host_libs;   // soname -> files
   for (auto& e : elfs) {
@@ -239,6 +247,10 @@ Result<PortableResult> make_portable(const fs::path& wheel, const validate::Libr
         continue;
       }
       const validate::LibraryPackage* pkg = official ? facts.package_of(soname, cuda_major) : nullptr;
+      if (pkg && !pkg->has_wheel_for(machine)) {
+        no_wheel[soname] = pkg->name;
+        pkg = nullptr;
+      }
       if (!pkg) {
         host_libs[soname].insert(e.path);
         e.host_bound = true;
@@ -345,10 +357,22 @@ Result<PortableResult> make_portable(const fs::path& wheel, const validate::Libr
   }
   std::string host_reason;
   if (!host_libs.empty()) {
+    std::vector<std::string> packageless, wheelless;
+    for (const auto& n : host_names) {
+      auto w = no_wheel.find(n);
+      if (w == no_wheel.end()) packageless.push_back(n);
+      else wheelless.push_back(fmt::format("{} ({} has no {} wheel)", n, w->second, machine));
+    }
+    std::vector<std::string> parts;
+    if (!packageless.empty())
+      parts.push_back(fmt::format("{} {} no nvidia-* package in data/validate/libraries.toml", text::join(packageless, ", "),
+                                  packageless.size() == 1 ? "has" : "have"));
+    if (!wheelless.empty())
+      parts.push_back(fmt::format("{}: no pip package provides {} there (data/validate/libraries.toml machines)",
+                                  text::join(wheelless, ", "), wheelless.size() == 1 ? "it" : "them"));
     host_reason = options.layout == recipe::WheelLayout::host
                       ? fmt::format("the recipe's [wheel] layout = \"host\": {} from the build host", text::join(host_names, ", "))
-                      : fmt::format("{} {} no nvidia-* package in data/validate/libraries.toml", text::join(host_names, ", "),
-                                    host_names.size() == 1 ? "has" : "have");
+                      : text::join(parts, "; ");
     out["host_bound"] = true;
     out["host_bound_reason"] = host_reason;
   }

@@ -195,6 +195,14 @@ Result<LibraryFacts> load_library_facts(const fs::path& file) {
         pkg.meta_name = m[1].str();
         pkg.meta_extra = m[2].str();
       }
+      if (auto ms = p.strings("machines")) {
+        for (const auto& m : *ms)
+          if (m != "x86_64" && m != "aarch64")
+            return p.error_at("machines", fmt::format("machines: \"{}\" is not a machine archbuild builds for; expected "
+                                                      "x86_64 or aarch64 (`uname -m`)",
+                                                      m));
+        pkg.machines = *ms;
+      }
       if (const toml::table* vs = p.table("versions"))
         for (const auto& [cuda, v] : *vs) {
           auto text = v.value<std::string>();

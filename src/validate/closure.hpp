@@ -9,6 +9,8 @@
 // file-system access is the host lookup for the message, which callers may replace.
 #pragma once
 
+#include <algorithm>
+
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -40,6 +42,12 @@ struct LibraryPackage {
   // The metapackage extra that also installs it, as official torch wheels declare it since CUDA 13
   // (`cuda-toolkit[cublas,cudart,…]==13.0.2`): {"cuda-toolkit", "cublas"}; empty when none.
   std::string meta_name, meta_extra;
+  // The machines (`uname -m`) the package has wheels for ("x86_64", "aarch64"); empty: any. A
+  // wheel for another machine cannot require it: there its library stays host-bound.
+  std::vector<std::string> machines;
+  bool has_wheel_for(const std::string& machine) const {
+    return machines.empty() || machine.empty() || std::find(machines.begin(), machines.end(), machine) != machines.end();
+  }
 };
 
 // The newest libstdc++/libgcc symbol versions a manylinux glibc version allows.

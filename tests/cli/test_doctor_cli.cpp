@@ -444,3 +444,43 @@ TEST_CASE("install-command on ARM hosts: GB10 and Thor get the aarch64 wheel, a 
   CHECK(unknown.status == 2);
   CHECK(has(unknown.err, "not a platform"));
 }
+
+TEST_CASE("install-command --jetpack: the Jetson's JetPack CUDA names the recipe, and JetPack 7 is Thor's", "[cli][install][arm]") {
+  FakeHost h;  // an x86_64 machine advising for a Jetson elsewhere
+  auto orin = t::archbuild({"install-command", "--gpu", "Jetson AGX Orin", "--jetpack", "6.2", "--driver", "540.4.0", "--json"},
+                           h.options());
+  INFO(orin.out << orin.err);
+  CHECK(orin.status == 1);
+  auto o = nlohmann::json::parse(orin.out);
+  CHECK(o["platform"]["name"] == "jetson");
+  CHECK(o["platform"]["why"] == "--jetpack 6.2 (toolchains/jetpack.toml)");
+  CHECK(o["jetpack"]["cuda"] == "12.6");
+  CHECK(o["jetpack"]["l4t"] == "36.4.3");
+  // Before JetPack data the command named no recipe ("… --platform jetson"); now CUDA 12.6's.
+  REQUIRE(o["build"]["ok"] == true);
+  CHECK(o["build"]["command"] == "archbuild wheel --sm 87 --recipe torch-2.14 --cuda 12.6 --platform jetson");
+  CHECK(has(o["build"]["detail"].get<std::string>(), "JetPack 6.2 (L4T 36.4.3) installs CUDA 12.6"));
+  // JetPack 5's CUDA 11.4: no recipe builds with it; the detail says so and what JetPack 5 allows.
+  auto five = t::archbuild({"install-command", "--gpu", "Jetson AGX Orin", "--jetpack", "5.1", "--driver", "540.4.0", "--json"},
+                           h.options());
+  auto f = nlohmann::json::parse(five.out);
+  CHECK(f["build"]["ok"] == false);
+  CHECK(has(f["build"]["detail"].get<std::string>(), "installs CUDA 11.4"));
+  CHECK(has(f["build"]["detail"].get<std::string>(), "CUDA 11.8 or newer"));
+  // JetPack 7 supports Thor only: Orin with it is refused (exit 2) with the source.
+  auto orin7 = t::archbuild({"install-command", "--gpu", "Jetson AGX Orin", "--jetpack", "7.0"}, h.options());
+  CHECK(orin7.status == 2);
+  CHECK(has(orin7.err, "JetPack 7.0 supports CC 11.0 only"));
+  CHECK(has(orin7.err, "not 8.7"));
+  // Thor with JetPack 7: the sbsa platform, the official aarch64 wheel.
+  auto thor = t::archbuild({"install-command", "--gpu", "Jetson Thor", "--jetpack", "7.0", "--driver", "580.00", "--json"},
+                           h.options());
+  CHECK(thor.status == 0);
+  CHECK(nlohmann::json::parse(thor.out)["platform"]["name"] == "sbsa");
+  auto clash = t::archbuild({"install-command", "--gpu", "Jetson AGX Orin", "--jetpack", "6.2", "--platform", "sbsa"}, h.options());
+  CHECK(clash.status == 2);
+  CHECK(has(clash.err, "--jetpack 6.2 is platform jetson"));
+  auto bad = t::archbuild({"install-command", "--sm", "87", "--jetpack", "9.9"}, h.options());
+  CHECK(bad.status == 2);
+  CHECK(has(bad.err, "--jetpack 9.9: not a JetPack release"));
+}

@@ -236,6 +236,44 @@ TEST_CASE("release data: the aarch64 lists are read per release line", "[doctor]
   CHECK(arm[0].cu() == "cu126");
   CHECK(*arm[0].arch_list == "8.0;9.0");
   CHECK(r->variants_for("x86_64").size() == 3);
-  CHECK(releases().find(Version::parse("2.9").value())->variants_for("aarch64").empty());
   CHECK(r->variants_for("").empty());
+  // Older lines: 2.7 shipped cu128 only, 2.8 cu129 with no recorded list, 2.6 and before none.
+  auto arm_of = [](const char* line) {
+    std::vector<std::string> out;
+    for (const auto& v : releases().find(Version::parse(line).value())->variants_for("aarch64"))
+      out.push_back(v.cu() + "=" + (v.arch_list ? *v.arch_list : std::string("?")));
+    return out;
+  };
+  CHECK(arm_of("2.6").empty());
+  CHECK(arm_of("2.7") == std::vector<std::string>{"cu128=9.0;10.0;12.0"});
+  CHECK(arm_of("2.8") == std::vector<std::string>{"cu129=?"});
+  CHECK(arm_of("2.9") == std::vector<std::string>{"cu126=8.0;9.0", "cu128=8.0;9.0;10.0;12.0",
+                                                  "cu130=8.0;9.0;10.0;11.0;12.0+PTX"});
+  CHECK(arm_of("2.11") == std::vector<std::string>{"cu126=8.0;9.0", "cu128=8.0;9.0;10.0;12.0",
+                                                   "cu130=8.0;9.0;10.0;11.0;12.0"});
+  CHECK(arm_of("2.13").size() == 3);
+}
+
+TEST_CASE("install advice on sbsa with a CUDA 12 driver: GB200 gets the newest aarch64 cu128 wheel", "[doctor][install][arm]") {
+  // Driver 570 starts no CUDA 13 runtime; 2.14's aarch64 cu126 has no sm_100. Before the older
+  // lines' aarch64 lists were recorded, nothing fitted and only a build was offered.
+  FakeAdvisor adv;
+  auto q = on_platform({Cc{10, 0}}, "sbsa");
+  q.driver = "570.86.15";
+  auto a = doctor::advise_install(q, adv.fn());
+  REQUIRE(a.fits());
+  const auto& best = a.options.front();
+  CHECK(best.line.str() == "2.11");
+  CHECK(best.cu == "cu128");
+  CHECK(best.arch_list == "8.0;9.0;10.0;12.0");
+  CHECK(best.sass);
+  CHECK(offered(a, "2.7", "cu128"));
+  CHECK_FALSE(offered(a, "2.8", "cu129"));  // shipped, list not recorded: never offered
+  // GH200 (9.0) with the same driver: cu126 / cu128 aarch64 wheels of 2.9 onwards run it.
+  auto gh = on_platform({Cc{9, 0}}, "sbsa");
+  gh.driver = "570.86.15";
+  auto g = doctor::advise_install(gh, adv.fn());
+  REQUIRE(g.fits());
+  CHECK(g.options.front().line.str() == "2.14");
+  CHECK(g.options.front().cu == "cu126");
 }

@@ -114,7 +114,7 @@ TEST_CASE("libraries: an expected library missing is exit 3 naming the package /
   INFO(e->message);
   CHECK(contains(e->message, "cusparselt (cuSPARSELt): pip install nvidia-cusparselt-cu13"));
   CHECK(contains(e->message, "CUSPARSELT_ROOT"));
-  CHECK(contains(e->message, "lapack (Intel MKL or OpenBLAS)"));
+  CHECK(contains(e->message, "lapack (Intel MKL or OpenBLAS or NVPL)"));
   CHECK(contains(e->message, "MKLROOT"));
   CHECK(contains(e->message, "--without cusparselt,lapack"));
 }
@@ -355,4 +355,101 @@ TEST_CASE("host check: an impossible disk requirement and too many jobs name the
   INFO(fits.problems.size());
   CHECK(fits.ok);
   CHECK(fits.jobs == 5);  // 20 GiB / 4 GiB, not the 16 cores admission runs
+}
+
+// ---- NVPL on Arm (docs/arm-hosts.md): the official sbsa builds' BLAS=NVPL -------------------
+
+TEST_CASE("libraries: on sbsa the official BLAS=NVPL is used where NVPL is found, else OpenBLAS with a line saying why",
+          "[plan][libraries][arm]") {
+  auto in = torch_inputs();
+  in.preferred_env = {{"BLAS", "NVPL"}, {"USE_MKLDNN", "ON"}};
+  in.preferred_from = "the official sbsa builds (recipe [platform.sbsa] official_env)";
+  auto base = std::vector<LibraryCandidate>{cand("cudnn", LibraryOrigin::toolkit, "CUDA 13.0", "/usr/local/cuda", "9.19.0"),
+                                            cand("nccl", LibraryOrigin::toolkit, "CUDA 13.0", "/usr/local/cuda", "2.28.9"),
+                                            cand("cusparselt", LibraryOrigin::toolkit, "CUDA 13.0", "/usr/local/cuda", "0.8.1")};
+  // NVPL and OpenBLAS both installed: NVPL, as the official wheels (OpenBLAS comes first in the data).
+  in.facts.found = base;
+  in.facts.found.push_back(cand("openblas", LibraryOrigin::system, "system", "/usr", "0.3.21"));
+  in.facts.found.push_back(cand("nvpl", LibraryOrigin::system, "system", "/usr/local", "0.4.1"));
+  auto both = plan_libraries(in);
+  REQUIRE(both.ok());
+  const auto& l = choice(*both, "lapack");
+  CHECK(l.state == LibraryState::found);
+  CHECK(l.library == "nvpl");
+  CHECK(both->keyed_env.at("BLAS") == "NVPL");
+  CHECK(l.note == "BLAS=NVPL as the official sbsa builds (recipe [platform.sbsa] official_env)");
+  CHECK(contains(describe(l), "nvpl 0.4.1"));
+  CHECK(to_json(l)["note"] == l.note);
+
+  // NVPL absent: OpenBLAS, and the line says why the official choice was not used.
+  in.facts.found = base;
+  in.facts.found.push_back(cand("openblas", LibraryOrigin::system, "system", "/usr", "0.3.21"));
+  auto fallback = plan_libraries(in);
+  REQUIRE(fallback.ok());
+  const auto& f = choice(*fallback, "lapack");
+  CHECK(f.library == "openblas");
+  CHECK(fallback->keyed_env.at("BLAS") == "OpenBLAS");
+  INFO(f.note);
+  CHECK(contains(f.note, "BLAS=NVPL of the official sbsa builds"));
+  CHECK(contains(f.note, "not used: NVPL not found (install NVPL"));
+  CHECK(contains(f.note, "OpenBLAS instead"));
+  CHECK(contains(describe(f), "BLAS=NVPL of the official sbsa builds"));
+  CHECK_FALSE(missing_libraries(*fallback));
+
+  // x86_64 (no preference): the data order, MKL then OpenBLAS; NVPL is never preferred.
+  in.preferred_env.clear();
+  in.facts.found.push_back(cand("nvpl", LibraryOrigin::system, "system", "/usr/local", "0.4.1"));
+  auto x86 = plan_libraries(in);
+  REQUIRE(x86.ok());
+  CHECK(choice(*x86, "lapack").library == "openblas");
+  CHECK(choice(*x86, "lapack").note.empty());
+}
+
+TEST_CASE("libraries: --env BLAS=NVPL looks for NVPL only: absent, exit 3 says so instead of building its own LAPACK",
+          "[plan][libraries][arm]") {
+  auto in = torch_inputs();
+  in.facts.found = {cand("cudnn", LibraryOrigin::toolkit, "CUDA 13.0", "/usr/local/cuda", "9.19.0"),
+                    cand("nccl", LibraryOrigin::toolkit, "CUDA 13.0", "/usr/local/cuda", "2.28.9"),
+                    cand("cusparselt", LibraryOrigin::toolkit, "CUDA 13.0", "/usr/local/cuda", "0.8.1"),
+                    cand("openblas", LibraryOrigin::system, "system", "/usr", "0.3.21")};
+  in.fixed_env = {{"BLAS", "NVPL"}};
+  in.fixed_from = {{"BLAS", "--env"}};
+  auto p = plan_libraries(in);
+  REQUIRE(p.ok());
+  const auto& l = choice(*p, "lapack");
+  CHECK(l.state == LibraryState::missing);  // was "source": MKL's and OpenBLAS's BLAS=… declined
+  CHECK(l.title == "NVPL");
+  auto e = missing_libraries(*p);
+  REQUIRE(e);
+  INFO(e->message);
+  CHECK(contains(e->message, "lapack (NVPL): install NVPL"));
+  CHECK(contains(e->message, "BLAS=NVPL from --env selects NVPL: not found"));
+  // Found: used, with no further word.
+  in.facts.found.push_back(cand("nvpl", LibraryOrigin::env, "NVPL_ROOT", "/opt/nvpl", "0.4.1"));
+  auto q = plan_libraries(in);
+  REQUIRE(q.ok());
+  CHECK(choice(*q, "lapack").library == "nvpl");
+  CHECK(choice(*q, "lapack").state == LibraryState::found);
+  CHECK_FALSE(q->keyed_env.count("BLAS"));  // --env's own value stands
+}
+
+TEST_CASE("libraries: NVPL is found under NVPL_ROOT or a system prefix like /usr/local", "[plan][libraries][arm]") {
+  test::TempDir tmp;
+  fake_prefix(tmp, "nvpl", "nvpl_lapack.h", "/* NVPL LAPACK */\n", "libnvpl_lapack_lp64_gomp.so.0");
+  fake_prefix(tmp, "local", "nvpl_lapack.h", "/* NVPL LAPACK */\n", "libnvpl_lapack_lp64_gomp.so.0");
+  auto it = std::find_if(specs().begin(), specs().end(), [](const recipe::LibrarySpec& s) { return s.name == "nvpl"; });
+  REQUIRE(it != specs().end());
+  CHECK(it->provides == "lapack");
+  std::vector<recipe::LibrarySpec> nvpl{*it};
+  LibrarySearch s;
+  s.system_prefixes = {tmp / "local"};
+  auto f = probe_libraries(nvpl, s);
+  REQUIRE(f.found.size() == 1);
+  CHECK(f.found[0].origin == LibraryOrigin::system);
+  CHECK(f.found[0].lib_file == tmp / "local/lib/libnvpl_lapack_lp64_gomp.so.0");
+  s.env["NVPL_ROOT"] = (tmp / "nvpl").string();
+  f = probe_libraries(nvpl, s);
+  REQUIRE(f.found.size() == 2);
+  CHECK(f.found[0].origin == LibraryOrigin::env);
+  CHECK(f.found[0].via == "NVPL_ROOT");
 }

@@ -419,3 +419,49 @@ TEST_CASE("portable: a pin replaces every requirement of its name the project de
   // Without a pin to replace, a name already required is left as it is.
   CHECK(archbuild::stages::add_requirements(metadata, {"numpy==2.0"}) == metadata);
 }
+
+TEST_CASE("portable: an aarch64 wheel requires only packages with an aarch64 wheel (libraries.toml machines)",
+          "[stages][portable][closure][arm]") {
+  test::TempDir dir;
+  std::string skip;
+  auto so = library_to_repair(dir, skip);
+  if (!skip.empty()) {
+    WARN("##archbuild-skip## " << skip);
+    return;
+  }
+  // The wheel's platform tag names the machine; the library's own ELF machine does not matter here.
+  auto arm_wheel = [&](const std::string& sub) {
+    auto x86 = write_wheel(dir, sub, so);
+    auto arm = x86.parent_path() / "demo_pkg-1.0+cu130.sm90-cp311-cp311-linux_aarch64.whl";
+    fs::rename(x86, arm);
+    return arm;
+  };
+  run::ProcessRunner runner;
+  // The shipped data: nvidia-cuda-runtime has aarch64 wheels, so the sbsa wheel requires it.
+  auto shipped = stages::make_portable(arm_wheel("a"), shipped_facts(), options_in(dir, recipe::WheelLayout::official), runner);
+  REQUIRE(shipped.ok());
+  CHECK(shipped->portability["requires_dist"] == json::array({"nvidia-cuda-runtime==13.0.*"}));
+  CHECK(shipped->portability["host_bound"] == false);
+  for (const auto& p : shipped_facts().packages) {
+    INFO(p.name);
+    CHECK(p.has_wheel_for("aarch64"));
+  }
+
+  // A package with x86_64 wheels only: not required on aarch64, its library stays host-bound.
+  auto facts = shipped_facts();
+  for (auto& p : facts.packages)
+    if (p.name == "nvidia-cuda-runtime") p.machines = {"x86_64"};
+  auto r = stages::make_portable(arm_wheel("b"), facts, options_in(dir, recipe::WheelLayout::official), runner);
+  INFO((r ? "" : r.error().message));
+  REQUIRE(r.ok());
+  const auto& p = r->portability;
+  CHECK(p["requires_dist"].empty());
+  CHECK(p["host_bound"] == true);
+  CHECK_THAT(p["host_bound_reason"].get<std::string>(),
+             Catch::Contains("libcudart.so.13 (nvidia-cuda-runtime has no aarch64 wheel)"));
+  CHECK(p["tag"] == "linux_aarch64");
+  // The same facts for an x86_64 wheel still require it.
+  auto x86 = stages::make_portable(write_wheel(dir, "c", so), facts, options_in(dir, recipe::WheelLayout::official), runner);
+  REQUIRE(x86.ok());
+  CHECK(x86->portability["requires_dist"] == json::array({"nvidia-cuda-runtime==13.0.*"}));
+}

@@ -1114,6 +1114,11 @@ TEST_CASE("closure: tags and policies and requirements", "[validate][closure]") 
   auto m = validate::load_library_facts(meta_bad);
   REQUIRE_FALSE(m.ok());
   CHECK_THAT(m.error().message, Catch::Contains("meta.toml:3") && Catch::Contains("like \"cuda-toolkit[cublas]\""));
+  auto machine_bad = dir.write("machines.toml", "[[package]]\nname = \"a\"\nmachines = [\"arm64\"]\ndir = \"a\"\nsonames = []\n");
+  auto mb = validate::load_library_facts(machine_bad);
+  REQUIRE_FALSE(mb.ok());
+  CHECK_THAT(mb.error().message, Catch::Contains("machines.toml:3") && Catch::Contains("\"arm64\"") &&
+                                     Catch::Contains("x86_64 or aarch64"));
 }
 
 TEST_CASE("import test: requirements first with pip configuration and skipped (never passed) when none can be had", "[validate][import]") {

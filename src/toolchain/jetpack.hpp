@@ -1,0 +1,48 @@
+// JetPack releases (toolchains/jetpack.toml): the L4T release, the CUDA toolkit and the Jetson
+// GPUs of each, and the platform a build for it targets — so advice for a Jetson that is not this
+// machine can name the recipe its CUDA allows (`--jetpack 6.2` → CUDA 12.6).
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "arch/arch.hpp"
+#include "core/error.hpp"
+#include "core/version.hpp"
+
+namespace archbuild::toolchain {
+
+struct JetPack {
+  Version version;           // 6.2
+  Version l4t;               // 36.4.3
+  Version cuda;              // 12.6
+  std::vector<arch::Cc> ccs; // the Jetson GPUs it supports
+  std::string platform;      // "jetson" or "sbsa" (toolchains/platforms.toml)
+  std::string url;           // NVIDIA's release page
+  std::string note;          // said with the advice, when set
+
+  bool supports(arch::Cc cc) const;
+  std::string ccs_text() const;  // "8.7" / "7.2, 8.7"
+};
+
+struct JetPacks {
+  std::filesystem::path file;
+  std::vector<JetPack> list;  // ascending version
+
+  static Result<JetPacks> load(const std::filesystem::path& file);
+  // data_root()/toolchains/jetpack.toml, read once per process.
+  static const JetPacks& shipped();
+
+  // "6.2" is 6.2; "5.1" the newest 5.1.x; bad input naming the known releases when none matches.
+  Result<JetPack> find(std::string_view version) const;
+  // The release of an L4T version: exact, else the newest of the same major.minor (36.4.4 → 6.2).
+  const JetPack* for_l4t(const Version& l4t) const;
+};
+
+// The L4T version in /etc/nv_tegra_release's first line: "# R36 (release), REVISION: 4.3, …" → 36.4.3.
+std::optional<Version> l4t_version(std::string_view nv_tegra_release);
+
+}  // namespace archbuild::toolchain
