@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # scripts/bundle-in-root (issue 33): the bundle made in a Debian 11 root needs no glibc above the
-# shipped floor (scripts/bundle's default, 2.31): the highest GLIBC_ symbol version that
-# bin/archbuild and lib/* import, read with objdump, is at most the floor; and the unpacked bundle
-# runs on this host with a clean environment (--version, arch, detect --json).
+# shipped floor (scripts/bundle's default, which must be at most 2.28, manylinux_2_28: RHEL 8,
+# Debian 10): the highest GLIBC_ symbol version that bin/archbuild and lib/* import, read with
+# objdump, is at most the floor; and the unpacked bundle runs on this host with a clean environment
+# (--version, arch, detect --json).
 #
 # Slow and opt-in: the first run makes the root (debootstrap, ~4 min) and every run builds
 # archbuild in it (~15 min from scratch on 2 cores, incremental after). It runs only when
@@ -23,6 +24,8 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 # The floor the shipped scripts/bundle enforces by default.
 floor=$(sed -n 's/^floor=\([0-9.]*\)$/\1/p' "$src/scripts/bundle")
 [[ "$floor" =~ ^2\.[0-9]+$ ]] || fail "no default floor=2.N in scripts/bundle"
+# The promise docs/bundle.md makes: the bundle starts where manylinux_2_28 wheels do.
+[ "$(printf '%s\n2.28\n' "$floor" | sort -V | tail -1)" = 2.28 ] || fail "scripts/bundle's floor $floor is above 2.28 (manylinux_2_28)"
 tarball=$("$src/scripts/bundle-in-root" --root "$ARCHBUILD_BUNDLE_ROOT" --out "$tmp/dist") || fail "scripts/bundle-in-root: exit $?"
 [ -f "$tarball" ] || fail "scripts/bundle-in-root printed no tarball ('$tarball')"
 mkdir "$tmp/unpacked"
