@@ -55,4 +55,49 @@ out=$(run detect --json) || status=$?
 # No GPU here: exit 3 (a needed device is missing) with a JSON answer; with one, 0.
 [ "$status" = 0 ] || [ "$status" = 3 ] || fail "detect --json: exit $status"
 echo "$out" | grep -q '"gpus"' || fail "detect --json printed no gpus: $out"
+
+# libarchive is the bundle's own (linked from libarchive.a for the floor: cmake/glibc-floor.cmake):
+# a wheel is read through it (LD_DEBUG names the copy initialised), and a zip written and read
+# back with the functions archbuild calls (only python's ctypes can call them from here).
+[ -f "$root/lib/libarchive.so.13" ] || fail "no lib/libarchive.so.13"
+if [ -x /usr/bin/python3 ]; then
+  /usr/bin/python3 - "$tmp/x-1.0-py3-none-linux_x86_64.whl" "$src/tests/data/binaries/multi.so" <<'PY'
+import sys, zipfile
+with zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_DEFLATED) as z:
+    z.write(sys.argv[2], "x/multi.so")
+PY
+  out=$(LD_DEBUG=libs run inspect "$tmp/x-1.0-py3-none-linux_x86_64.whl" --json 2> "$tmp/zip.log") ||
+    fail "inspect of a wheel: exit $?: $(grep -v '^ *[0-9]*:' "$tmp/zip.log" | tail -3)"
+  echo "$out" | grep -q '"sass"' || fail "inspect of a wheel printed no sass: $out"
+  grep -q "calling init: $root/bin/../lib/libarchive.so.13" "$tmp/zip.log" ||
+    fail "libarchive not loaded from the bundle: $(grep 'calling init: .*libarchive' "$tmp/zip.log")"
+  /usr/bin/python3 - "$root/lib/libarchive.so.13" "$tmp/roundtrip.zip" <<'PY' || fail "a zip written and read back through lib/libarchive.so.13"
+import ctypes, sys
+a = ctypes.CDLL(sys.argv[1])
+for f in ("archive_write_new", "archive_read_new", "archive_entry_new", "archive_entry_pathname", "archive_error_string"):
+    getattr(a, f).restype = ctypes.c_void_p
+a.archive_entry_pathname.restype = ctypes.c_char_p
+w = ctypes.c_void_p(a.archive_write_new())
+assert a.archive_write_set_format_zip(w) == 0
+assert a.archive_write_open_filename(w, sys.argv[2].encode()) == 0
+e = ctypes.c_void_p(a.archive_entry_new())
+a.archive_entry_set_pathname_utf8(e, b"x/data.txt")
+a.archive_entry_set_filetype(e, 0o100000)
+a.archive_entry_set_perm(e, 0o644)
+a.archive_entry_set_size(e, ctypes.c_int64(5))
+assert a.archive_write_header(w, e) == 0
+assert a.archive_write_data(w, b"hello", ctypes.c_size_t(5)) == 5
+assert a.archive_write_close(w) == 0
+r = ctypes.c_void_p(a.archive_read_new())
+assert a.archive_read_support_format_zip(r) == 0
+assert a.archive_read_open_filename(r, sys.argv[2].encode(), ctypes.c_size_t(10240)) == 0
+entry = ctypes.c_void_p()
+assert a.archive_read_next_header(r, ctypes.byref(entry)) == 0
+assert a.archive_entry_pathname(entry) == b"x/data.txt"
+buf = ctypes.create_string_buffer(16)
+assert a.archive_read_data(r, buf, ctypes.c_size_t(16)) == 5 and buf.raw[:5] == b"hello"
+PY
+else
+  echo "no /usr/bin/python3: the bundle's libarchive not exercised"
+fi
 echo "bundle-in-root ok: $(basename "$tarball"), highest GLIBC_$highest (floor $floor)"
