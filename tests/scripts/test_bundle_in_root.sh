@@ -45,7 +45,7 @@ grep -q "^glibc floor $floor: met (highest GLIBC_ symbol version imported: $high
 
 # Runs here (a newer glibc) with a clean environment and no NVML or CUDA driver.
 run() { env -i HOME="$tmp/home" PATH=/usr/bin:/bin ARCHBUILD_NVML_LIBRARY=/nonexistent ARCHBUILD_CUDA_LIBRARY=/nonexistent \
-  "$root/bin/archbuild" --cache-dir "$tmp/cache" "$@"; }
+  ${LD_DEBUG:+LD_DEBUG=$LD_DEBUG} "$root/bin/archbuild" --cache-dir "$tmp/cache" "$@"; }
 out=$(run --version) || fail "--version: exit $?"
 [[ "$out" == archbuild\ * ]] || fail "--version printed '$out'"
 out=$(run arch 90) || fail "arch 90: exit $?"
@@ -78,15 +78,22 @@ for f in ("archive_write_new", "archive_read_new", "archive_entry_new", "archive
     getattr(a, f).restype = ctypes.c_void_p
 a.archive_entry_pathname.restype = ctypes.c_char_p
 w = ctypes.c_void_p(a.archive_write_new())
+# The calls stages/reproducible.cpp makes with libarchive before 3.5 (the root's 3.4), in its order.
 assert a.archive_write_set_format_zip(w) == 0
+assert a.archive_write_set_options(w, b"zip:compression=deflate,zip:hdrcharset=UTF-8") == 0
+assert a.archive_write_set_bytes_in_last_block(w, 1) == 0
 assert a.archive_write_open_filename(w, sys.argv[2].encode()) == 0
 e = ctypes.c_void_p(a.archive_entry_new())
-a.archive_entry_set_pathname_utf8(e, b"x/data.txt")
+a.archive_entry_set_pathname(e, b"x/data.txt")
 a.archive_entry_set_filetype(e, 0o100000)
 a.archive_entry_set_perm(e, 0o644)
 a.archive_entry_set_size(e, ctypes.c_int64(5))
+a.archive_entry_set_mtime(e, ctypes.c_int64(315532800), ctypes.c_long(0))
+a.archive_entry_set_uid(e, ctypes.c_int64(0))
+a.archive_entry_set_gid(e, ctypes.c_int64(0))
 assert a.archive_write_header(w, e) == 0
 assert a.archive_write_data(w, b"hello", ctypes.c_size_t(5)) == 5
+assert a.archive_write_finish_entry(w) == 0
 assert a.archive_write_close(w) == 0
 r = ctypes.c_void_p(a.archive_read_new())
 assert a.archive_read_support_format_zip(r) == 0
