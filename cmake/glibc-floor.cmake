@@ -16,7 +16,8 @@
 # (core/lazy_library.hpp); bin/archbuild's RUNPATH finds this one in the bundle's lib/.
 find_library(ARCHBUILD_LIBARCHIVE_STATIC NAMES libarchive.a HINTS ${LIBARCHIVE_LIBRARY_DIRS})
 if(NOT ARCHBUILD_LIBARCHIVE_STATIC)
-  message(FATAL_ERROR "ARCHBUILD_GLIBC_FLOOR: no libarchive.a (Debian: libarchive-dev) to link the bundle's libarchive from")
+  message(FATAL_ERROR "ARCHBUILD_GLIBC_FLOOR: no libarchive.a (Debian: libarchive-dev) "
+                      "to link the bundle's libarchive from")
 endif()
 # Its exports: the functions binary/archive_api.hpp lists, read from there (one list).
 set(_archbuild_archive_api ${PROJECT_SOURCE_DIR}/src/binary/archive_api.hpp)
@@ -52,19 +53,23 @@ foreach(name ${LIBARCHIVE_STATIC_LIBRARIES})
   endif()
   list(APPEND _archbuild_archive_deps ${ARCHBUILD_LIBARCHIVE_DEP_${name}})
 endforeach()
-target_link_libraries(archbuild_bundle_libarchive PRIVATE ${ARCHBUILD_LIBARCHIVE_STATIC} -Wl,--as-needed ${_archbuild_archive_deps})
+target_link_libraries(archbuild_bundle_libarchive PRIVATE
+  ${ARCHBUILD_LIBARCHIVE_STATIC} -Wl,--as-needed ${_archbuild_archive_deps})
 # -z defs: a symbol left undefined (a dependency missing above) fails here, not at dlopen.
 # -Bsymbolic: libarchive.a is compiled as PIE code, whose references to its own functions a
 # shared object may only resolve inside itself.
 target_link_options(archbuild_bundle_libarchive PRIVATE ${_archbuild_archive_undefined}
-  -Wl,--version-script=${CMAKE_BINARY_DIR}/bundle-libarchive.map -Wl,-z,defs -Wl,-Bsymbolic -Wl,-soname,${LIBARCHIVE_SONAME})
+  -Wl,--version-script=${CMAKE_BINARY_DIR}/bundle-libarchive.map -Wl,-z,defs -Wl,-Bsymbolic
+  -Wl,-soname,${LIBARCHIVE_SONAME})
 set_target_properties(archbuild_bundle_libarchive PROPERTIES
   PREFIX "" SUFFIX "" OUTPUT_NAME ${LIBARCHIVE_SONAME} NO_SONAME ON
   LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bundle-lib
   LINK_DEPENDS ${CMAKE_BINARY_DIR}/bundle-libarchive.map)
-string(REGEX REPLACE "(^|\n)${LIBARCHIVE_SONAME} [^\n]*" "\\1${LIBARCHIVE_SONAME} ${CMAKE_BINARY_DIR}/bundle-lib/${LIBARCHIVE_SONAME}"
+string(REGEX REPLACE "(^|\n)${LIBARCHIVE_SONAME} [^\n]*"
+       "\\1${LIBARCHIVE_SONAME} ${CMAKE_BINARY_DIR}/bundle-lib/${LIBARCHIVE_SONAME}"
        ARCHBUILD_LAZY_LIBRARIES "${ARCHBUILD_LAZY_LIBRARIES}")
-message(STATUS "ARCHBUILD_GLIBC_FLOOR ${ARCHBUILD_GLIBC_FLOOR}: the bundle's ${LIBARCHIVE_SONAME} is linked from ${ARCHBUILD_LIBARCHIVE_STATIC} (bundle-lib/)")
+message(STATUS "ARCHBUILD_GLIBC_FLOOR ${ARCHBUILD_GLIBC_FLOOR}: the bundle's ${LIBARCHIVE_SONAME} "
+               "is linked from ${ARCHBUILD_LIBARCHIVE_STATIC} (bundle-lib/)")
 
 # Called after src/: bin/archbuild's pthread_cond_clockwait becomes the shim's, and it needs the
 # bundle's libarchive built with it (scripts/bundle builds the archbuild target only).
