@@ -20,6 +20,7 @@
   X(archive_entry_set_filetype)              \
   X(archive_entry_set_gid)                   \
   X(archive_entry_set_mtime)                 \
+  X(archive_entry_set_pathname)              \
   X(archive_entry_set_pathname_utf8)         \
   X(archive_entry_set_perm)                  \
   X(archive_entry_set_size)                  \

@@ -147,7 +147,14 @@ Result<Ok> write_zip(const fs::path& tmp, const std::vector<ZipMember>& members,
   UtcScope utc;
   for (const auto& m : members) {
     std::unique_ptr<archive_entry, EntryFree> e(archive_entry_new());
+#if ARCHIVE_VERSION_NUMBER < 3005000
+    // libarchive before 3.5 (Debian 11's 3.4, in the release bundle: docs/bundle.md) cannot give
+    // the zip writer a name set in UTF-8 only (a null name, SIGSEGV). The name in this process's
+    // locale works for ASCII names; a non-ASCII one is refused with libarchive's message.
+    archive_entry_set_pathname(e.get(), m.name.c_str());
+#else
     archive_entry_set_pathname_utf8(e.get(), m.name.c_str());
+#endif
     archive_entry_set_filetype(e.get(), m.directory ? AE_IFDIR : AE_IFREG);
     archive_entry_set_perm(e.get(), m.directory || m.executable ? 0755 : 0644);
     archive_entry_set_size(e.get(), m.directory ? 0 : static_cast<la_int64_t>(m.data.size()));
