@@ -546,7 +546,7 @@ TEST_CASE("files that are neither ELF nor zip", "[binary][malformed]") {
   CHECK_THAT(missing.error().message, Catch::Contains("no such file"));
 }
 
-// inspect at memory speed (issue 17): the fast path (registered containers from
+// Inspect at memory speed: the fast path (registered containers from
 // .nvFatBinSegment, the rest walked or scanned through pread buffers, skipping what is known)
 // must find exactly what the full scan finds (every data section scanned in memory).
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/bundle (issue 16): the tarball unpacked into a temporary directory runs `arch`,
+# scripts/bundle: the tarball unpacked into a temporary directory runs `arch`,
 # `inspect` and `plan` with a clean environment; every library outside the C/C++ runtime comes
 # from the bundle, and the data (recipes) from its share/archbuild, not from this source tree.
 # A BUILD_DIR of the aarch64 cross build (scripts/test-arm64) is bundled with --arch aarch64 and

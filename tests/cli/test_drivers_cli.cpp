@@ -1,4 +1,4 @@
-// Every build driver end to end (issue 12, "Drivers"): `archbuild wheel` on the example of each
+// Every build driver end to end: `archbuild wheel` on the example of each
 // era — setup-py (examples/minitorch), python-build (tests/fixtures/minitorch-pep517, the setuptools
 // backend reached only through `python -m build`; and examples/minitorch with its recipe switched
 // to python-build, the issue's reproduction), scikit-build-core (tests/fixtures/minitorch-skbuild) —
@@ -314,7 +314,7 @@ TEST_CASE("drivers: python-build (setuptools backend) end to end, then a repeat 
   end_to_end(kPythonBuild);
 }
 
-// Issue 12's reproduction: the setup.py example built through `python -m build` kept no wheel.
+// The reproduction: the setup.py example built through `python -m build` kept no wheel.
 TEST_CASE("drivers: python-build on the setup.py example keeps the wheel its build stage made", "[cli][drivers][nvcc]") {
   end_to_end(kPythonBuildSetupPyTree);
 }

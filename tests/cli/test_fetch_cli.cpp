@@ -1,4 +1,4 @@
-// Nothing downloaded mid-build (issue 13), end to end with nvcc: tests/fixtures/minitorch-fetch, whose
+// Nothing downloaded mid-build, end to end with nvcc: tests/fixtures/minitorch-fetch, whose
 // build would clone a dependency pinned by a file of its tree from a github.com URL (as PyTorch
 // clones NCCL). Both github.com URLs are served from local repositories through git's
 // url.<base>.insteadOf in a test-local git configuration; archbuild fetches the dependency through

@@ -1,4 +1,4 @@
-// Issue 13, "Libraries the wheel must not silently lack" and "A host checked before hours are
+// "Libraries the wheel must not silently lack" and "A host checked before hours are
 // spent", end to end with `archbuild wheel` / `plan`: a copy of examples/minitorch whose CMake
 // looks for an optional library "minidnn" the way PyTorch looks for cuDNN and prints PyTorch's
 // feature summary (tests/data/libraries/minidnn.cmake), and a recipe expecting it

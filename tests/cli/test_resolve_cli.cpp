@@ -102,7 +102,7 @@ TEST_CASE("archbuild recipes lists and shows the recipes") {
   CHECK(contains(b.err, "did you mean 'driver'"));
 }
 
-TEST_CASE("archbuild resolve: the refusals of issue 4, exit 2 with the rule and the way out") {
+TEST_CASE("archbuild resolve: the refusals, exit 2 with the rule and the way out") {
   FakeHost h;
   h.cuda130();
   auto a = h.run({"resolve", "--sm", "120", "--torch", "2.5"});

@@ -1,4 +1,4 @@
-// Sources other than the recipe's tag, end to end with nvcc (issue 12): a local tree built as it
+// Sources other than the recipe's tag, end to end with nvcc: a local tree built as it
 // is (--source DIR, a recipe's source.path — the README's one command), and --ref BRANCH resolved
 // to a commit before the plan.
 #include <catch2/catch.hpp>

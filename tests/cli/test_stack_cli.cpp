@@ -1,4 +1,4 @@
-// The set in one command (issue 15): examples/minitorch (a torch look-alike whose wheel ships
+// The set in one command: examples/minitorch (a torch look-alike whose wheel ships
 // C++ headers) built first, then examples/minivision (a dependent whose build imports minitorch,
 // checks its version, compiles against its installed headers and refuses another) built against
 // exactly that wheel: --with, and the dependent's recipe on its own; the repeat runs nothing;

@@ -264,7 +264,7 @@ TEST_CASE("validate: the GPU parts on this host's GPU", "[validate][cli][gpu]") 
   CHECK(check_of(doc, "smoke-run")["status"] == "pass");
 }
 
-// Issue 14: a package whose __init__ imports its declared dependency. The import test installs
+// A package whose __init__ imports its declared dependency. The import test installs
 // the requirement from a local wheelhouse through pip's own configuration (PIP_FIND_LINKS,
 // PIP_NO_INDEX) and passes; without the wheelhouse it is skipped and validation is incomplete.
 TEST_CASE("validate: the import test installs the requirements from a wheelhouse", "[validate][cli][import]") {
@@ -307,7 +307,7 @@ TEST_CASE("validate: the import test installs the requirements from a wheelhouse
   CHECK_THAT(check_of(doc2, "import")["summary"].get<std::string>(), Catch::Contains("cannot be had here"));
 }
 
-// Issue 14: --installed reads a distribution in place (the lead's device run: torch in a venv).
+// --installed reads a distribution in place (torch in a venv, as on a GPU host).
 TEST_CASE("validate --installed: a distribution in site-packages and bad input", "[validate][cli][installed]") {
   if (!fs::exists(test::kSystemPython)) {
     WARN("##archbuild-skip## no " << test::kSystemPython.string());
@@ -333,7 +333,7 @@ TEST_CASE("validate --installed: a distribution in site-packages and bad input",
   CHECK_THAT(both.err, Catch::Contains("either WHEEL or --installed"));
 }
 
-// Issue 14: the GPU half of the torch feature checks, as PyTorch's release smoke test
+// The GPU half of the torch feature checks, as PyTorch's release smoke test
 // (.ci/pytorch/smoke_test/smoke_test.py: matmul and conv2d in fp16/fp32 under autocast, an
 // asserted CUDA error surfaces, get_arch_list() covers the device), on the torch installed here.
 TEST_CASE("validate --installed torch: the feature checks on this host's GPU", "[validate][cli][gpu]") {

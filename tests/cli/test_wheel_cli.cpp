@@ -246,7 +246,7 @@ TEST_CASE("wheel: bad input is exit 2 before anything runs", "[cli][wheel]") {
   CHECK(r.status == 2);
 }
 
-// Issue 8: the same plan built in two cache directories (two hosts), at different times, in
+// The same plan built in two cache directories (two hosts), at different times, in
 // another time zone, without a compiler cache (so nothing is shared but the source) gives one
 // wheel byte for byte; --check-reproducible says so too.
 TEST_CASE("wheel: two cache directories at different times give a byte-identical wheel", "[cli][wheel][nvcc]") {
@@ -364,7 +364,7 @@ const json* record_of(const std::vector<json>& records, const std::string& sourc
 
 }  // namespace
 
-// Issue 17: with admission (the default) archbuild launches every C++ and CUDA compile of the
+// With admission (the default) archbuild launches every C++ and CUDA compile of the
 // example, measures its peak and records it; a second build of the recipe (another key)
 // expects those measured peaks; `archbuild report` reads the build back.
 TEST_CASE("wheel: admission launches C++ and CUDA compiles, records peaks, the next build uses them, report and trace",
@@ -459,7 +459,7 @@ TEST_CASE("wheel: admission launches C++ and CUDA compiles, records peaks, the n
   }
 
   // A reused key: the summary from its manifest; one whose manifest has none (kept before
-  // issue 17) gives null.
+  // admission) gives null.
   auto again_args = args;
   auto out_at = std::find(again_args.begin(), again_args.end(), "--out");
   REQUIRE(out_at + 1 < again_args.end());

@@ -1,5 +1,5 @@
 // doctor: the official-wheel data, the Python probe's output, and the diagnosis as a pure
-// function over facts (issue 7). The command itself is tested in tests/cli/test_doctor_cli.cpp.
+// function over facts. The command itself is tested in tests/cli/test_doctor_cli.cpp.
 #include <catch2/catch.hpp>
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// Install advice without a build (issue 16): hosts described by CC and driver, judged against
+// Install advice without a build: hosts described by CC and driver, judged against
 // data/torch-releases.toml with the run-compatibility rule and minor-version compatibility.
 #include <catch2/catch.hpp>
 

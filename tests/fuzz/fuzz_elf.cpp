@@ -22,7 +22,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } else if (report.error().message.empty()) {
     __builtin_trap();  // every refusal says why
   }
-  // The dynamic section and version needs (issue 14) read the same hostile bytes.
+  // The dynamic section and version needs read the same hostile bytes.
   auto dyn = read_dynamic(Bytes(data, size));
   if (!dyn.ok() && dyn.error().message.empty()) __builtin_trap();
   return 0;

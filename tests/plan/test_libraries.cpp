@@ -1,4 +1,4 @@
-// plan/libraries, plan/library_probe, plan/host_check (issue 13): where each optional library
+// plan/libraries, plan/library_probe, plan/host_check: where each optional library
 // comes from (pure over gathered facts), the probe over fake install trees, the plan's env, key and
 // refusal (exit 3) with how to provide it, --without, and the host check's figures.
 #include <catch2/catch.hpp>

@@ -1,4 +1,4 @@
-// plan/: every resolution example of issue 4 against the shipped recipes and toolchains on
+// plan/: every resolution example against the shipped recipes and toolchains on
 // synthetic hosts, the rules recorded, the Plan's environment and steps, and the build key.
 #include <catch2/catch.hpp>
 
@@ -833,7 +833,7 @@ TEST_CASE("the local version label is PEP 440") {
   CHECK(std::regex_match(v, std::regex(R"([0-9.]+\+[a-z0-9]+(\.[a-z0-9]+)*)")));
 }
 
-// ---- sources other than the recipe's tag (issue 12) ---------------------------------------
+// ---- sources other than the recipe's tag ---------------------------------------
 
 namespace {
 

@@ -1,4 +1,4 @@
-// Memory admission (issue 17): shares within a budget, a compile over the budget runs alone,
+// Memory admission: shares within a budget, a compile over the budget runs alone,
 // a killed compile's share is released by the kernel, measured peaks are read back.
 #include <fcntl.h>
 #include <signal.h>

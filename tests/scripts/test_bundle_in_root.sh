@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/bundle-in-root (issue 33): the bundle made in a Debian 11 root needs no glibc above the
+# scripts/bundle-in-root: the bundle made in a Debian 11 root needs no glibc above the
 # shipped floor (scripts/bundle's default, which must be at most 2.28, manylinux_2_28: RHEL 8,
 # Debian 10): the highest GLIBC_ symbol version that bin/archbuild and lib/* import, read with
 # objdump, is at most the floor; and the unpacked bundle runs on this host with a clean environment

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/gpu-check (issue 16) on this host, which has no GPU: every GPU check reports SKIP with
+# scripts/gpu-check on this host, which has no GPU: every GPU check reports SKIP with
 # its reason, and the checks that need only a torch run against a torch look-alike installed in
 # a venv — a torch/ package with the attributes the checks read, a dist-info with its RECORD, and
 # lib/libtorch_cuda.so built by nvcc for sm_80 and sm_90 (+PTX). inspect agrees with

@@ -1,4 +1,4 @@
-// stages/feature_summary (issue 13): the configure log's feature summary in PyTorch's format
+// stages/feature_summary: the configure log's feature summary in PyTorch's format
 // (tests/data/libraries/pytorch-summary.txt: the message lines of cmake/Summary.cmake at pytorch
 // commit 1f354242270c5345b8f0f4d4c8f42a99d28f5d76 with this test's values) read and checked
 // against the libraries a plan found.

@@ -1,4 +1,4 @@
-// stages/portable: the package stage's repair (issue 14, "Portable by default") over libraries
+// stages/portable: the package stage's repair over libraries
 // gcc builds here: RUNPATH into the nvidia-* package's folder and Requires-Dist (read back with
 // the project's ELF reader and from METADATA), validate's closure before and after, the host
 // layout's host-bound mark, the platform tag from GLIBC versions, and determinism.

@@ -405,7 +405,7 @@ TEST_CASE("the caller's environment: the allowlist passes (prefixes too), the pl
   CHECK(env.at("TORCH_CUDA_ARCH_LIST") == "9.0");         // the plan's, not the shell's
 }
 
-// ---- the PEP 517 drivers (issue 12): one `python -m build` step compiles and makes the wheel.
+// ---- the PEP 517 drivers: one `python -m build` step compiles and makes the wheel.
 
 namespace {
 
@@ -562,7 +562,7 @@ TEST_CASE("cmake_minimum_required above the plan's cmake stops before configure,
   CHECK(runner.calls().empty());
 }
 
-// ---- issue 14: the package stage's repair, through the pipeline ---------------------------------
+// ---- the package stage's repair, through the pipeline ---------------------------------
 
 TEST_CASE("the package stage repairs a wheel linking libcudart: RUNPATH, Requires-Dist, tag, manifest",
           "[stages][portable]") {
@@ -636,7 +636,7 @@ TEST_CASE("the package stage repairs a wheel linking libcudart: RUNPATH, Require
   CHECK(beside["portability"] == p);
 }
 
-// ---- issue 13: the feature summary after configure, the out-of-memory retry --------------------
+// ---- the feature summary after configure, the out-of-memory retry --------------------
 
 namespace {
 

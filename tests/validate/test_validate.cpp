@@ -1,4 +1,4 @@
-// validate: coverage verdicts over inspected files (issue 3). Issue 6 adds the smoke kernel and
+// validate: coverage verdicts over inspected files. Then the smoke kernel and
 // import test below.
 #include <catch2/catch.hpp>
 
@@ -119,7 +119,7 @@ TEST_CASE("target CCs from an --sm list", "[validate][coverage]") {
   CHECK(ccs == std::vector<arch::Cc>{{8, 6}, {9, 0}, {12, 0}});
 }
 
-// ---- issue 6: wheel checks, the smoke kernel and the import test (no process is started:
+// ---- wheel checks, the smoke kernel and the import test (no process is started:
 // validate/ takes an Exec, and these tests script it) ----------------------------------------
 
 #include <fstream>
@@ -288,7 +288,7 @@ TEST_CASE("validate_wheel: a well-formed wheel passes every wheel check", "[vali
   auto j = r.to_json();
   CHECK(j["valid"] == true);
   CHECK(j["exit"] == 0);
-  // + closure (skipped: the synthetic library has no .dynamic) and platform-tag (issue 14).
+  // + closure (skipped: the synthetic library has no .dynamic) and platform-tag.
   CHECK(j["checks"].size() == 10);
   CHECK(check(r, "closure").status == Status::skip);
   CHECK(check(r, "platform-tag").status == Status::pass);
@@ -879,7 +879,7 @@ TEST_CASE("import test: the GPU part on a GPU of a target CC", "[validate][impor
   CHECK(check(r, "import-gpu").status == Status::pass);
 }
 
-// ---- issue 14: the link closure and the platform tag, over libraries gcc builds here ------------
+// ---- the link closure and the platform tag, over libraries gcc builds here ------------
 
 #include "support/process.hpp"
 #include "validate/closure.hpp"

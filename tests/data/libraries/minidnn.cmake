@@ -1,4 +1,4 @@
-# Test fixture (issue 13), included by a copy of examples/minitorch: an optional library found
+# Test fixture, included by a copy of examples/minitorch: an optional library found
 # the way PyTorch finds cuDNN — find_path / find_library, which read CMAKE_PREFIX_PATH from the
 # environment themselves — and switched off with only a warning when absent. The configure then
 # prints a feature summary in PyTorch's format (cmake/Summary.cmake).
