@@ -7,6 +7,7 @@
 #include "core/text.hpp"
 #include "detect/detect.hpp"
 
+#include "toolchain/jetpack.hpp"
 #include "toolchain/platform.hpp"
 
 namespace archbuild::cli {
@@ -39,9 +40,14 @@ nlohmann::json detection_json(const detect::Detection& d) {
     gpus.push_back(j);
   }
   auto m = toolchain::this_machine();
+  nlohmann::json jetpack = nullptr;
+  if (m.tegra)
+    if (auto j = toolchain::jetpack_of_l4t(toolchain::JetPacks::shipped(), m.l4t))
+      jetpack = {{"version", j->version.str()}, {"cuda", j->cuda.str()}, {"l4t", j->l4t.str()}, {"url", j->url}};
   return {{"source", d.source.empty() ? nlohmann::json(nullptr) : nlohmann::json(d.source)},
           {"machine", m.arch},
           {"l4t", m.tegra ? nlohmann::json(m.l4t) : nlohmann::json(nullptr)},
+          {"jetpack", jetpack},
           {"driver_version", d.driver_version.empty() ? nlohmann::json(nullptr) : nlohmann::json(d.driver_version)},
           {"cuda_version", d.cuda_version ? nlohmann::json(*d.cuda_version) : nlohmann::json(nullptr)},
           {"gpus", gpus},
@@ -66,7 +72,13 @@ void run_detect(const std::string& source, Context& ctx) {
                   d.driver_version.empty() ? "?" : d.driver_version, d.cuda_version.value_or("?")));
   // A Jetson: L4T names its release in /etc/nv_tegra_release; its integrated GPU answers through
   // the CUDA driver API where NVML lists no device (L4T before JetPack 7).
-  if (auto m = toolchain::this_machine(); m.tegra) out(fmt::format("L4T:    {} ({})", m.l4t, m.arch));
+  // Its JetPack release, read off the L4T version (toolchains/jetpack.toml), names the CUDA it ships.
+  if (auto m = toolchain::this_machine(); m.tegra) {
+    auto j = toolchain::jetpack_of_l4t(toolchain::JetPacks::shipped(), m.l4t);
+    out(fmt::format("L4T:    {} ({}){}", m.l4t, m.arch,
+                    j ? fmt::format(": JetPack {} with CUDA {} (toolchains/jetpack.toml)", j->version.str(), j->cuda.str())
+                      : std::string(": a JetPack release toolchains/jetpack.toml does not list")));
+  }
   for (const auto& g : d.gpus) {
     std::string mem = g.memory_bytes ? fmt::format("{:.0f} GiB", *g.memory_bytes / 1073741824.0) : "?";
     std::string arch = data.architecture(g.cc);

@@ -108,4 +108,11 @@ std::optional<Version> l4t_version(std::string_view line) {
   return Version::parse(m[1].str() + "." + m[2].str() + "." + m[3].str());
 }
 
+std::optional<JetPack> jetpack_of_l4t(const JetPacks& jetpacks, std::string_view nv_tegra_release) {
+  auto l4t = l4t_version(nv_tegra_release);
+  if (!l4t) return std::nullopt;
+  const JetPack* j = jetpacks.for_l4t(*l4t);
+  return j ? std::optional<JetPack>(*j) : std::nullopt;
+}
+
 }  // namespace archbuild::toolchain

@@ -42,6 +42,10 @@ struct JetPacks {
   const JetPack* for_l4t(const Version& l4t) const;
 };
 
+// The JetPack release of a Jetson's L4T line (this_machine().l4t): nullopt when the line names no
+// version or no release of `jetpacks` has it.
+std::optional<JetPack> jetpack_of_l4t(const JetPacks& jetpacks, std::string_view nv_tegra_release);
+
 // The L4T version in /etc/nv_tegra_release's first line: "# R36 (release), REVISION: 4.3, …" → 36.4.3.
 std::optional<Version> l4t_version(std::string_view nv_tegra_release);
 

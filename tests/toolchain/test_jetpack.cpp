@@ -58,6 +58,13 @@ TEST_CASE("jetpack: the L4T release of /etc/nv_tegra_release names the JetPack",
   REQUIRE(js.for_l4t(*Version::parse("36.4.4")));
   CHECK(js.for_l4t(*Version::parse("36.4.4"))->cuda.str() == "12.6");
   CHECK_FALSE(js.for_l4t(*Version::parse("32.7.1")));
+  // What `detect` says on a Jetson, from the line as this_machine() keeps it.
+  auto j = toolchain::jetpack_of_l4t(js, "# R36 (release), REVISION: 4.3, GCID: 38968081, BOARD: generic, EABI: aarch64");
+  REQUIRE(j);
+  CHECK(j->version.str() == "6.2");
+  CHECK(j->cuda.str() == "12.6");
+  CHECK_FALSE(toolchain::jetpack_of_l4t(js, "# R32 (release), REVISION: 7.1"));  // JetPack 4: not listed
+  CHECK_FALSE(toolchain::jetpack_of_l4t(js, ""));
 }
 
 TEST_CASE("jetpack: bad data is one line with file:line:column", "[toolchain][jetpack]") {
