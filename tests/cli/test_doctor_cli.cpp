@@ -343,6 +343,20 @@ TEST_CASE("doctor without torch: which official wheel to install, or the build",
     return;
   }
   FakeHost h;  // no torch in the site folder
+  // doctor advises this machine's platform: x86_64's lists below. On an aarch64 machine
+  // (scripts/test-arm64) its aarch64 lists answer: with CUDA 12 only 8.0;9.0, no Pascal at all.
+  const bool aarch64 = t::machine() == "aarch64";
+  SECTION("an aarch64 host: no CUDA 12 aarch64 wheel runs on 12.0, none at all on 6.1") {
+    if (!aarch64) return;
+    auto j = h.json({"--gpu", "RTX 5090", "--driver", "570.86"}, 1);
+    CHECK(j["options"].empty());
+    CHECK(has(h.doctor({"--gpu", "RTX 5090", "--driver", "570.86"}).err, "no official wheel runs on 12.0 with driver 570.86"));
+    auto pascal = h.json({"--gpu", "GTX 1080 Ti", "--driver", "580.65.06"}, 1);
+    CHECK(pascal["options"].empty());
+    auto h100 = h.json({"--sm", "90", "--driver", "580.65.06"}, 0);
+    CHECK(h100["options"][0]["torch"] == "2.15.0");
+  }
+  if (aarch64) return;
   SECTION("an RTX 5090 with driver 570: CUDA 12 wheels, not cu130") {
     auto j = h.json({"--gpu", "RTX 5090", "--driver", "570.86"}, 0);
     CHECK(j["torch"].is_null());
@@ -384,7 +398,10 @@ TEST_CASE("doctor without torch: which official wheel to install, or the build",
 
 TEST_CASE("install-command: the same advice as its own command, bad input", "[cli][install]") {
   FakeHost h;
-  auto r = t::archbuild({"install-command", "--gpu", "GTX 1080 Ti", "--driver", "580.65.06", "--json"}, h.options());
+  // The x86_64 wheels' advice, on any machine (--platform: an aarch64 host has no Pascal wheel).
+  std::vector<std::string> args = {"install-command", "--gpu", "GTX 1080 Ti", "--driver", "580.65.06", "--json"};
+  if (t::machine() != "x86_64") args.insert(args.end(), {"--platform", "x86_64"});
+  auto r = t::archbuild(args, h.options());
   INFO(r.err);
   CHECK(r.status == 0);
   auto j = nlohmann::json::parse(r.out);
@@ -404,13 +421,13 @@ TEST_CASE("install-command: the same advice as its own command, bad input", "[cl
 }
 
 TEST_CASE("install-command on ARM hosts: GB10 and Thor get the aarch64 wheel, a Jetson Orin the build", "[cli][install][arm]") {
-  FakeHost h;  // this machine is x86_64: the GPUs decide the platform
+  FakeHost h;  // the GPUs decide the platform
   auto gb10 = t::archbuild({"install-command", "--gpu", "GB10", "--driver", "580.95.05", "--json"}, h.options());
   INFO(gb10.err);
   CHECK(gb10.status == 0);
   auto g = nlohmann::json::parse(gb10.out);
   CHECK(g["platform"]["name"] == "sbsa");
-  CHECK(g["platform"]["this_machine"] == false);
+  CHECK(g["platform"]["this_machine"] == (t::machine() == "aarch64" && !fs::exists("/etc/nv_tegra_release")));
   CHECK(g["options"][0]["variant"] == "cu132");
   CHECK(g["options"][0]["arch_list"] == "8.0;9.0;10.0;11.0;12.0");
   CHECK(g["options"][0]["runs"][0]["image"] == "sm_120");

@@ -17,6 +17,13 @@ namespace {
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
+// Whether the resolution's rules hold `id` with this outcome.
+bool has_rule(const nlohmann::json& j, const std::string& id, bool ok) {
+  for (const auto& r : j["rules"])
+    if (r["rule"] == id && r["ok"] == ok) return true;
+  return false;
+}
+
 void exe(const test::TempDir& tmp, const std::string& rel, const std::string& script) {
   auto p = tmp.write(rel, "#!/bin/sh\n" + script);
   fs::permissions(p, fs::perms::owner_all, fs::perm_options::replace);
@@ -367,19 +374,23 @@ TEST_CASE("archbuild resolve --platform: Arm platforms, their GPUs, facts and ho
   CHECK(unknown.status == 2);
   CHECK(contains(unknown.err, "valid: "));
 
-  // sbsa from this x86_64 machine: the whole resolution, the page size applied, the official
-  // aarch64 settings named, and the host rule failing (exit 3: build it on an aarch64 host).
+  // sbsa: the whole resolution, the page size applied, the official aarch64 settings named. The
+  // host rule holds on an aarch64 machine (scripts/test-arm64) and fails on any other (exit 3:
+  // build it on an aarch64 host); there a foreign platform is x86_64.
+  const std::string machine = test::machine();
   auto gb10 = h.run({"resolve", "--sm", "121", "--platform", "sbsa", "--json"});
-  CHECK(gb10.status == 3);
+  CHECK(gb10.status == (machine == "aarch64" ? 0 : 3));
   auto j = parse(gb10);
   CHECK(j["platform"]["name"] == "sbsa");
   CHECK(j["platform"]["cuda_target"] == "sbsa-linux");
-  CHECK(contains(j["message"].get<std::string>(), "a sbsa wheel builds on an aarch64 host"));
   CHECK(contains(j["notes"].dump(), "BLAS=NVPL"));
-  bool host_rule = false;
-  for (const auto& r : j["rules"])
-    if (r["rule"] == "platform-host" && r["ok"] == false) host_rule = true;
-  CHECK(host_rule);
+  CHECK(has_rule(j, "platform-host", machine == "aarch64"));
+  auto foreign = machine == "aarch64" ? h.run({"resolve", "--sm", "90", "--platform", "x86_64", "--json"}) : gb10;
+  CHECK(foreign.status == 3);
+  auto fj = parse(foreign);
+  CHECK(contains(fj["message"].get<std::string>(), machine == "aarch64" ? "a x86_64 wheel builds on an x86_64 host"
+                                                                         : "a sbsa wheel builds on an aarch64 host"));
+  CHECK(has_rule(fj, "platform-host", false));
 
   // A Jetson: the wheel is host-bound (JetPack's CUDA), the same page size.
   auto orin = h.run({"plan", "--sm", "87", "--platform", "jetson", "--json"});
@@ -388,10 +399,11 @@ TEST_CASE("archbuild resolve --platform: Arm platforms, their GPUs, facts and ho
   CHECK(contains(p.dump(), "max-page-size=0x10000"));
   CHECK(contains(p.dump(), "\"cuda_libraries\":\"host\""));
 
-  // Without --platform on x86_64: the same as before, with a note for a Jetson-only target.
+  // Without --platform: this machine's platform (x86_64, or sbsa on an aarch64 server), with a
+  // note for a Jetson-only target.
   auto plain = h.run({"resolve", "--sm", "87", "--json"});
   CHECK(plain.status == 0);
   auto q = parse(plain);
-  CHECK(q["platform"]["name"] == "x86_64");
+  CHECK(q["platform"]["name"] == (machine == "aarch64" ? (fs::exists("/etc/nv_tegra_release") ? "jetson" : "sbsa") : machine));
   CHECK(contains(q["notes"].dump(), "platform jetson only"));
 }

@@ -32,7 +32,11 @@ std::string why_not(bool nvcc) {
   if (!fs::exists(kPython)) return "no " + kPython;
   auto r = t::run(kPython, {"-c", "import setuptools, wheel, venv, pip, build"});
   if (r.status != 0) return kPython + " lacks setuptools, wheel, venv, pip or build";
-  if (nvcc) return t::example_wheel_unavailable();
+  // archbuild builds with nvcc here: the host's must be this machine's (test::unusable).
+  if (nvcc) {
+    if (auto u = t::unusable("/usr/local/cuda/bin/nvcc"); !u.empty()) return u;
+    return t::example_wheel_unavailable();
+  }
   return "";
 }
 

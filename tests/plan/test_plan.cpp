@@ -792,7 +792,12 @@ accepts = ["two-digit-major", "a"]
   h.compilers = {gxx("13.2.0", "/x/g++")};
   h.pythons = {python("3.11.4", "/x/python3")};
   h.tools = {{"cmake", "/x/cmake"}};
-  Plan p = plan_for(request("90 120"), inputs(h, f.string()));
+  // An x86_64 machine's build, wherever the test runs: off x86_64 the platform is keyed too
+  // (an aarch64 host's key differs, as its binary does).
+  auto in = inputs(h, f.string());
+  in.machine = toolchain::Machine{};
+  in.machine->arch = "x86_64";
+  Plan p = plan_for(request("90 120"), in);
   CHECK(p->key_inputs.dump() ==
         R"({"arch_list":{"env":"TORCH_CUDA_ARCH_LIST","value":"9.0;12.0"},"build_dir":"build",)"
         R"("cuda":{"nvcc":"12.8.93","release":"12.8"},"driver":"setup-py","env":{"BUILD_TEST":"0",)"

@@ -11,6 +11,8 @@
 
 #include <boost/process.hpp>
 
+#include <sys/utsname.h>
+
 namespace bp = boost::process;
 
 namespace archbuild::test {
@@ -111,6 +113,11 @@ std::string unusable(const std::string& program) {
   if (machine == kOwnMachine) return "";
   return program + " is an " + machine_name(machine) + " program and these tests are " + machine_name(kOwnMachine) +
          " (an " + machine_name(kOwnMachine) + " host has its own)";
+}
+
+std::string machine() {
+  struct utsname u {};
+  return uname(&u) == 0 ? u.machine : "";
 }
 
 }  // namespace archbuild::test

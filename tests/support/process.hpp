@@ -39,6 +39,9 @@ Ran pip_wheel(const std::string& python, const std::filesystem::path& project, c
 // built for aarch64 and run under qemu (scripts/test-arm64): the kernel runs it natively, but an
 // aarch64 host would have its own, and what it compiles is for the wrong machine.
 std::string unusable(const std::string& program);
+// `uname -m` as archbuild reads it: the machine whose platform and official wheels are "this
+// machine's" (aarch64 under qemu-user, scripts/test-arm64).
+std::string machine();
 
 }  // namespace archbuild::test
 
