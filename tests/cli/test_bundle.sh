@@ -10,7 +10,7 @@ set -euo pipefail
 src=$1 build=$2
 emu=() objdump=objdump bundle_arch=() arch=$(uname -m)
 ldd_() { ldd "$@"; }
-if readelf -h "$build/src/archbuild" 2>/dev/null | grep -q 'Machine:.*AArch64' && [ "$arch" != aarch64 ]; then
+if readelf -h "$build/src/archbuild" 2>/dev/null | grep 'Machine:.*AArch64' > /dev/null && [ "$arch" != aarch64 ]; then
   arch=aarch64 objdump=aarch64-linux-gnu-objdump bundle_arch=(--arch aarch64)
   arm64_root=${ARCHBUILD_ARM64_ROOT:-/opt/archbuild-arm64}
   qemu=$(command -v qemu-aarch64-static || command -v qemu-aarch64 || true)
@@ -65,13 +65,13 @@ grep -q "^glibc floor $host_glibc: met (highest GLIBC_ symbol version imported: 
   fail "BUNDLE.txt: $(grep 'glibc floor' "$root/BUNDLE.txt")"
 
 # RUNPATH, not LD_LIBRARY_PATH: the children archbuild starts must not inherit our libraries.
-readelf -d "$exe" | grep -q 'RUNPATH.*\$ORIGIN/../lib' || fail "bin/archbuild has no RUNPATH \$ORIGIN/../lib"
-ldd_ "$exe" | grep -q 'not found' && fail "unresolved: $(ldd_ "$exe" | grep 'not found')"
+readelf -d "$exe" | grep 'RUNPATH.*\$ORIGIN/../lib' > /dev/null || fail "bin/archbuild has no RUNPATH \$ORIGIN/../lib"
+ldd_ "$exe" | grep 'not found' > /dev/null && fail "unresolved: $(ldd_ "$exe" | grep 'not found')"
 foreign=$(ldd_ "$exe" | awk '$2 == "=>" && $1 !~ /^\// {print $1, $3}' |
   grep -Ev '^(libc|libm|libdl|libpthread|librt|libresolv|libstdc\+\+|libgcc_s)\.so' | grep -Fv " $root/bin/../lib/" | grep -Fv " $root/lib/" || true)
 [ -z "$foreign" ] || fail "libraries from the host, not the bundle: $foreign"
 for needed in libgit2 libarchive; do
-  ls "$root/lib/" | grep -q "^$needed" || fail "$needed is not bundled"
+  ls "$root/lib/" | grep "^$needed" > /dev/null || fail "$needed is not bundled"
 done
 # The C++ runtime and the libraries Debian ships as archives are inside the binary (only the
 # libraries opened on first use may still need the host's libstdc++: libarchive's ICU does).
@@ -84,9 +84,9 @@ run() { env -i HOME="$tmp/home" PATH=/usr/bin:/bin ARCHBUILD_NVML_LIBRARY=/nonex
 out=$(run arch 90 sm_120 --format torch) || fail "arch exit $?"
 [ "$out" = "9.0;12.0" ] || fail "arch printed '$out'"
 out=$(run inspect "$src/tests/data/binaries/multi.so" --json) || fail "inspect exit $?"
-echo "$out" | grep -q '"sass"' || fail "inspect printed no sass: $out"
+echo "$out" | grep '"sass"' > /dev/null || fail "inspect printed no sass: $out"
 out=$(run plan --sm 90 --recipe torch-2.9 --python /usr/bin/python3 --json) || fail "plan exit $?"
-echo "$out" | grep -q "\"$root/share/archbuild/recipes/torch-2.9.toml\"" ||
+echo "$out" | grep "\"$root/share/archbuild/recipes/torch-2.9.toml\"" > /dev/null ||
   fail "plan did not read the bundle's recipes: $(echo "$out" | grep -o '"[^"]*torch-2.9.toml"' | head -1)"
 # The libraries archbuild opens on first use (not in its NEEDED entries, so not in ldd's list) come
 # from the bundle too, through bin/archbuild's RUNPATH: libarchive for a zip; libgit2 for a clone of

@@ -54,7 +54,7 @@ status=0
 out=$(run detect --json) || status=$?
 # No GPU here: exit 3 (a needed device is missing) with a JSON answer; with one, 0.
 [ "$status" = 0 ] || [ "$status" = 3 ] || fail "detect --json: exit $status"
-echo "$out" | grep -q '"gpus"' || fail "detect --json printed no gpus: $out"
+echo "$out" | grep '"gpus"' > /dev/null || fail "detect --json printed no gpus: $out"
 
 # libarchive is the bundle's own (linked from libarchive.a for the floor: cmake/glibc-floor.cmake):
 # a wheel is read through it (LD_DEBUG names the copy initialised), and a zip written and read
@@ -68,7 +68,7 @@ with zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_DEFLATED) as z:
 PY
   out=$(LD_DEBUG=libs run inspect "$tmp/x-1.0-py3-none-linux_x86_64.whl" --json 2> "$tmp/zip.log") ||
     fail "inspect of a wheel: exit $?: $(grep -v '^ *[0-9]*:' "$tmp/zip.log" | tail -3)"
-  echo "$out" | grep -q '"sass"' || fail "inspect of a wheel printed no sass: $out"
+  echo "$out" | grep '"sass"' > /dev/null || fail "inspect of a wheel printed no sass: $out"
   grep -q "calling init: $root/bin/../lib/libarchive.so.13" "$tmp/zip.log" ||
     fail "libarchive not loaded from the bundle: $(grep 'calling init: .*libarchive' "$tmp/zip.log")"
   /usr/bin/python3 - "$root/lib/libarchive.so.13" "$tmp/roundtrip.zip" <<'PY' || fail "a zip written and read back through lib/libarchive.so.13"

@@ -138,7 +138,7 @@ expect runs PASS
 expect detect SKIP
 expect smoke SKIP
 expect inspect PASS
-detail_of inspect | grep -q 'libtorch_cuda.so: compute_90 sm_80 sm_90 = get_arch_list(), and sm_90a the build adds on purpose' ||
+detail_of inspect | grep 'libtorch_cuda.so: compute_90 sm_80 sm_90 = get_arch_list(), and sm_90a the build adds on purpose' > /dev/null ||
   fail "inspect: $(detail_of inspect)"
 # Every archbuild command ran with the data of this source tree named.
 [ "$(sort -u "$tmp/data-dirs")" = "$src" ] || fail "ARCHBUILD_DATA_DIR given to archbuild: $(sort -u "$tmp/data-dirs" | tr '\n' ' ')"
@@ -148,7 +148,7 @@ budget=$(sed -n 's/^gpu-check: quick plan, .*; at most \([0-9]*\) s in all.*/\1/
 "$py" -c 'import json, sys; assert json.load(open(sys.argv[1]))["context"]["budget_s"] == int(sys.argv[2])' \
   "$tmp/report/summary.json" "$budget" || fail "summary.json's budget_s is not $budget"
 expect validate-installed PASS
-detail_of validate-installed | grep -q "'features': 'pass'" || fail "validate-installed: $(detail_of validate-installed)"
+detail_of validate-installed | grep "'features': 'pass'" > /dev/null || fail "validate-installed: $(detail_of validate-installed)"
 expect kernel-installed SKIP
 expect example-wheel SKIP
 grep -q '^| SKIP | detect | no GPU on this host' "$tmp/report/report.md" || fail "report.md lacks the detect row"
@@ -170,7 +170,7 @@ c++ -shared -o "$t/lib/libtorch_cuda.so" "$tmp/k.o" "$tmp/rowwise.o" "$tmp/rowwi
 run_check
 [ "$rc" = 1 ] || fail "gpu-check exit $rc with an unexplained sm_100a, expected 1"
 expect inspect DISAGREE
-detail_of inspect | grep -q 'not added on purpose by the build: sm_100a' || fail "inspect: $(detail_of inspect)"
+detail_of inspect | grep 'not added on purpose by the build: sm_100a' > /dev/null || fail "inspect: $(detail_of inspect)"
 
 # A step that reaches its cap is a SKIP with that reason: a cuobjdump that hangs, capped at 2 s.
 cat > "$tmp/bin/cuobjdump" <<'EOF'
@@ -182,7 +182,7 @@ c++ -shared -o "$t/lib/libtorch_cuda.so" "$tmp/k.o" "$tmp/rowwise.o"  # not nvcc
 PATH=$tmp/bin:$PATH run_check --cap cuobjdump=2
 [ "$rc" = 0 ] || fail "gpu-check exit $rc with cuobjdump at its cap, expected 0: $(detail_of cuobjdump)"
 expect cuobjdump SKIP
-detail_of cuobjdump | grep -q "cap" || fail "cuobjdump: $(detail_of cuobjdump)"
+detail_of cuobjdump | grep "cap" > /dev/null || fail "cuobjdump: $(detail_of cuobjdump)"
 rc=0
 "$src/scripts/gpu-check" --exe "$tmp/bin/archbuild" --report "$tmp/report" --cap nosuchstep=5 2> "$tmp/stderr" || rc=$?
 [ "$rc" = 2 ] || fail "gpu-check --cap nosuchstep=5: exit $rc, expected 2"
