@@ -84,6 +84,9 @@ std::string refusal_rule(const plan::Resolution& r, const std::string& subject) 
 
 void run_matrix(const MatrixArgs& a, Context& ctx) {
   if (a.format == "json") ctx.json = true;
+  // A --cuda that is no release (X.Y) is bad input, not "no job accepted".
+  if (!a.cuda.empty() && (!Version::parse(a.cuda) || Version::parse(a.cuda)->parts.size() != 2))
+    throw Failure(Error::bad_input(fmt::format("--cuda {}: expected a CUDA release X.Y, e.g. 13.0", text::quoted(a.cuda))));
   ResolveArgs ra;
   ra.sm = a.sm;
   ra.recipe = a.recipe;

@@ -94,6 +94,16 @@ TEST_CASE("matrix: bad input and a matrix with no job", "[matrix]") {
   CHECK(bad.status == 2);
   auto fmt = test::archbuild({"--cache-dir", cache.path().string(), "matrix", "--sm", "90", "--format", "yaml"});
   CHECK(fmt.status == 2);
+  for (const char* cuda : {"thirteen", "13", "13.0.1"}) {
+    auto c = test::archbuild({"--cache-dir", cache.path().string(), "matrix", "--sm", "90", "--cuda", cuda});
+    CHECK(c.status == 2);
+    CHECK(c.err.find("expected a CUDA release X.Y") != std::string::npos);
+  }
+  // One CUDA release's jobs only.
+  auto one = test::archbuild({"--cache-dir", cache.path().string(), "matrix", "--sm", "90", "--recipe", "torch-2.9",
+                              "--cuda", "12.8", "--format", "json"});
+  CHECK(one.status == 0);
+  for (const auto& j : json::parse(one.out)["include"]) CHECK(j["cuda"] == "12.8");
   // sm_120 with torch 2.4 (no CUDA it supports compiles sm_120): nothing to build, exit 1.
   auto none = test::archbuild(
       {"--cache-dir", cache.path().string(), "matrix", "--sm", "120", "--recipe", "torch-2.4", "--format", "github"});
