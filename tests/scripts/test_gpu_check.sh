@@ -186,5 +186,22 @@ detail_of cuobjdump | grep "cap" > /dev/null || fail "cuobjdump: $(detail_of cuo
 rc=0
 "$src/scripts/gpu-check" --exe "$tmp/bin/archbuild" --report "$tmp/report" --cap nosuchstep=5 2> "$tmp/stderr" || rc=$?
 [ "$rc" = 2 ] || fail "gpu-check --cap nosuchstep=5: exit $rc, expected 2"
+
+# The second run (--full) without a GPU: the example and its dependent built by `wheel --with` and
+# validated (their GPU parts skipped, which is no failure here); the CUDA extension of the installed
+# torch skipped where the interpreter has no torch.
+if /usr/bin/python3 -c 'import setuptools, wheel' 2> /dev/null && command -v git > /dev/null; then
+  run_check --full --python /usr/bin/python3
+  [ "$rc" = 0 ] || fail "gpu-check --full exit $rc, expected 0: $(tail -3 "$tmp/stderr")"
+  expect example-wheel PASS
+  detail_of example-wheel | grep "with minivision: minitorch-0.1.0" > /dev/null || fail "example-wheel: $(detail_of example-wheel)"
+  detail_of example-wheel | grep "minivision checks {.*'import': 'pass'" > /dev/null ||
+    fail "example-wheel: minivision was not validated: $(detail_of example-wheel)"
+  expect example-validate SKIP
+  expect torch-extension SKIP
+  detail_of torch-extension | grep "no torch for /usr/bin/python3" > /dev/null || fail "torch-extension: $(detail_of torch-extension)"
+else
+  echo "(--full not run: no /usr/bin/python3 with setuptools and wheel, or no git)"
+fi
 [ -n "${KEEP:-}" ] && echo "kept $tmp"
 echo "gpu-check: no-GPU report and the disagreement found"
