@@ -6,12 +6,16 @@
 
 #include <map>
 #include <memory>
+#include <regex>
 #include <set>
 
 #include "cli/host.hpp"
 #include "cli/install_advice.hpp"
 #include "core/text.hpp"
+#include "plan/libraries.hpp"
+#include "plan/plan.hpp"
 #include "plan/resolve.hpp"
+#include "prepare/prepare.hpp"
 #include "run/capture.hpp"
 #include "validate/coverage.hpp"
 
@@ -155,6 +159,27 @@ HostTargets gather_targets(const TargetArgs& a, const arch::ArchData& data) {
   return h;
 }
 
+namespace {
+
+// This machine's libraries for the resolved recipe, as `plan` decides them (a file-system probe,
+// no process): the choices the advice must mention — a preferred provider used or passed over
+// (BLAS=NVPL on sbsa) and an expected library missing.
+std::vector<std::string> library_lines(const plan::Resolution& r) {
+  std::vector<std::string> lines;
+  auto facts = prepare::gather_libraries(r, {}, {});
+  if (!facts) return {"libraries not probed: " + facts.error().message};
+  plan::PlanOptions po;
+  po.library_facts = std::move(*facts);
+  auto draft = plan::make_plan(r, po);
+  if (!draft) return {"libraries not planned: " + draft.error().message};
+  for (const auto& c : (*draft)->libraries.choices)
+    if (!c.note.empty() || (c.expected && c.state == plan::LibraryState::missing))
+      lines.push_back(std::regex_replace(text::trim(plan::describe(c)), std::regex("  +"), " "));  // no column padding
+  return lines;
+}
+
+}  // namespace
+
 doctor::BuildAdvisor make_build_advisor(const std::vector<toolchain::Toolchain>& toolchains,
                                         std::optional<Version> python, const std::string& platform,
                                         const std::optional<toolchain::JetPack>& jetpack) {
@@ -195,25 +220,24 @@ doctor::BuildAdvisor make_build_advisor(const std::vector<toolchain::Toolchain>&
     req.python = python;
     req.recipe_label = "the torch recipes";
     if (!platform.empty()) req.platform = platform;
-    // Another machine's JetPack: its CUDA decides the recipe there, as its installed toolkit would.
-    const bool by_jetpack = jetpack && !platform.empty();
-    std::string jetpack_says;
-    if (by_jetpack) {
-      req.cuda = jetpack->cuda;
-      jetpack_says = fmt::format("JetPack {} (L4T {}) installs CUDA {} ({}){}", jetpack->version.str(), jetpack->l4t.str(),
-                                 jetpack->cuda.str(), jetpack->url, jetpack->note.empty() ? "" : "; " + jetpack->note);
-    }
+    // A Jetson's CUDA: JetPack's on another machine; here, the installed toolkit's, else JetPack's.
+    std::optional<toolchain::JetsonBuildCuda> jetson;
+    if (jetpack) jetson = toolchain::jetson_build_cuda(*jetpack, platform.empty(), lazy->inputs->host.toolkits.size());
+    const bool by_jetpack = jetson && !platform.empty();
+    if (jetson) req.cuda = jetson->cuda;
     auto r = plan::resolve(req, *lazy->inputs);
     if (r.status == Exit::bad_input) {
-      s.detail = by_jetpack ? jetpack_says + ": " + r.message : r.message;
+      s.detail = jetson ? jetson->why + ": " + r.message : r.message;
       return s;
     }
     s.ok = true;
     s.recipe = r.recipe.name;
-    s.command = fmt::format("archbuild wheel --sm {} --recipe {}{}", doctor::sm_option(ccs), r.recipe.name,
-                            python ? " --python " + python->str() : "");
+    s.command = fmt::format("archbuild wheel --sm {} --recipe {}{}{}", doctor::sm_option(ccs), r.recipe.name,
+                            jetson ? " --cuda " + jetson->cuda.str() : "", python ? " --python " + python->str() : "");
     s.detail = fmt::format("torch {} with CUDA {}", r.recipe.version.str(), r.toolchain.cuda.str());
+    if (jetson && !by_jetpack) s.detail += ", as " + jetson->why;
     if (by_jetpack) {
+      const std::string& jetpack_says = jetson->why;
       s.command = fmt::format("archbuild wheel --sm {} --recipe {} --cuda {} --platform {}{}", doctor::sm_option(ccs),
                               r.recipe.name, jetpack->cuda.str(), platform, python ? " --python " + python->str() : "");
       s.detail = fmt::format("torch {} with CUDA {} on the Jetson, as {}", r.recipe.version.str(), r.toolchain.cuda.str(),
@@ -230,6 +254,7 @@ doctor::BuildAdvisor make_build_advisor(const std::vector<toolchain::Toolchain>&
       return s;  // this machine's missing tools are not that host's
     }
     if (r.status != Exit::ok) s.needs = r.message;
+    s.libraries = library_lines(r);
     return s;
   };
 }
@@ -289,6 +314,7 @@ nlohmann::json install_advice_json(const doctor::InstallAdvice& a, const HostTar
                     {"recipe", a.build->ok ? nlohmann::json(a.build->recipe) : nlohmann::json(nullptr)},
                     {"detail", a.build->detail}};
     if (!a.build->needs.empty()) doc["build"]["needs"] = a.build->needs;
+    doc["build"]["libraries"] = a.build->libraries;
   } else {
     doc["build"] = nullptr;
   }
@@ -340,6 +366,7 @@ void print_install_advice(const doctor::InstallAdvice& a, const HostTargets& h, 
       out(fmt::format("build    {}: archbuild builds {} for {}{}", a.build_why, a.build->detail, doctor::sm_option(a.ccs),
                       a.build->needs.empty() ? "" : "; first: " + a.build->needs));
       out("  $ " + a.build->command);
+      for (const auto& l : a.build->libraries) out("  library " + l);
     } else {
       out(fmt::format("build    {}; no recipe builds one here: {}", a.build_why, a.build->detail));
     }

@@ -284,8 +284,9 @@ class Diagnosis {
   Fix build_fix(const BuildSuggestion& b, const std::string& why) const {
     Fix fx;
     fx.kind = "build";
-    fx.text = fmt::format("build {} for {} from source with archbuild{}{}", b.detail, ccs_text(ccs_), why,
-                          b.needs.empty() ? "" : "; first: " + b.needs);
+    fx.text = fmt::format("build {} for {} from source with archbuild{}{}{}", b.detail, ccs_text(ccs_), why,
+                          b.needs.empty() ? "" : "; first: " + b.needs,
+                          b.libraries.empty() ? "" : "; libraries here: " + text::join(b.libraries, "; "));
     fx.command = b.command;
     return fx;
   }

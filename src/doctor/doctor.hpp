@@ -78,6 +78,9 @@ struct BuildSuggestion {
   std::string command;  // "archbuild wheel --sm 120 --recipe torch-2.9"
   std::string detail;   // what it builds ("torch 2.9.1 with CUDA 13.0"), or why it is refused
   std::string needs;    // the choice stands but something must be installed first
+  // This machine's build libraries where they matter to the advice: a provider preferred or
+  // passed over (NVPL on sbsa), or an expected one missing (plan's own lines).
+  std::vector<std::string> libraries;
 };
 // Resolution for these CCs, on a given torch release line or (unset) on any. Injected: the
 // command resolves through plan/ with the host discovered by processes.

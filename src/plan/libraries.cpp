@@ -153,6 +153,12 @@ Result<LibraryPlan> plan_libraries(const LibraryInputs& in) {
   };
   for (const auto& [name, expected] : names) {
     auto specs = providers(in.specs, name);
+    // A provider of another machine (NVPL on x86_64) is no choice here, unless a variable of the
+    // recipe or --env selects it by name: then its own line says it is missing.
+    const recipe::LibrarySpec* named = selected_by(specs, in.fixed_env);
+    auto here = specs;
+    std::erase_if(here, [&](const auto* s) { return s != named && !recipe::exists_for(*s, in.machine); });
+    if (!here.empty()) specs = std::move(here);  // none for this machine: its missing line names them
     LibraryChoice c;
     c.name = name;
     c.expected = expected;

@@ -54,6 +54,7 @@ struct LibraryPlan {
 
 struct LibraryInputs {
   std::vector<recipe::LibrarySpec> specs;          // shipped + the recipe's definitions
+  std::string machine;  // the build's machine: providers that exist only elsewhere (NVPL) drop out
   recipe::LibraryRequirements requirements;        // the recipe's [libraries]
   LibraryFacts facts;
   std::vector<std::string> without;                // --without

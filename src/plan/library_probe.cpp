@@ -132,7 +132,14 @@ std::vector<Place> places_for(const recipe::LibrarySpec& s, const LibrarySearch&
     out.push_back(prefix_place(LibraryOrigin::toolkit, search.toolkit_label, *search.toolkit_root));
   // The system: its own prefixes and the spec's extra folders, each as a prefix or a folder.
   Place sys{LibraryOrigin::system, "system", "", {}, {}};
-  std::vector<fs::path> prefixes(s.system.begin(), s.system.end());
+  std::vector<fs::path> prefixes;
+  for (std::string p : s.system) {
+    // Debian's per-machine folders (/usr/lib/aarch64-linux-gnu/openblas-pthread): this machine's.
+    static const std::string kMultiarch = "{multiarch}";
+    for (auto at = p.find(kMultiarch); at != std::string::npos; at = p.find(kMultiarch, at))
+      p.replace(at, kMultiarch.size(), toolchain::host_library_dirs().multiarch);
+    prefixes.emplace_back(p);
+  }
   prefixes.insert(prefixes.end(), search.system_prefixes.begin(), search.system_prefixes.end());
   for (const auto& p : prefixes) {
     auto pp = prefix_place(LibraryOrigin::system, "system", p);
@@ -149,7 +156,7 @@ LibraryFacts probe_libraries(const std::vector<recipe::LibrarySpec>& specs, cons
   LibraryFacts f;
   f.probed = true;
   for (const auto& s : specs)
-    for (const auto& place : places_for(s, search))
+    for (const auto& place : recipe::exists_for(s, search.machine) ? places_for(s, search) : std::vector<Place>{})
       if (auto c = look(s, place)) {
         // The system's root is the prefix its include folder belongs to.
         if (c->root.empty()) c->root = c->include_dir.filename() == "include" ? c->include_dir.parent_path() : c->include_dir;

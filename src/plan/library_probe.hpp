@@ -39,6 +39,7 @@ struct LibrarySearch {
   std::string toolkit_label;                // "CUDA 13.0"
   std::vector<std::filesystem::path> site_packages;
   std::vector<std::filesystem::path> system_prefixes = {"/usr/local", "/usr"};
+  std::string machine;  // the build's machine (`uname -m`): a library for other machines is not looked for
 };
 
 struct LibraryFacts {

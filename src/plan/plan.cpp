@@ -82,7 +82,10 @@ const std::vector<std::string>& build_env_allowlist() {
       "CUDNN_*", "NCCL_*", "CUSPARSELT_*", "MAGMA_HOME", "MKLROOT", "MKL_*", "BLAS", "OpenBLAS_HOME",
       "CMAKE_PREFIX_PATH", "LD_LIBRARY_PATH", "LIBRARY_PATH", "CPATH",
       // Where pip.conf is read from (with HOME and PIP_CONFIG_FILE): pip's own configuration.
-      "XDG_CONFIG_HOME"};
+      "XDG_CONFIG_HOME",
+      // Where qemu-user finds an emulated program's loader and libraries (an aarch64 build run
+      // on an x86_64 host through binfmt): without it the build's own aarch64 tools do not start.
+      "QEMU_LD_PREFIX"};
   return names;
 }
 
@@ -249,6 +252,7 @@ Result<Ok> plan_recipe_libraries(const Resolution& res, const PlanOptions& optio
   const recipe::Recipe& r = res.recipe;
   if (r.libraries.empty() && options.without.empty()) return Ok{};
   LibraryInputs in;
+  in.machine = res.platform.machine;
   // What the platform's official builds select (BLAS=NVPL on sbsa) is preferred where found.
   if (auto it = r.platforms.find(res.platform.name); it != r.platforms.end()) {
     in.preferred_env = it->second.official_env;

@@ -49,6 +49,7 @@ Result<plan::LibraryFacts> gather_libraries(const plan::Resolution& r, const std
     search.toolkit_label = "CUDA " + r.toolkit->version.str();
   }
   search.site_packages = site_packages;
+  search.machine = r.platform.machine;
   auto specs = recipe::load_shipped_library_specs();
   if (!specs) return specs.error();
   return plan::probe_libraries(recipe::merge_specs(std::move(*specs), r.recipe.libraries.define), search);

@@ -72,6 +72,7 @@ Result<LibrarySpec> read_library_spec(const toml::table& t, const std::string& f
     if (auto e = pr.finish()) return *e;
   }
   if (auto v = rd.strings("system")) s.system = *v;
+  if (auto v = rd.strings("machines")) s.machines = *v;
   if (auto v = rd.string("switch")) {
     if (!valid_env(*v)) return rd.error_at("switch", fmt::format("switch \"{}\" is not a variable name, e.g. USE_CUDNN", *v));
     s.switch_env = *v;
@@ -119,6 +120,10 @@ std::vector<LibrarySpec> merge_specs(std::vector<LibrarySpec> shipped, const std
     else shipped.push_back(d);
   }
   return shipped;
+}
+
+bool exists_for(const LibrarySpec& s, std::string_view machine) {
+  return machine.empty() || s.machines.empty() || std::find(s.machines.begin(), s.machines.end(), machine) != s.machines.end();
 }
 
 }  // namespace archbuild::recipe

@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <toml++/toml.h>
@@ -28,13 +29,18 @@ struct LibrarySpec {
   std::vector<std::string> env_roots;
   std::string env_lib_dir, env_include_dir;
   std::string pip_package, pip_dir;  // "nvidia-cudnn-cu13", "nvidia/cudnn"
-  std::vector<std::string> system;   // extra prefixes or folders
+  std::vector<std::string> system;   // extra prefixes or folders; "{multiarch}" is this machine's
+                                     // Debian folder name (x86_64-linux-gnu, aarch64-linux-gnu)
+  std::vector<std::string> machines; // the machines it exists for (`uname -m`); empty: every one
   std::string switch_env;            // "USE_CUDNN"
   std::map<std::string, std::string> on, off, paths;
   std::string summary;               // "USE_CUDNN"
   std::string summary_on;            // a line present only when on (MAGMA)
   std::string advice;
 };
+
+// Whether the library exists for a machine (`uname -m`; "" asks about none in particular).
+bool exists_for(const LibrarySpec& s, std::string_view machine);
 
 // What a recipe expects: names of libraries or groups ("lapack").
 struct LibraryRequirements {

@@ -115,4 +115,12 @@ std::optional<JetPack> jetpack_of_l4t(const JetPacks& jetpacks, std::string_view
   return j ? std::optional<JetPack>(*j) : std::nullopt;
 }
 
+std::optional<JetsonBuildCuda> jetson_build_cuda(const JetPack& jetpack, bool this_machine, std::size_t toolkits_installed) {
+  std::string says = fmt::format("JetPack {} (L4T {}) installs CUDA {} ({}){}", jetpack.version.str(), jetpack.l4t.str(),
+                                 jetpack.cuda.str(), jetpack.url, jetpack.note.empty() ? "" : "; " + jetpack.note);
+  if (!this_machine) return JetsonBuildCuda{jetpack.cuda, says};
+  if (toolkits_installed > 0) return std::nullopt;
+  return JetsonBuildCuda{jetpack.cuda, "no CUDA toolkit is installed on this Jetson; " + says};
+}
+
 }  // namespace archbuild::toolchain

@@ -46,6 +46,16 @@ struct JetPacks {
 // version or no release of `jetpacks` has it.
 std::optional<JetPack> jetpack_of_l4t(const JetPacks& jetpacks, std::string_view nv_tegra_release);
 
+// The CUDA a build for a Jetson must use, with why; nullopt: follow the toolkit installed here.
+// Another machine's Jetson builds with its JetPack's CUDA. This machine builds with the toolkit
+// installed on it (JetPack 6 lets CUDA be upgraded), and with JetPack's CUDA when none is
+// installed: the advice then names the toolkit to install, not a recipe for a CUDA it lacks.
+struct JetsonBuildCuda {
+  Version cuda;
+  std::string why;
+};
+std::optional<JetsonBuildCuda> jetson_build_cuda(const JetPack& jetpack, bool this_machine, std::size_t toolkits_installed);
+
 // The L4T version in /etc/nv_tegra_release's first line: "# R36 (release), REVISION: 4.3, …" → 36.4.3.
 std::optional<Version> l4t_version(std::string_view nv_tegra_release);
 

@@ -501,3 +501,33 @@ TEST_CASE("install-command --jetpack: the Jetson's JetPack CUDA names the recipe
   CHECK(bad.status == 2);
   CHECK(has(bad.err, "--jetpack 9.9: not a JetPack release"));
 }
+
+TEST_CASE("install-command: a build advised for this machine names its libraries as `plan` decides them",
+          "[cli][install]") {
+  // A driver too old for every wheel: the build is the answer, on this machine.
+  auto r = t::archbuild({"install-command", "--sm", "90", "--driver", "450.80.02", "--json"});
+  INFO(r.out << r.err);
+  auto doc = nlohmann::json::parse(r.out);
+  const auto& build = doc["build"];
+  REQUIRE(build.is_object());
+  if (build["ok"] != true) {
+    WARN("##archbuild-skip## no recipe builds here: " << build["detail"].get<std::string>());
+    return;
+  }
+  REQUIRE(build["libraries"].is_array());
+  auto p = t::archbuild({"plan", "--sm", "90", "--recipe", build["recipe"].get<std::string>(), "--json"});
+  INFO(p.out.substr(0, 2000) << p.err);
+  auto plan = nlohmann::json::parse(p.out);
+  std::vector<std::string> expected, got;
+  for (const auto& l : plan["libraries"]["libraries"])
+    if (l.contains("note") || (l["expected"] == true && l["state"] == "missing")) expected.push_back(l["name"]);
+  for (const auto& line : build["libraries"]) {
+    std::string s = line.get<std::string>();
+    got.push_back(s.substr(0, s.find(' ')));
+    if (s.find("NVPL") != std::string::npos) CHECK(t::machine() == "aarch64");  // NVPL is no x86_64 advice
+  }
+  CHECK(got == expected);
+  // The human answer lists them under the build's command.
+  auto text = t::archbuild({"install-command", "--sm", "90", "--driver", "450.80.02"});
+  for (const auto& name : expected) CHECK(has(text.out, "  library " + name));
+}

@@ -11,6 +11,7 @@
 #include "plan/library_probe.hpp"
 #include "plan/plan.hpp"
 #include "plan/resolve.hpp"
+#include "support/process.hpp"
 #include "support/tempdir.hpp"
 
 using namespace archbuild;
@@ -452,4 +453,60 @@ TEST_CASE("libraries: NVPL is found under NVPL_ROOT or a system prefix like /usr
   REQUIRE(f.found.size() == 2);
   CHECK(f.found[0].origin == LibraryOrigin::env);
   CHECK(f.found[0].via == "NVPL_ROOT");
+}
+
+TEST_CASE("libraries: NVPL exists for aarch64 only: on x86_64 it is neither looked for nor advised, unless named",
+          "[plan][libraries][arm]") {
+  auto it = std::find_if(specs().begin(), specs().end(), [](const recipe::LibrarySpec& s) { return s.name == "nvpl"; });
+  REQUIRE(it != specs().end());
+  CHECK(it->machines == std::vector<std::string>{"aarch64"});
+  // The probe: an NVPL under NVPL_ROOT is not found for an x86_64 build, and is for an aarch64 one.
+  test::TempDir tmp;
+  fake_prefix(tmp, "nvpl", "nvpl_lapack.h", "/* NVPL LAPACK */\n", "libnvpl_lapack_lp64_gomp.so.0");
+  LibrarySearch s;
+  s.system_prefixes = {tmp / "nothing"};
+  s.env["NVPL_ROOT"] = (tmp / "nvpl").string();
+  s.machine = "x86_64";
+  CHECK(probe_libraries({*it}, s).found.empty());
+  s.machine = "aarch64";
+  CHECK(probe_libraries({*it}, s).found.size() == 1);
+  // The plan: LAPACK missing on x86_64 names MKL and OpenBLAS, not NVPL; on aarch64 all three.
+  auto in = torch_inputs();
+  in.machine = "x86_64";
+  auto x86 = plan_libraries(in);
+  REQUIRE(x86.ok());
+  CHECK(choice(*x86, "lapack").title == "Intel MKL or OpenBLAS");
+  CHECK_FALSE(contains(choice(*x86, "lapack").advice, "NVPL"));
+  in.machine = "aarch64";
+  auto arm = plan_libraries(in);
+  REQUIRE(arm.ok());
+  CHECK(choice(*arm, "lapack").title == "Intel MKL or OpenBLAS or NVPL");
+  // --env BLAS=NVPL on x86_64: the variable names it, so its own missing line says so.
+  in.machine = "x86_64";
+  in.fixed_env = {{"BLAS", "NVPL"}};
+  in.fixed_from = {{"BLAS", "--env"}};
+  auto named = plan_libraries(in);
+  REQUIRE(named.ok());
+  CHECK(choice(*named, "lapack").title == "NVPL");
+  CHECK(choice(*named, "lapack").state == LibraryState::missing);
+}
+
+TEST_CASE("libraries: {multiarch} in a library's system folders is this machine's Debian folder (OpenBLAS's)",
+          "[plan][libraries][arm]") {
+  auto it = std::find_if(specs().begin(), specs().end(), [](const recipe::LibrarySpec& s) { return s.name == "openblas"; });
+  REQUIRE(it != specs().end());
+  for (const auto& dir : it->system) CHECK(contains(dir, "{multiarch}"));  // no machine written into the data
+  // Debian's libopenblas-dev layout, under a temporary root, for the machine these tests run on.
+  test::TempDir tmp;
+  const std::string multiarch = test::machine() + "-linux-gnu";
+  tmp.write("usr/include/" + multiarch + "/openblas-pthread/openblas_config.h", "#define OPENBLAS_VERSION \" OpenBLAS 0.3.21 \"\n");
+  tmp.write("usr/lib/" + multiarch + "/openblas-pthread/libopenblas.so.0", "not really a library");
+  recipe::LibrarySpec spec = *it;
+  for (auto& dir : spec.system) dir = (tmp / dir.substr(1)).string();  // "/usr/…" under the root
+  LibrarySearch s;
+  s.system_prefixes = {tmp / "nothing"};
+  auto f = probe_libraries({spec}, s);
+  REQUIRE(f.found.size() == 1);
+  CHECK(f.found[0].include_dir == tmp / ("usr/include/" + multiarch + "/openblas-pthread"));
+  CHECK(f.found[0].lib_file == tmp / ("usr/lib/" + multiarch + "/openblas-pthread/libopenblas.so.0"));
 }

@@ -961,6 +961,7 @@ TEST_CASE("env option: overrides the recipe's build env and is in the key, never
   CHECK(env_allowed(build_env_allowlist(), "NCCL_ROOT"));
   CHECK(env_allowed(build_env_allowlist(), "http_proxy"));
   CHECK_FALSE(env_allowed(build_env_allowlist(), "AWS_SECRET_ACCESS_KEY"));
+  CHECK(env_allowed(build_env_allowlist(), "QEMU_LD_PREFIX"));  // an emulated aarch64 build's loader
 }
 
 TEST_CASE("jobs: flash-attn's 5 GiB per nvcc job and 4 NVCC_THREADS decide MAX_JOBS") {

@@ -85,3 +85,22 @@ TEST_CASE("jetpack: bad data is one line with file:line:column", "[toolchain][je
   REQUIRE_FALSE(typo.ok());
   CHECK_THAT(typo.error().message, Catch::Contains("notes"));
 }
+
+TEST_CASE("jetpack: the CUDA a Jetson's build uses: JetPack's elsewhere, the installed toolkit here, else JetPack's",
+          "[toolchain][jetpack]") {
+  const auto& js = JetPacks::shipped();
+  auto six = js.find("6.2");
+  REQUIRE(six.ok());
+  // Advice for another machine: JetPack 6.2's CUDA 12.6, whatever this host has installed.
+  auto there = toolchain::jetson_build_cuda(*six, false, 3);
+  REQUIRE(there);
+  CHECK(there->cuda.str() == "12.6");
+  CHECK_THAT(there->why, Catch::Contains("JetPack 6.2 (L4T 36.4.3) installs CUDA 12.6"));
+  // This Jetson with a toolkit installed (JetPack 6 lets CUDA be upgraded): that toolkit decides.
+  CHECK_FALSE(toolchain::jetson_build_cuda(*six, true, 1));
+  // This Jetson with none: JetPack's CUDA, so the advice names that toolkit rather than the newest recipe.
+  auto here = toolchain::jetson_build_cuda(*six, true, 0);
+  REQUIRE(here);
+  CHECK(here->cuda.str() == "12.6");
+  CHECK_THAT(here->why, Catch::StartsWith("no CUDA toolkit is installed on this Jetson; JetPack 6.2"));
+}
