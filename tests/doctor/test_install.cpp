@@ -237,7 +237,7 @@ TEST_CASE("release data: the aarch64 lists are read per release line", "[doctor]
   CHECK(*arm[0].arch_list == "8.0;9.0");
   CHECK(r->variants_for("x86_64").size() == 3);
   CHECK(r->variants_for("").empty());
-  // Older lines: 2.7 shipped cu128 only, 2.8 cu129 with no recorded list, 2.6 and before none.
+  // Older lines: 2.7 shipped cu128 only, 2.8 cu129 only, 2.6 and before none.
   auto arm_of = [](const char* line) {
     std::vector<std::string> out;
     for (const auto& v : releases().find(Version::parse(line).value())->variants_for("aarch64"))
@@ -246,29 +246,37 @@ TEST_CASE("release data: the aarch64 lists are read per release line", "[doctor]
   };
   CHECK(arm_of("2.6").empty());
   CHECK(arm_of("2.7") == std::vector<std::string>{"cu128=9.0;10.0;12.0"});
-  CHECK(arm_of("2.8") == std::vector<std::string>{"cu129=?"});
+  CHECK(arm_of("2.8") == std::vector<std::string>{"cu129=8.0;9.0;10.0;12.0"});
   CHECK(arm_of("2.9") == std::vector<std::string>{"cu126=8.0;9.0", "cu128=8.0;9.0;10.0;12.0",
                                                   "cu130=8.0;9.0;10.0;11.0;12.0+PTX"});
   CHECK(arm_of("2.11") == std::vector<std::string>{"cu126=8.0;9.0", "cu128=8.0;9.0;10.0;12.0",
                                                    "cu130=8.0;9.0;10.0;11.0;12.0"});
-  CHECK(arm_of("2.13").size() == 3);
+  // cu129 on aarch64 where it shipped with a known list: 2.10, 2.12(.1), 2.13; 2.11's is not recorded.
+  CHECK(arm_of("2.10").size() == 4);
+  CHECK(arm_of("2.12") == std::vector<std::string>{"cu126=8.0;9.0", "cu129=8.0;9.0;10.0;12.0",
+                                                   "cu130=8.0;9.0;10.0;11.0;12.0", "cu132=8.0;9.0;10.0;11.0;12.0"});
+  CHECK(arm_of("2.13").size() == 4);
 }
 
-TEST_CASE("install advice on sbsa with a CUDA 12 driver: GB200 gets the newest aarch64 cu128 wheel", "[doctor][install][arm]") {
+TEST_CASE("install advice on sbsa with a CUDA 12 driver: GB200 gets the newest aarch64 CUDA 12 wheel with sm_100",
+          "[doctor][install][arm]") {
   // Driver 570 starts no CUDA 13 runtime; 2.14's aarch64 cu126 has no sm_100. Before the older
-  // lines' aarch64 lists were recorded, nothing fitted and only a build was offered.
+  // lines' aarch64 lists were recorded, nothing fitted and only a build was offered. 2.13's aarch64
+  // cu129 starts on 570 through minor-version compatibility and carries sm_100 SASS.
   FakeAdvisor adv;
   auto q = on_platform({Cc{10, 0}}, "sbsa");
   q.driver = "570.86.15";
   auto a = doctor::advise_install(q, adv.fn());
   REQUIRE(a.fits());
   const auto& best = a.options.front();
-  CHECK(best.line.str() == "2.11");
-  CHECK(best.cu == "cu128");
-  CHECK(best.arch_list == "8.0;9.0;10.0;12.0");
+  CHECK(best.line.str() == "2.13");
+  CHECK(best.cu == "cu129");
+  CHECK(best.arch_list == "8.0;9.0;10.0;12.0+PTX");
   CHECK(best.sass);
+  CHECK(offered(a, "2.11", "cu128"));
   CHECK(offered(a, "2.7", "cu128"));
-  CHECK_FALSE(offered(a, "2.8", "cu129"));  // shipped, list not recorded: never offered
+  CHECK(offered(a, "2.8", "cu129"));  // its list is recorded now (sm_80 cherry-picked to release/2.8)
+  CHECK_FALSE(offered(a, "2.11", "cu129"));  // shipped, list not recorded: never offered
   // GH200 (9.0) with the same driver: cu126 / cu128 aarch64 wheels of 2.9 onwards run it.
   auto gh = on_platform({Cc{9, 0}}, "sbsa");
   gh.driver = "570.86.15";
