@@ -141,7 +141,7 @@ TEST_CASE("releases: the shipped data loads and computes which wheels cover a CC
     }
   CHECK(covering == std::vector<std::string>{"2.7+cu128",  "2.8+cu128",  "2.8+cu129",  "2.9+cu128",  "2.9+cu129",
                                              "2.9+cu130",  "2.10+cu128", "2.10+cu129", "2.10+cu130", "2.11+cu128",
-                                             "2.11+cu130", "2.12+cu129", "2.12+cu130", "2.12+cu132", "2.13+cu129",
+                                             "2.11+cu129", "2.11+cu130", "2.12+cu129", "2.12+cu130", "2.12+cu132", "2.13+cu129",
                                              "2.13+cu130", "2.13+cu132", "2.14+cu130", "2.14+cu132", "2.15+cu130",
                                              "2.15+cu132"});
   // The newest patch is pinned; the matching packages come with it.

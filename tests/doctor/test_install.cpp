@@ -250,8 +250,8 @@ TEST_CASE("release data: the aarch64 lists are read per release line", "[doctor]
   CHECK(arm_of("2.9") == std::vector<std::string>{"cu126=8.0;9.0", "cu128=8.0;9.0;10.0;12.0",
                                                   "cu130=8.0;9.0;10.0;11.0;12.0+PTX"});
   CHECK(arm_of("2.11") == std::vector<std::string>{"cu126=8.0;9.0", "cu128=8.0;9.0;10.0;12.0",
-                                                   "cu130=8.0;9.0;10.0;11.0;12.0"});
-  // cu129 on aarch64 where it shipped with a known list: 2.10, 2.12(.1), 2.13; 2.11's is not recorded.
+                                                   "cu129=8.0;9.0;10.0;12.0+PTX", "cu130=8.0;9.0;10.0;11.0;12.0"});
+  // cu129 on aarch64 where it shipped: 2.10, 2.11, 2.12(.1), 2.13.
   CHECK(arm_of("2.10").size() == 4);
   CHECK(arm_of("2.12") == std::vector<std::string>{"cu126=8.0;9.0", "cu129=8.0;9.0;10.0;12.0",
                                                    "cu130=8.0;9.0;10.0;11.0;12.0", "cu132=8.0;9.0;10.0;11.0;12.0"});
@@ -276,7 +276,7 @@ TEST_CASE("install advice on sbsa with a CUDA 12 driver: GB200 gets the newest a
   CHECK(offered(a, "2.11", "cu128"));
   CHECK(offered(a, "2.7", "cu128"));
   CHECK(offered(a, "2.8", "cu129"));  // its list is recorded now (sm_80 cherry-picked to release/2.8)
-  CHECK_FALSE(offered(a, "2.11", "cu129"));  // shipped, list not recorded: never offered
+  CHECK(offered(a, "2.11", "cu129"));
   // GH200 (9.0) with the same driver: cu126 / cu128 aarch64 wheels of 2.9 onwards run it.
   auto gh = on_platform({Cc{9, 0}}, "sbsa");
   gh.driver = "570.86.15";
