@@ -1,6 +1,9 @@
 #include "remote/registry.hpp"
 
+#include <array>
+#include <chrono>
 #include <regex>
+#include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -25,6 +28,17 @@ std::string percent_encode(std::string_view s) {
     else out += fmt::format("%{:02X}", c);
   }
   return out;
+}
+
+// A 5xx answer to a request that changes nothing (GET, HEAD) is asked again, after a growing
+// wait: while another host's upload of the same blob is committed, distribution's storage can
+// answer a HEAD of that blob with 500. A refusal that lasts through the waits is the answer.
+constexpr std::array<std::chrono::milliseconds, 3> kRetryWaits{std::chrono::milliseconds(100),
+                                                               std::chrono::milliseconds(300),
+                                                               std::chrono::milliseconds(900)};
+
+bool worth_asking_again(const HttpRequest& q, const HttpResponse& r) {
+  return (q.method == "GET" || q.method == "HEAD") && r.status >= 500 && r.status <= 599 && r.status != 501;
 }
 
 // key="value" pairs of a WWW-Authenticate challenge (RFC 7235), after its scheme.
@@ -130,7 +144,13 @@ Result<HttpResponse> Registry::send(HttpRequest request, bool push) {
   auto once = [&]() {
     HttpRequest q = request;
     if (!authorization_.empty()) q.headers.push_back(authorization_);
-    return http(q, limits_);
+    auto r = http(q, limits_);
+    for (auto wait : kRetryWaits) {
+      if (!r || !worth_asking_again(q, *r)) break;
+      std::this_thread::sleep_for(wait);
+      r = http(q, limits_);
+    }
+    return r;
   };
   // A pull token does not allow a push: ask again for the wider scope.
   if (push && !authorization_.empty() && !authorization_push_) authorization_.clear();

@@ -514,3 +514,61 @@ http.server.HTTPServer(("127.0.0.1", port), H).serve_forever()
   CHECK(st.error().message.find("token endpoint") != std::string::npos);
   CHECK(st.error().message.find("rt-expired") == std::string::npos);
 }
+
+// A registry's 5xx to a GET or HEAD is asked again after a growing wait (distribution answers a
+// HEAD of a blob another host is committing with 500); one that lasts is the answer, exit 3; a
+// PUT is never repeated. A stand-in server answers 500 to the first N requests of each path.
+TEST_CASE("registry: a 500 to a lookup is asked again, one that lasts is the answer, a PUT is sent once", "[remote]") {
+  if (!fs::exists("/usr/bin/python3")) {
+    WARN("##archbuild-skip## no /usr/bin/python3");
+    return;
+  }
+  t::TempDir dir;
+  int port = t::free_local_port();
+  auto server = dir.write("server.py", R"PY(
+import http.server, sys
+port, log = int(sys.argv[1]), open(sys.argv[2], "a", buffering=1)
+seen = {}
+class H(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *a): pass
+    def answer(self):
+        seen[self.path] = seen.get(self.path, 0) + 1
+        log.write(f"{self.command} {self.path}\n")
+        fails = 2 if "flaky" in self.path else 99 if "broken" in self.path else 0
+        if seen[self.path] <= fails:
+            self.send_response(500); self.end_headers(); return
+        self.send_response(404); self.end_headers()
+    do_GET = do_HEAD = do_PUT = answer
+http.server.HTTPServer(("127.0.0.1", port), H).serve_forever()
+)PY");
+  t::Background srv("/usr/bin/python3", {server.string(), std::to_string(port), (dir / "log").string()});
+  for (int i = 0; i < 200 && !t::local_port_accepts(port); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  REQUIRE(t::local_port_accepts(port));
+  auto url = [&](const std::string& repo) {
+    return *remote::parse_store_url("oci+http://127.0.0.1:" + std::to_string(port) + "/" + repo);
+  };
+  auto count = [&](const std::string& line) {
+    std::string log = t::read_file(dir / "log");
+    std::size_t n = 0;
+    for (auto at = log.find(line); at != std::string::npos; at = log.find(line, at + 1)) ++n;
+    return n;
+  };
+  // Two 500s, then the answer: the lookup succeeds (404: not there), after three requests.
+  remote::Registry flaky(url("flaky"), std::nullopt);
+  auto m = flaky.has_manifest(key);
+  INFO((m ? "" : m.error().message));
+  REQUIRE(m);
+  CHECK_FALSE(*m);
+  CHECK(count("HEAD /v2/flaky/manifests/" + key) == 3);
+  // A 500 that lasts: the refusal, exit 3, after the first request and three more.
+  remote::Registry broken(url("broken"), std::nullopt);
+  auto b = broken.get_manifest(key);
+  REQUIRE_FALSE(b);
+  CHECK(b.error().exit == Exit::missing_tool);
+  CHECK(b.error().message.find("HTTP 500") != std::string::npos);
+  CHECK(count("GET /v2/broken/manifests/" + key) == 4);
+  // A PUT that gets a 500 is not repeated (it is no lookup).
+  auto put = broken.put_manifest(key, "{}", "application/vnd.oci.image.manifest.v1+json");
+  REQUIRE_FALSE(put);
+  CHECK(count("PUT /v2/broken/manifests/" + key) == 1);
+}
