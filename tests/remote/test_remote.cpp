@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <thread>
 
 #include <fmt/format.h>
@@ -435,6 +436,16 @@ TEST_CASE("build store: a registry that is down is an error at once, exit 3", "[
   CHECK(m.error().message.find("127.0.0.1") != std::string::npos);
 }
 
+// Starts a stand-in HTTP server (Python, argv: PORT LOG) and waits until it accepts.
+std::unique_ptr<t::Background> stand_in(const t::TempDir& dir, const fs::path& script, int port) {
+  auto srv = std::make_unique<t::Background>("/usr/bin/python3",
+                                             std::vector<std::string>{script.string(), std::to_string(port),
+                                                                      (dir / "log").string()});
+  for (int i = 0; i < 200 && !t::local_port_accepts(port); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  REQUIRE(t::local_port_accepts(port));
+  return srv;
+}
+
 // The bearer-token handshake GHCR, Docker Hub and Harbor ask for: a 401 with
 // `WWW-Authenticate: Bearer realm=…,service=…,scope=…`, the token endpoint asked with the user's
 // credentials (Basic) and the scope, the request again with the token. A stand-in server in
@@ -473,9 +484,7 @@ class H(http.server.BaseHTTPRequestHandler):
         self.wfile.write(b'{"access_token":"tok-oauth"}' if ok else b'{}')
 http.server.HTTPServer(("127.0.0.1", port), H).serve_forever()
 )PY");
-  t::Background srv("/usr/bin/python3", {server.string(), std::to_string(port), (dir / "log").string()});
-  for (int i = 0; i < 200 && !t::local_port_accepts(port); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
-  REQUIRE(t::local_port_accepts(port));
+  auto srv = stand_in(dir, server, port);
   remote::Credentials c{"ann", "pw", false, "test"};
   remote::Registry reg(*remote::parse_store_url("oci+http://127.0.0.1:" + std::to_string(port) + "/builds"), c);
   auto m = reg.get_manifest(key);
@@ -541,9 +550,7 @@ class H(http.server.BaseHTTPRequestHandler):
     do_GET = do_HEAD = do_PUT = answer
 http.server.HTTPServer(("127.0.0.1", port), H).serve_forever()
 )PY");
-  t::Background srv("/usr/bin/python3", {server.string(), std::to_string(port), (dir / "log").string()});
-  for (int i = 0; i < 200 && !t::local_port_accepts(port); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
-  REQUIRE(t::local_port_accepts(port));
+  auto srv = stand_in(dir, server, port);
   auto url = [&](const std::string& repo) {
     return *remote::parse_store_url("oci+http://127.0.0.1:" + std::to_string(port) + "/" + repo);
   };
