@@ -255,7 +255,9 @@ TEST_CASE("release data: the aarch64 lists are read per release line", "[doctor]
   CHECK(arm_of("2.10").size() == 4);
   CHECK(arm_of("2.12") == std::vector<std::string>{"cu126=8.0;9.0", "cu129=8.0;9.0;10.0;12.0",
                                                    "cu130=8.0;9.0;10.0;11.0;12.0", "cu132=8.0;9.0;10.0;11.0;12.0"});
-  CHECK(arm_of("2.13").size() == 4);
+  // 2.13: read at the v2.13.0 tag; its release builds carry no +PTX.
+  CHECK(arm_of("2.13") == std::vector<std::string>{"cu126=8.0;9.0", "cu129=8.0;9.0;10.0;12.0",
+                                                   "cu130=8.0;9.0;10.0;11.0;12.0", "cu132=8.0;9.0;10.0;11.0;12.0"});
 }
 
 TEST_CASE("install advice on sbsa with a CUDA 12 driver: GB200 gets the newest aarch64 CUDA 12 wheel with sm_100",
@@ -271,7 +273,7 @@ TEST_CASE("install advice on sbsa with a CUDA 12 driver: GB200 gets the newest a
   const auto& best = a.options.front();
   CHECK(best.line.str() == "2.13");
   CHECK(best.cu == "cu129");
-  CHECK(best.arch_list == "8.0;9.0;10.0;12.0+PTX");
+  CHECK(best.arch_list == "8.0;9.0;10.0;12.0");
   CHECK(best.sass);
   CHECK(offered(a, "2.11", "cu128"));
   CHECK(offered(a, "2.7", "cu128"));

@@ -182,11 +182,13 @@ TEST_CASE("the 2026 releases: torch 2.10 - 2.15, torchvision 0.25 - 0.30, torcha
   const Recipe& t211 = by_name(*all, "torch-2.11");
   CHECK(t211.official.at("12.8") == "7.5;8.0;8.6;9.0;10.0;12.0");  // Volta dropped from cu128
   CHECK(by_name(*all, "torch-2.10").official.at("12.8") == "7.0;7.5;8.0;8.6;9.0;10.0;12.0");
-  // Release CUDA 13 wheels carry no PTX: 2.11 (pytorch#175567), 2.12 (pytorch#188914), 2.14+
-  // (_is_release_build()); 2.13.0 shipped 12.0+PTX (pytorch#188925).
+  // Release CUDA 13 wheels carry no PTX: 2.11 (pytorch#175567), 2.12 (pytorch#188914), 2.13+
+  // (_is_release_build(), in the v2.13.0 tag through pytorch#188925).
   CHECK(t211.official.at("13.0") == "7.5;8.0;8.6;9.0;10.0;12.0");
   CHECK(by_name(*all, "torch-2.12").official.at("13.2") == "7.5;8.0;8.6;9.0;10.0;12.0");
-  CHECK(by_name(*all, "torch-2.13").official.at("13.0") == "7.5;8.0;8.6;9.0;10.0;12.0+PTX");
+  const Recipe& t213 = by_name(*all, "torch-2.13");
+  CHECK(t213.official.at("13.0") == "7.5;8.0;8.6;9.0;10.0;12.0");
+  CHECK(t213.official.at("13.2") == "7.5;8.0;8.6;9.0;10.0;12.0");
   const Recipe& t214 = by_name(*all, "torch-2.14");
   CHECK(t214.official.at("13.2") == "7.5;8.0;8.6;9.0;10.0;12.0");
   CHECK(t214.official.at("12.6") == "5.0;6.0;7.0;7.5;8.0;8.6;9.0");
