@@ -157,9 +157,10 @@ Result<Checkout> fetch_source(const SourceSpec& spec, const fs::path& target, co
     if (!hex) return Error::bad_input(fmt::format("pinned commit '{}' is not a commit hash (7 to 40 hex digits)", spec.commit));
     if (!starts_with_icase(resolved->commit, pin))
       return Error::build_failed(fmt::format(
-          "{}: '{}' is commit {}, but the recipe pins commit {}; the tag may have been moved upstream — check "
-          "the recipe's commit",
-          spec.url, spec.ref, resolved->commit, spec.commit));
+          "{}: '{}' is commit {}, but the recipe pins commit {}; the tag may have been moved upstream, or this "
+          "repository is not the recipe's — check the recipe's commit (--ref {} builds the commit this repository's "
+          "'{}' names)",
+          spec.url, spec.ref, resolved->commit, spec.commit, spec.ref, spec.ref));
   }
 
   // Leftovers of killed runs (the caller holds the key's lock, so they are nobody's).

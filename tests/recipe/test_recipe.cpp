@@ -121,6 +121,16 @@ TEST_CASE("every shipped recipe loads, with real release data") {
   CHECK(by_name(*all, "torch-2.9").driver == recipe::Driver::python_build);
   CHECK(by_name(*all, "torch-2.9").python.front() == V("3.10"));
   CHECK(by_name(*all, "torch-common").abstract);
+
+  // Each torch recipe pins its tag's commit (verified at fetch), 2.15 aside: its commit is not known.
+  for (const auto& r : *all) {
+    if (r.package != "torch" || r.abstract || r.name == "torch-2.15") continue;
+    INFO(r.name);
+    REQUIRE(r.source.commit);
+    CHECK(r.source.commit->size() == 40);
+  }
+  CHECK(*by_name(*all, "torch-2.13").source.commit == "cf30153c4c131c8164ee7798e5022d810682e2cb");
+  CHECK(*by_name(*all, "torch-2.10").source.commit == "449b1768410104d3ed79d3bcfe4ba1d65c7f22c0");
 }
 
 TEST_CASE("the 2026 releases: torch 2.10 - 2.15, torchvision 0.25 - 0.30, torchaudio 2.10 - 2.11") {
