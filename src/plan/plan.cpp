@@ -351,7 +351,8 @@ json to_json(const recipe::Recipe& r) {
                 {"min_gcc", r.min_gcc ? json(r.min_gcc->str()) : json(nullptr)},
                 {"nvcc_job_mb", recipe::nvcc_job_mb(r.memory, r.nvcc_threads.value_or(1))},
                 {"nvcc_threads", r.nvcc_threads ? json(*r.nvcc_threads) : json(nullptr)},
-                {"cmake_max", r.cmake_max ? json(r.cmake_max->str()) : json(nullptr)}};
+                {"cmake_max", r.cmake_max ? json(r.cmake_max->str()) : json(nullptr)},
+                {"forwards_env_as_list", r.forwards_env_as_list}};
   j["libraries"] = {{"expected", r.libraries.expected}, {"optional", r.libraries.optional}};
   j["host"] = {{"disk_gib", r.disk_gib}};
   std::vector<std::string> accepts;

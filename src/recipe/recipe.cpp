@@ -405,6 +405,7 @@ class RecipeReader {
       if (!v) return rd.error_at("cmake_max", fmt::format("build.cmake_max \"{}\" is not a version; expected e.g. 3.31", *s));
       r.cmake_max = *v;
     }
+    if (auto v = rd.boolean("forwards_env_as_list")) r.forwards_env_as_list = *v;
     if (const toml::table* m = rd.table("memory"))
       if (auto e = read_memory(*m, r.memory)) return e;
     if (const toml::table* env = rd.table("env")) {

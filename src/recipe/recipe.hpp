@@ -146,6 +146,10 @@ struct Recipe {
   // The newest cmake a tag builds with ([build] cmake_max = "3.31": 3.31.x allowed, 4.0 not),
   // for tags that break with CMake 4; a newer host cmake gives way to the build venv's.
   std::optional<Version> cmake_max;
+  // The tree's CMake reads USE_*/BUILD_*/CMAKE_* from the environment as one CMake list ([build]
+  // forwards_env_as_list; PyTorch 2.12.0 - 2.13.0): a value is cut at its first ';', so the build's
+  // list values reach CMake through a seed file instead (stages/cmake_seed.hpp).
+  bool forwards_env_as_list = false;
   CompileMemory memory;            // [build.memory]
   ArchSyntax arch;
   std::vector<Fetch> fetches;      // [[fetch]]: what the build would download (none: nothing)

@@ -1,10 +1,14 @@
 // The environment the steps get: the plan's variables, the caller's pass-through names, the
 // compiler cache, and archbuild's launchers (the build path kept out of objects; memory
-// admission of every compile where the plan admits).
+// admission of every compile where the plan admits); the CMake seed where the tree needs one.
 #include <fmt/format.h>
+#include <unistd.h>
+
+#include <fstream>
 
 #include "run/admission.hpp"
 #include "stages/build_path.hpp"
+#include "stages/cmake_seed.hpp"
 #include "stages/stage.hpp"
 
 namespace archbuild::stages {
@@ -115,12 +119,35 @@ Result<Ok> write_admission_config(const Context& ctx) {
   return run::write_config(ctx.layout.admission_dir(ctx.key), c);
 }
 
+// For a tree that reads the environment as one CMake list, the list values (archbuild's
+// launchers) go through the seed file, which CMAKE_TOOLCHAIN_FILE names: the tree's forwarding
+// then finds them defined and leaves them whole. Rewritten each run, as the launchers may change.
+Result<Ok> write_cmake_seed(Context& ctx) {
+  if (!ctx.plan->resolution.recipe.forwards_env_as_list) return Ok{};
+  auto text = cmake_seed_text(ctx.env);
+  if (!text) return Ok{};
+  fs::path file = ctx.layout.cmake_seed(ctx.key);
+  std::error_code ec;
+  fs::create_directories(file.parent_path(), ec);
+  fs::path tmp = file.parent_path() / fmt::format(".{}.{}", file.filename().string(), ::getpid());
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << *text;
+    if (!out) return Error::bad_input(fmt::format("{}: cannot write", tmp.string()));
+  }
+  fs::rename(tmp, file, ec);
+  if (ec) return Error::bad_input(fmt::format("{}: cannot write: {}", file.string(), ec.message()));
+  ctx.env["CMAKE_TOOLCHAIN_FILE"] = file.string();
+  return Ok{};
+}
+
 }  // namespace
 
 Result<Ok> prepare_environment(Context& ctx) {
   ctx.env = step_environment(ctx.plan, ctx.options);
   add_build_path_env(ctx);
-  return write_admission_config(ctx);
+  if (auto r = write_admission_config(ctx); !r) return r;
+  return write_cmake_seed(ctx);
 }
 
 void add_source_date_epoch(Context& ctx) {

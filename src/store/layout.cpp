@@ -144,6 +144,7 @@ std::filesystem::path Layout::peaks_file(std::string_view package, std::string_v
   return root_ / "peaks" / (sha256_hex(fmt::format("{}\n{}", package, recipe_name)).substr(0, 24) + ".tsv");
 }
 std::filesystem::path Layout::admission_dir(std::string_view key) const { return build_dir(key) / "admission"; }
+std::filesystem::path Layout::cmake_seed(std::string_view key) const { return build_dir(key) / "cmake-seed.cmake"; }
 std::filesystem::path Layout::compiles_file(std::string_view key) const { return log_dir(key) / "compiles.tsv"; }
 std::filesystem::path Layout::ninja_log_copy(std::string_view key) const { return log_dir(key) / "ninja_log"; }
 std::filesystem::path Layout::ninja_graph(std::string_view key) const { return log_dir(key) / "ninja.dot"; }

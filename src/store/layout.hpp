@@ -74,6 +74,8 @@ class Layout {
   // projects' recipe.toml must not share), across keys: a new key of the recipe starts from them.
   std::filesystem::path peaks_file(std::string_view package, std::string_view recipe_name) const;
   std::filesystem::path admission_dir(std::string_view key) const;   // build/<key>/admission
+  // The build's CMake seed (stages/cmake_seed.hpp), named by CMAKE_TOOLCHAIN_FILE.
+  std::filesystem::path cmake_seed(std::string_view key) const;      // build/<key>/cmake-seed.cmake
   std::filesystem::path compiles_file(std::string_view key) const;   // logs/<key>/compiles.tsv
   // The build's .ninja_log and `ninja -t graph`, kept beside the logs for `archbuild report`.
   std::filesystem::path ninja_log_copy(std::string_view key) const;  // logs/<key>/ninja_log

@@ -131,6 +131,13 @@ TEST_CASE("every shipped recipe loads, with real release data") {
   }
   CHECK(*by_name(*all, "torch-2.13").source.commit == "cf30153c4c131c8164ee7798e5022d810682e2cb");
   CHECK(*by_name(*all, "torch-2.10").source.commit == "449b1768410104d3ed79d3bcfe4ba1d65c7f22c0");
+
+  // 2.12.0 - 2.13.0 read the environment as one CMake list (cmake/EnvVarForwarding.cmake);
+  // 2.11 passed -D, 2.14 has pytorch#188242.
+  CHECK(by_name(*all, "torch-2.12").forwards_env_as_list);
+  CHECK(by_name(*all, "torch-2.13").forwards_env_as_list);
+  CHECK_FALSE(by_name(*all, "torch-2.11").forwards_env_as_list);
+  CHECK_FALSE(by_name(*all, "torch-2.14").forwards_env_as_list);
 }
 
 TEST_CASE("the 2026 releases: torch 2.10 - 2.15, torchvision 0.25 - 0.30, torchaudio 2.10 - 2.11") {

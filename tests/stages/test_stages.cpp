@@ -355,6 +355,49 @@ TEST_CASE("archbuild's CUDA launcher goes in front of ccache, for this key's sou
   CHECK(build.env.at("CCACHE_BASEDIR") == "/");
 }
 
+TEST_CASE("a tree that forwards its environment as one CMake list gets archbuild's launchers through the CMake seed",
+          "[stages]") {
+  test::TempDir tmp;
+  // The example's recipe with [build] forwards_env_as_list (as torch-2.12 and torch-2.13 have it).
+  std::ifstream in(std::string(ARCHBUILD_SOURCE_DIR) + "/examples/minitorch/recipe.toml");
+  std::stringstream body;
+  body << in.rdbuf();
+  std::string text = body.str();
+  auto at = text.find("[build]\n");
+  REQUIRE(at != std::string::npos);
+  text.insert(at + 8, "forwards_env_as_list = true\n");
+  fs::path recipe = tmp.write("lists/recipe.toml", text);
+  for (bool forwards : {true, false}) {
+    INFO("forwards_env_as_list " << forwards);
+    Env e;  // a cache of its own: the flag is not part of the key (it does not change the build's output)
+    e.options.archbuild_exe = "/opt/archbuild/bin/archbuild";
+    e.options.compiler_cache.kind = "ccache";
+    e.options.compiler_cache.program = "/usr/bin/ccache";
+    e.options.compiler_cache.dir = e.dir / "ccache";
+    auto plan = forwards ? plan_for("9.0", example_url(), "minitorch", std::nullopt, recipe.string()) : example_plan("9.0");
+    auto runner = happy_runner();
+    REQUIRE(stages::run_pipeline(plan, e.layout, runner, *e.reporter, e.options).ok());
+    auto calls = runner.calls();
+    auto it = std::find_if(calls.begin(), calls.end(), [](const run::Command& c) { return c.log.stem() == "configure"; });
+    REQUIRE(it != calls.end());
+    fs::path seed = e.layout.cmake_seed(plan->key);
+    if (!forwards) {
+      CHECK(it->env.count("CMAKE_TOOLCHAIN_FILE") == 0);
+      CHECK_FALSE(fs::exists(seed));
+      continue;
+    }
+    REQUIRE(it->env.count("CMAKE_TOOLCHAIN_FILE") == 1);
+    CHECK(it->env.at("CMAKE_TOOLCHAIN_FILE") == seed.string());
+    REQUIRE(fs::exists(seed));
+    std::ifstream sf(seed);
+    std::stringstream seeded;
+    seeded << sf.rdbuf();
+    CHECK(seeded.str().find("set(CMAKE_CUDA_COMPILER_LAUNCHER \"" + it->env.at("CMAKE_CUDA_COMPILER_LAUNCHER") +
+                            "\" CACHE STRING") != std::string::npos);
+    CHECK(seeded.str().find("CMAKE_CXX_COMPILER_LAUNCHER") == std::string::npos);  // one path: no list to cut
+  }
+}
+
 TEST_CASE("a rerun whose compiler launchers changed configures again", "[stages]") {
   Env e;
   e.options.archbuild_exe = "/opt/archbuild-1/bin/archbuild";
