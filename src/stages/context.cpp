@@ -17,6 +17,9 @@ json Context::launchers() const {
     auto it = env.find(fmt::format("CMAKE_{}_COMPILER_LAUNCHER", lang));
     l[lang] = it == env.end() ? "" : it->second;
   }
+  // The CMake seed carries them where the tree would cut them (stages/cmake_seed.hpp): a tree
+  // configured without it holds cut launchers in its cache.
+  if (auto it = env.find("CMAKE_TOOLCHAIN_FILE"); it != env.end()) l["CMAKE_TOOLCHAIN_FILE"] = it->second;
   return l;
 }
 

@@ -36,7 +36,8 @@ struct Context {
   std::optional<nlohmann::json> oom_retry;  // the build stage's retry with half the jobs, if any
   PipelineResult result;
 
-  // The compiler launchers of this run, as the configure stamp records them.
+  // The compiler launchers of this run (and the CMake seed carrying them, if any), as the
+  // configure stamp records them.
   nlohmann::json launchers() const;
   // The build's parallelism now: MAX_JOBS where set (an out-of-memory retry halves it), else the plan's.
   unsigned current_jobs() const;

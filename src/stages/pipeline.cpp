@@ -99,7 +99,8 @@ class Pipeline {
       auto doc = record.read();
       json was = doc ? doc->value("/stages/configure/launchers"_json_pointer, json()) : json();
       if (was != ctx_.launchers()) {
-        reporter.message(run::Level::info, "the compiler launchers changed since this tree was configured: configuring again");
+        reporter.message(run::Level::info, "the compiler launchers (or the CMake seed that carries them) changed since this tree was configured: "
+                                                   "configuring again");
         if (auto r = record.clear_stage("configure"); !r) return r.error();
         start = "configure";
       }

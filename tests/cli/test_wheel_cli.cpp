@@ -364,6 +364,80 @@ const json* record_of(const std::vector<json>& records, const std::string& sourc
 
 }  // namespace
 
+// PyTorch 2.12.0 - 2.13.0 read the environment as one CMake list and cut archbuild's launcher lists
+// at their first ';' (tests/fixtures/env-forwarding/forward-env.cmake models it). The example,
+// changed to forward its environment that way, builds with a recipe that says so (the CMake seed)
+// and fails without it.
+TEST_CASE("wheel: a tree that reads its environment as one CMake list builds through the CMake seed",
+          "[cli][wheel][nvcc]") {
+  std::string why;
+  if (!can_build(why)) {
+    WARN("##archbuild-skip## " << why);
+    return;
+  }
+  if (t::which("git").empty()) {
+    WARN("##archbuild-skip## git is not on PATH (the test edits the example repository with it)");
+    return;
+  }
+  Workspace w;
+  fs::path repo = w.dir / "repos" / "minitorch";
+  fs::copy_file(fs::path(ARCHBUILD_SOURCE_DIR) / "tests/fixtures/env-forwarding/forward-env.cmake",
+                repo / "forward-env.cmake");
+  std::string lists = t::read_file(repo / "CMakeLists.txt");
+  std::string anchor = "cmake_minimum_required(VERSION 3.18)\n";
+  auto at = lists.find(anchor);
+  REQUIRE(at != std::string::npos);
+  lists.insert(at + anchor.size(), "include(${CMAKE_CURRENT_SOURCE_DIR}/forward-env.cmake)\n");
+  std::ofstream(repo / "CMakeLists.txt") << lists;
+  // …and setup.py no longer passes USE_*/BUILD_*/CMAKE_* as -D (2.12's tools/setup_helpers/cmake.py).
+  std::string setup = t::read_file(repo / "setup.py");
+  std::string forwarding = "        if key.startswith((\"USE_\", \"BUILD_\", \"CMAKE_\")):\n";
+  at = setup.find(forwarding);
+  REQUIRE(at != std::string::npos);
+  setup.replace(at, forwarding.size(), "        if False:  # forwarded by the tree's CMake (forward-env.cmake)\n");
+  std::ofstream(repo / "setup.py") << setup;
+  t::RunOptions git_env;
+  git_env.env = {{"GIT_AUTHOR_NAME", "t"}, {"GIT_AUTHOR_EMAIL", "t@t.invalid"}, {"GIT_COMMITTER_NAME", "t"},
+                 {"GIT_COMMITTER_EMAIL", "t@t.invalid"}, {"GIT_CONFIG_NOSYSTEM", "1"}, {"HOME", w.dir.path().string()}};
+  for (auto args : std::vector<std::vector<std::string>>{{"-C", repo.string(), "add", "forward-env.cmake", "CMakeLists.txt", "setup.py"},
+                                                         {"-C", repo.string(), "commit", "-q", "-m", "forward the environment as one list"},
+                                                         {"-C", repo.string(), "tag", "-f", "-a", "v0.1.0", "-m", "v0.1.0"}}) {
+    auto r = t::run(t::which("git"), args, git_env);
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+  }
+  std::string recipe = t::read_file(kRecipe);
+  at = recipe.find("[build]\n");
+  REQUIRE(at != std::string::npos);
+  recipe.insert(at + 8, "forwards_env_as_list = true\n");
+  fs::path flagged = w.dir.write("lists/recipe.toml", recipe);
+
+  // Without the seed the CUDA (and, admitted, C/C++) compiles run `archbuild <compiler> …`: exit 4.
+  auto plain = t::archbuild(w.wheel_args("90", "out-plain"), Workspace::build_limit());
+  INFO(plain.err);
+  CHECK(plain.status == 4);
+
+  auto args = w.wheel_args("90");
+  std::replace(args.begin(), args.end(), kRecipe, flagged.string());
+  // The same key (the flag does not change what is built): the failed build resumes, and its tree,
+  // configured with cut launchers, is configured again with the seed.
+  auto r = t::archbuild(args, Workspace::build_limit());
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK(r.err.find("configuring again") != std::string::npos);
+  auto j = json::parse(r.out);
+  CHECK(j["ok"] == true);
+  // Every compile went through archbuild's launcher, so each one has its record.
+  auto plan = t::archbuild({"--cache-dir", (w.dir / "cache").string(), "plan", "--sm", "90", "--recipe", flagged.string(),
+                            "--source-url", w.url, "--python", "/usr/bin/python3", "--json"});
+  REQUIRE(plan.status == 0);
+  std::string key = json::parse(plan.out)["key"];
+  auto records = compile_records(w.dir / "cache/logs" / key / "compiles.tsv");
+  CHECK(std::any_of(records.begin(), records.end(), [](const json& c) { return c["lang"] == "CUDA" && c["exit"] == 0; }));
+  CHECK(fs::exists(w.dir / "cache/build" / key / "cmake-seed.cmake"));
+}
+
+
 // With admission (the default) archbuild launches every C++ and CUDA compile of the
 // example, measures its peak and records it; a second build of the recipe (another key)
 // expects those measured peaks; `archbuild report` reads the build back.
