@@ -33,6 +33,13 @@ bool can_build(std::string& why) {
   return why.empty();
 }
 
+// A build of the example after the test changed it with git.
+bool can_build_edited(std::string& why) {
+  if (!can_build(why)) return false;
+  if (t::which("git").empty()) why = "git is not on PATH (the test edits the example repository with it)";
+  return why.empty();
+}
+
 struct Workspace {
   t::TempDir dir;
   std::string url;
@@ -52,6 +59,23 @@ struct Workspace {
     t::RunOptions o;
     o.timeout = std::chrono::seconds(600);
     return o;
+  }
+  fs::path example_repo() const { return dir / "repos" / "minitorch"; }
+  // Commits `files` of the example repository and moves its tag v0.1.0 onto that commit (the git
+  // CLI, in test tooling only).
+  void commit_example(const std::vector<std::string>& files, const std::string& message) const {
+    t::RunOptions git_env;
+    git_env.env = {{"GIT_AUTHOR_NAME", "t"}, {"GIT_AUTHOR_EMAIL", "t@t.invalid"}, {"GIT_COMMITTER_NAME", "t"},
+                   {"GIT_COMMITTER_EMAIL", "t@t.invalid"}, {"GIT_CONFIG_NOSYSTEM", "1"}, {"HOME", dir.path().string()}};
+    std::vector<std::string> add = {"-C", example_repo().string(), "add", "--"};
+    add.insert(add.end(), files.begin(), files.end());
+    for (const auto& args : std::vector<std::vector<std::string>>{
+             add, {"-C", example_repo().string(), "commit", "-q", "-m", message},
+             {"-C", example_repo().string(), "tag", "-f", "-a", "v0.1.0", "-m", "v0.1.0"}}) {
+      auto r = t::run(t::which("git"), args, git_env);
+      INFO(r.err);
+      REQUIRE(r.status == 0);
+    }
   }
   std::string key(const std::string& sm) const {
     auto r = t::archbuild({"--cache-dir", (dir / "cache").string(), "plan", "--sm", sm, "--recipe", kRecipe,
@@ -300,17 +324,13 @@ TEST_CASE("wheel: two cache directories at different times give a byte-identical
 // and the member that differs is named (exit 1).
 TEST_CASE("wheel: --check-reproducible names the members that differ", "[cli][wheel][nvcc]") {
   std::string why;
-  if (!can_build(why)) {
+  if (!can_build_edited(why)) {
     WARN("##archbuild-skip## " << why);
-    return;
-  }
-  if (t::which("git").empty()) {
-    WARN("##archbuild-skip## git is not on PATH (the test edits the example repository with it)");
     return;
   }
   Workspace w;
   // The example, changed to stamp the build time into the package, committed and re-tagged.
-  fs::path repo = w.dir / "repos" / "minitorch";
+  fs::path repo = w.example_repo();
   std::string setup = t::read_file(repo / "setup.py");
   std::string anchor = "\"_build_info.json\"))\n";
   auto at = setup.find(anchor);
@@ -319,15 +339,7 @@ TEST_CASE("wheel: --check-reproducible names the members that differ", "[cli][wh
                "        with open(os.path.join(dest, \"_built_at.txt\"), \"w\") as f:\n"
                "            f.write(str(__import__(\"time\").time_ns()))\n");
   std::ofstream(repo / "setup.py") << setup;
-  t::RunOptions git_env;
-  git_env.env = {{"GIT_AUTHOR_NAME", "t"}, {"GIT_AUTHOR_EMAIL", "t@t.invalid"}, {"GIT_COMMITTER_NAME", "t"},
-                 {"GIT_COMMITTER_EMAIL", "t@t.invalid"}, {"GIT_CONFIG_NOSYSTEM", "1"}, {"HOME", w.dir.path().string()}};
-  for (auto args : std::vector<std::vector<std::string>>{{"-C", repo.string(), "commit", "-q", "-m", "stamp the build time", "--", "setup.py"},
-                                                         {"-C", repo.string(), "tag", "-f", "-a", "v0.1.0", "-m", "v0.1.0"}}) {
-    auto r = t::run(t::which("git"), args, git_env);
-    INFO(r.err);
-    REQUIRE(r.status == 0);
-  }
+  w.commit_example({"setup.py"}, "stamp the build time");
   auto args = w.wheel_args("90");
   for (const char* a : {"--check-reproducible", "--no-validate"}) args.push_back(a);
   t::RunOptions o;
@@ -371,16 +383,12 @@ const json* record_of(const std::vector<json>& records, const std::string& sourc
 TEST_CASE("wheel: a tree that reads its environment as one CMake list builds through the CMake seed",
           "[cli][wheel][nvcc]") {
   std::string why;
-  if (!can_build(why)) {
+  if (!can_build_edited(why)) {
     WARN("##archbuild-skip## " << why);
     return;
   }
-  if (t::which("git").empty()) {
-    WARN("##archbuild-skip## git is not on PATH (the test edits the example repository with it)");
-    return;
-  }
   Workspace w;
-  fs::path repo = w.dir / "repos" / "minitorch";
+  fs::path repo = w.example_repo();
   fs::copy_file(fs::path(ARCHBUILD_SOURCE_DIR) / "tests/fixtures/env-forwarding/forward-env.cmake",
                 repo / "forward-env.cmake");
   std::string lists = t::read_file(repo / "CMakeLists.txt");
@@ -396,16 +404,7 @@ TEST_CASE("wheel: a tree that reads its environment as one CMake list builds thr
   REQUIRE(at != std::string::npos);
   setup.replace(at, forwarding.size(), "        if False:  # forwarded by the tree's CMake (forward-env.cmake)\n");
   std::ofstream(repo / "setup.py") << setup;
-  t::RunOptions git_env;
-  git_env.env = {{"GIT_AUTHOR_NAME", "t"}, {"GIT_AUTHOR_EMAIL", "t@t.invalid"}, {"GIT_COMMITTER_NAME", "t"},
-                 {"GIT_COMMITTER_EMAIL", "t@t.invalid"}, {"GIT_CONFIG_NOSYSTEM", "1"}, {"HOME", w.dir.path().string()}};
-  for (auto args : std::vector<std::vector<std::string>>{{"-C", repo.string(), "add", "forward-env.cmake", "CMakeLists.txt", "setup.py"},
-                                                         {"-C", repo.string(), "commit", "-q", "-m", "forward the environment as one list"},
-                                                         {"-C", repo.string(), "tag", "-f", "-a", "v0.1.0", "-m", "v0.1.0"}}) {
-    auto r = t::run(t::which("git"), args, git_env);
-    INFO(r.err);
-    REQUIRE(r.status == 0);
-  }
+  w.commit_example({"forward-env.cmake", "CMakeLists.txt", "setup.py"}, "forward the environment as one list");
   std::string recipe = t::read_file(kRecipe);
   at = recipe.find("[build]\n");
   REQUIRE(at != std::string::npos);
