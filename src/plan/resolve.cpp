@@ -332,14 +332,27 @@ std::string suggest_python(const std::vector<const Pair*>& feasible, const std::
   return fmt::format("--python {} (supported: {})", feasible.front()->recipe->python.back().str(), text::join(s, ", "));
 }
 
+// A release of the recipe's [[build.compiler_defect]] ranges on `machine`: why it cannot build.
+std::optional<std::string> compiler_defect(const Recipe& r, const toolchain::Compiler& c, const std::string& machine) {
+  for (const auto& d : r.compiler_defects) {
+    if (d.compiler != toolchain::to_string(c.kind) || c.version < d.from || !(c.version < d.below)) continue;
+    if (!d.machines.empty() && std::find(d.machines.begin(), d.machines.end(), machine) == d.machines.end()) continue;
+    return fmt::format("{} {} cannot build {}{} ({}; fixed in {})", c.kind == toolchain::CompilerKind::gcc ? "GCC" : "Clang",
+                       c.version.str(), r.name, d.machines.empty() ? "" : " on " + machine, d.why, d.below.str());
+  }
+  return std::nullopt;
+}
+
 // The newest that is accepted: GCC first (what PyTorch's own builds use), then Clang.
 std::optional<toolchain::Compiler> pick_compiler(const std::vector<toolchain::Compiler>& cs, const Toolchain& tc,
-                                                 const Recipe& r, std::vector<std::string>& rejected) {
+                                                 const Recipe& r, const std::string& machine,
+                                                 std::vector<std::string>& rejected) {
   std::optional<toolchain::Compiler> best;
   for (const auto& c : cs) {
     std::optional<std::string> why = tc.rejects(c.kind, c.version);
     if (!why && c.kind == toolchain::CompilerKind::gcc && r.min_gcc && c.version < *r.min_gcc)
       why = fmt::format("GCC {} is older than {} needs (at least GCC {})", c.version.str(), r.name, r.min_gcc->str());
+    if (!why) why = compiler_defect(r, c, machine);
     if (why) {
       rejected.push_back(fmt::format("{}: {}", c.path.string(), *why));
       continue;
@@ -539,13 +552,13 @@ std::optional<std::string> host_compiler_rule(const Installed& x) {
                          "out: point CUDAHOSTCXX at a g++ that CUDA {} accepts, or unset it",
                          *host.cudahostcxx, tc.cuda.str());
     }
-    auto picked = pick_compiler({*hc}, tc, x.recipe, rejected);
+    auto picked = pick_compiler({*hc}, tc, x.recipe, R.platform.machine, rejected);
     if (!picked) {
       std::vector<toolchain::Compiler> others;
       for (const auto& c : host.compilers)
         if (c.found_by != "CUDAHOSTCXX") others.push_back(c);
       std::vector<std::string> unused;
-      auto alt = pick_compiler(others, tc, x.recipe, unused);
+      auto alt = pick_compiler(others, tc, x.recipe, R.platform.machine, unused);
       R.rules.push_back({"host-compiler", x.subject, false, rejected.front()});
       return fmt::format("rule host-compiler: CUDAHOSTCXX={}: {}. Way out: {}", *host.cudahostcxx,
                          rejected.front().substr(rejected.front().find(": ") + 2),
@@ -554,7 +567,7 @@ std::optional<std::string> host_compiler_rule(const Installed& x) {
     }
     R.compiler = picked;
   } else {
-    R.compiler = pick_compiler(host.compilers, tc, x.recipe, rejected);
+    R.compiler = pick_compiler(host.compilers, tc, x.recipe, R.platform.machine, rejected);
   }
   for (const auto& rej : rejected) R.rules.push_back({"host-compiler", x.subject, false, "not accepted: " + rej});
   if (R.compiler) {

@@ -406,6 +406,8 @@ class RecipeReader {
       r.cmake_max = *v;
     }
     if (auto v = rd.boolean("forwards_env_as_list")) r.forwards_env_as_list = *v;
+    if (const toml::array* a = rd.array("compiler_defect"))
+      if (auto e = read_compiler_defects(*a, r)) return e;
     if (const toml::table* m = rd.table("memory"))
       if (auto e = read_memory(*m, r.memory)) return e;
     if (const toml::table* env = rd.table("env")) {
@@ -602,6 +604,48 @@ class RecipeReader {
     for (const auto& part : text::split_any(p, "/"))
       if (part.empty() || part == "." || part == "..") return false;
     return p.find("//") == std::string_view::npos;
+  }
+
+  // [[build.compiler_defect]]: each entry whole, or the range could silently match nothing.
+  std::optional<Error> read_compiler_defects(const toml::array& arr, Recipe& r) {
+    r.compiler_defects.clear();
+    for (const auto& el : arr) {
+      const toml::table* t = el.as_table();
+      if (!t)
+        return at(el, file_, "'compiler_defect' entries must be tables: [[build.compiler_defect]] with compiler, from, "
+                             "below, machines and why");
+      tomlx::TableReader rd(*t, file_, "[[build.compiler_defect]]");
+      Recipe::CompilerDefect d;
+      if (auto v = rd.string("compiler", true)) {
+        if (*v != "gcc" && *v != "clang")
+          return rd.error_at("compiler", fmt::format("compiler_defect.compiler \"{}\": expected gcc or clang", *v));
+        d.compiler = *v;
+      }
+      for (auto [key, out] : {std::pair<const char*, Version*>{"from", &d.from}, {"below", &d.below}})
+        if (auto v = rd.string(key, true)) {
+          auto parsed = parse_version(*v, 0);
+          if (!parsed)
+            return rd.error_at(key, fmt::format("compiler_defect.{} \"{}\" is not a version; expected e.g. 14.4", key, *v));
+          *out = *parsed;
+        }
+      if (!rd.failure() && !(d.from < d.below))
+        return rd.error_at("below", fmt::format("compiler_defect.below {} must be above from {} (the first fixed release)",
+                                                d.below.str(), d.from.str()));
+      if (auto v = rd.strings("machines")) {
+        for (const auto& m : *v)
+          if (m.empty() || m.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos)
+            return rd.error_at("machines", fmt::format("compiler_defect.machines entry \"{}\" is not a `uname -m` "
+                                                       "name, e.g. aarch64 or x86_64", m));
+        d.machines = *v;
+      }
+      if (auto v = rd.string("why", true)) {
+        if (text::trim(*v).empty()) return rd.error_at("why", "compiler_defect.why must say what fails and where it is reported");
+        d.why = *v;
+      }
+      if (auto e = rd.finish()) return e;
+      r.compiler_defects.push_back(std::move(d));
+    }
+    return std::nullopt;
   }
 
   // [[fetch]]: each entry fully checked (a typo here would let the build download after all).

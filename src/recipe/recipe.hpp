@@ -150,6 +150,16 @@ struct Recipe {
   // forwards_env_as_list; PyTorch 2.12.0 - 2.13.0): a value is cut at its first ';', so the build's
   // list values reach CMake through a seed file instead (stages/cmake_seed.hpp).
   bool forwards_env_as_list = false;
+  // Compiler releases that cannot build this tree ([[build.compiler_defect]]): an internal compiler
+  // error or a miscompile known upstream, on the machines named (none: every machine).
+  struct CompilerDefect {
+    std::string compiler;               // "gcc" or "clang"
+    Version from;                       // the first release affected
+    Version below;                      // the first release fixed
+    std::vector<std::string> machines;  // `uname -m` names; empty: all
+    std::string why;                    // what fails, with the upstream report
+  };
+  std::vector<CompilerDefect> compiler_defects;
   CompileMemory memory;            // [build.memory]
   ArchSyntax arch;
   std::vector<Fetch> fetches;      // [[fetch]]: what the build would download (none: nothing)

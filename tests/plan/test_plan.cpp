@@ -812,6 +812,40 @@ accepts = ["two-digit-major", "a"]
   CHECK(p->key == "17fa3a563f2a40ee0876bf7e7743badfa0840d1619c1b8a3b0588fb97612f33a");
 }
 
+TEST_CASE("on aarch64 torch 2.9 and 2.10 refuse GCC 14 before 14.4 (an internal compiler error upstream)") {
+  auto h = host_130();
+  h.compilers = {gxx("14.2.0", "/usr/bin/g++-14"), gxx("13.3.0", "/usr/bin/g++-13")};
+  auto in = inputs(h);
+  in.machine = toolchain::Machine{};
+  in.machine->arch = "aarch64";
+  auto req = request("90");
+  req.torch = V("2.10");
+  auto r = resolve(req, in);
+  INFO(r.message);
+  REQUIRE(r.compiler);
+  CHECK(r.compiler->version == V("13.3.0"));
+  CHECK(has_rule(r, "host-compiler", false, "GCC 14.2.0 cannot build torch-2.10 on aarch64 (an internal compiler error"));
+  CHECK(has_rule(r, "host-compiler", false, "pytorch#172630; fixed in 14.4)"));
+  // The same host compiles x86_64 builds with GCC 14.2, and aarch64 builds of 2.11 (its workaround).
+  in.machine->arch = "x86_64";
+  auto x = resolve(req, in);
+  REQUIRE(x.compiler);
+  CHECK(x.compiler->version == V("14.2.0"));
+  in.machine->arch = "aarch64";
+  req.torch = V("2.11");
+  auto y = resolve(req, in);
+  REQUIRE(y.compiler);
+  CHECK(y.compiler->version == V("14.2.0"));
+  // GCC 14.2 alone: no host compiler, and the reason is in what is missing.
+  h.compilers = {gxx("14.2.0", "/usr/bin/g++-14")};
+  auto only = inputs(h);
+  only.machine = in.machine;
+  req.torch = V("2.9");
+  auto z = resolve(req, only);
+  CHECK_FALSE(z.compiler);
+  CHECK(contains(z.message, "GCC 14.2.0 cannot build torch-2.9 on aarch64"));
+}
+
 TEST_CASE("a refused or incomplete resolution cannot be planned") {
   auto req = request("120");
   req.torch = V("2.5");

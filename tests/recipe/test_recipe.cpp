@@ -138,6 +138,17 @@ TEST_CASE("every shipped recipe loads, with real release data") {
   CHECK(by_name(*all, "torch-2.13").forwards_env_as_list);
   CHECK_FALSE(by_name(*all, "torch-2.11").forwards_env_as_list);
   CHECK_FALSE(by_name(*all, "torch-2.14").forwards_env_as_list);
+
+  // GCC 14 before 14.4 on aarch64: 2.9 and 2.10 (an ICE; 2.11 has the tree's workaround).
+  for (const char* name : {"torch-2.9", "torch-2.10"}) {
+    const auto& d = by_name(*all, name).compiler_defects;
+    REQUIRE(d.size() == 1);
+    CHECK(d[0].compiler == "gcc");
+    CHECK(d[0].from == V("14.0"));
+    CHECK(d[0].below == V("14.4"));
+    CHECK(d[0].machines == std::vector<std::string>{"aarch64"});
+  }
+  CHECK(by_name(*all, "torch-2.11").compiler_defects.empty());
 }
 
 TEST_CASE("the 2026 releases: torch 2.10 - 2.15, torchvision 0.25 - 0.30, torchaudio 2.10 - 2.11") {
@@ -266,6 +277,23 @@ TEST_CASE("strict loading: each error names file:line:column and what was expect
     CHECK(m.find(f + ":1:1:") == 0);
     CHECK(m.find("unknown key 'pakage'") != std::string::npos);
     CHECK(m.find("did you mean 'package'") != std::string::npos);
+  }
+  SECTION("a compiler defect: its compiler, range, machines and reason") {
+    auto defect = [](const std::string& body) {
+      return std::string(kGood) + "[[build.compiler_defect]]\n" + body;
+    };
+    const std::string ok = "compiler = \"gcc\"\nfrom = \"14.0\"\nbelow = \"14.4\"\nmachines = [\"aarch64\"]\nwhy = \"an ICE\"\n";
+    auto m = load_error(tmp, defect("compiler = \"icc\"\nfrom = \"14.0\"\nbelow = \"14.4\"\nwhy = \"x\"\n"));
+    CHECK(m.find(f + ":") == 0);
+    CHECK(m.find("expected gcc or clang") != std::string::npos);
+    m = load_error(tmp, defect("compiler = \"gcc\"\nfrom = \"14.4\"\nbelow = \"14.0\"\nwhy = \"x\"\n"));
+    CHECK(m.find("must be above from 14.4") != std::string::npos);
+    m = load_error(tmp, defect("compiler = \"gcc\"\nfrom = \"14.0\"\nbelow = \"14.4\"\n"));
+    CHECK(m.find("why") != std::string::npos);
+    m = load_error(tmp, defect("compiler = \"gcc\"\nfrom = \"14.0\"\nbelow = \"14.4\"\nmachines = [\"ARM 64\"]\nwhy = \"x\"\n"));
+    CHECK(m.find("not a `uname -m` name") != std::string::npos);
+    m = load_error(tmp, defect(ok + "fixed = \"yes\"\n"));
+    CHECK(m.find("unknown key 'fixed'") != std::string::npos);
   }
   SECTION("unknown key in a table") {
     std::string t = kGood;
