@@ -734,6 +734,15 @@ void apply_platform(Resolution& R) {
   if (!R.platform.pip_cuda) R.recipe.wheel_layout = recipe::WheelLayout::host;
 }
 
+// What the stages do for this tree that the plan's environment does not show.
+void build_notes(Resolution& R) {
+  if (R.recipe.forwards_env_as_list)
+    R.notes.push_back(fmt::format("{} reads its build environment as one CMake list, cutting a value at its first ';' "
+                                  "(recipe [build] forwards_env_as_list): archbuild's compiler launchers reach CMake "
+                                  "as cache entries of a seed file that CMAKE_TOOLCHAIN_FILE names",
+                                  R.recipe.name));
+}
+
 // A wheel is built on a host of its platform's machine: torch's build runs its own host code
 // (code generators, the tests of configure), so no cross build is offered.
 void platform_host_rule(const Inputs& in, Resolution& R, std::vector<std::string>& missing) {
@@ -793,6 +802,7 @@ Resolution resolve(const Request& req, const Inputs& in) {
   R.recipe = *choice.pair->recipe;
   R.toolchain = *choice.pair->tc;
   apply_platform(R);
+  build_notes(R);
   std::vector<std::string> missing;
   platform_host_rule(in, R, missing);
   const Installed x{req, in, *choice.pair->recipe, *choice.pair->tc, choice.pair->subject(), R, missing};

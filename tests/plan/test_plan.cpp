@@ -846,6 +846,19 @@ TEST_CASE("on aarch64 torch 2.9 and 2.10 refuse GCC 14 before 14.4 (an internal 
   CHECK(contains(z.message, "GCC 14.2.0 cannot build torch-2.9 on aarch64"));
 }
 
+TEST_CASE("resolve names the CMake seed for a tree that reads its environment as one CMake list") {
+  auto req = request("90");
+  req.torch = V("2.13");
+  auto r = resolve(req, inputs(host_130()));
+  INFO(r.message);
+  auto seeded = [](const Resolution& x) {
+    return std::any_of(x.notes.begin(), x.notes.end(), [](const std::string& n) { return contains(n, "CMAKE_TOOLCHAIN_FILE"); });
+  };
+  CHECK(seeded(r));
+  req.torch = V("2.11");
+  CHECK_FALSE(seeded(resolve(req, inputs(host_130()))));
+}
+
 TEST_CASE("a refused or incomplete resolution cannot be planned") {
   auto req = request("120");
   req.torch = V("2.5");
