@@ -2,14 +2,12 @@
 // compiler cache, and archbuild's launchers (the build path kept out of objects; memory
 // admission of every compile where the plan admits); the CMake seed where the tree needs one.
 #include <fmt/format.h>
-#include <unistd.h>
-
-#include <fstream>
 
 #include "run/admission.hpp"
 #include "stages/build_path.hpp"
 #include "stages/cmake_seed.hpp"
 #include "stages/stage.hpp"
+#include "store/atomic_file.hpp"
 
 namespace archbuild::stages {
 
@@ -126,18 +124,11 @@ Result<Ok> write_cmake_seed(Context& ctx) {
   if (!ctx.plan->resolution.recipe.forwards_env_as_list) return Ok{};
   auto text = cmake_seed_text(ctx.env);
   if (!text) return Ok{};
-  fs::path file = ctx.layout.cmake_seed(ctx.key);
-  std::error_code ec;
-  fs::create_directories(file.parent_path(), ec);
-  fs::path tmp = file.parent_path() / fmt::format(".{}.{}", file.filename().string(), ::getpid());
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << *text;
-    if (!out) return Error::bad_input(fmt::format("{}: cannot write", tmp.string()));
-  }
-  fs::rename(tmp, file, ec);
-  if (ec) return Error::bad_input(fmt::format("{}: cannot write: {}", file.string(), ec.message()));
-  ctx.env["CMAKE_TOOLCHAIN_FILE"] = file.string();
+  auto file = store::AtomicFile::open(ctx.layout.cmake_seed(ctx.key));
+  if (!file) return file.error();
+  if (auto w = file->write(*text); !w) return w.error();
+  if (auto c = file->commit(); !c) return c.error();
+  ctx.env["CMAKE_TOOLCHAIN_FILE"] = ctx.layout.cmake_seed(ctx.key).string();
   return Ok{};
 }
 

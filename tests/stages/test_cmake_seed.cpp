@@ -2,8 +2,6 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "stages/cmake_seed.hpp"
 #include "support/process.hpp"
@@ -12,17 +10,6 @@
 using namespace archbuild;
 namespace fs = std::filesystem;
 namespace t = archbuild::test;
-
-namespace {
-
-std::string read(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-}  // namespace
 
 TEST_CASE("cmake seed: the forwarded list values, quoted, after the toolchain file already named", "[stages]") {
   CHECK(stages::forwarded_to_cmake("CMAKE_CUDA_COMPILER_LAUNCHER"));
@@ -82,7 +69,7 @@ TEST_CASE("cmake seed: a tree that forwards its environment as one CMake list ke
     auto r = t::run(t::which("cmake"), {"-S", tree.string(), "-B", (dir / build).string(), "-G", "Ninja"}, o);
     INFO(r.out << r.err);
     REQUIRE(r.status == 0);
-    return read(dir / build / "CMakeFiles/rules.ninja");
+    return t::read_file(dir / build / "CMakeFiles/rules.ninja");
   };
   // Without the seed the tree's forwarding cuts both lists to /usr/bin/env: the mark is gone (an
   // `archbuild;cuda-launch;…` launcher would run `archbuild nvcc …`).

@@ -359,10 +359,7 @@ TEST_CASE("a tree that forwards its environment as one CMake list gets archbuild
           "[stages]") {
   test::TempDir tmp;
   // The example's recipe with [build] forwards_env_as_list (as torch-2.12 and torch-2.13 have it).
-  std::ifstream in(std::string(ARCHBUILD_SOURCE_DIR) + "/examples/minitorch/recipe.toml");
-  std::stringstream body;
-  body << in.rdbuf();
-  std::string text = body.str();
+  std::string text = test::read_file(std::string(ARCHBUILD_SOURCE_DIR) + "/examples/minitorch/recipe.toml");
   auto at = text.find("[build]\n");
   REQUIRE(at != std::string::npos);
   text.insert(at + 8, "forwards_env_as_list = true\n");
@@ -389,12 +386,10 @@ TEST_CASE("a tree that forwards its environment as one CMake list gets archbuild
     REQUIRE(it->env.count("CMAKE_TOOLCHAIN_FILE") == 1);
     CHECK(it->env.at("CMAKE_TOOLCHAIN_FILE") == seed.string());
     REQUIRE(fs::exists(seed));
-    std::ifstream sf(seed);
-    std::stringstream seeded;
-    seeded << sf.rdbuf();
-    CHECK(seeded.str().find("set(CMAKE_CUDA_COMPILER_LAUNCHER \"" + it->env.at("CMAKE_CUDA_COMPILER_LAUNCHER") +
+    const std::string seeded = test::read_file(seed);
+    CHECK(seeded.find("set(CMAKE_CUDA_COMPILER_LAUNCHER \"" + it->env.at("CMAKE_CUDA_COMPILER_LAUNCHER") +
                             "\" CACHE STRING") != std::string::npos);
-    CHECK(seeded.str().find("CMAKE_CXX_COMPILER_LAUNCHER") == std::string::npos);  // one path: no list to cut
+    CHECK(seeded.find("CMAKE_CXX_COMPILER_LAUNCHER") == std::string::npos);  // one path: no list to cut
   }
 }
 
