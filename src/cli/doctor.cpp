@@ -74,7 +74,8 @@ void advise_without_torch(const std::string& python, const HostTargets& h, const
   q.platform_why = h.platform_why;
   q.platform_is_this_machine = h.platform_is_this_machine;
   auto advice = doctor::advise_install(
-      q, make_build_advisor(f.toolchains, std::nullopt, h.platform_is_this_machine ? "" : h.platform->name, h.jetpack));
+      q, make_build_advisor(f.toolchains, std::nullopt, h.platform_is_this_machine ? "" : h.platform->name, h.jetpack,
+                            h.jetpack_missing));
   std::string none = fmt::format("no torch is installed for {}", python);
   if (ctx.json) {
     auto doc = install_advice_json(advice, h);
@@ -292,7 +293,8 @@ void run_doctor(const DoctorArgs& a, Context& ctx) {
   std::optional<Version> py_release;
   if (!a.python.empty() && f.torch.python_version) py_release = f.torch.python_version->prefix(2);
   auto report = doctor::diagnose(
-      f, make_build_advisor(f.toolchains, py_release, h.platform_is_this_machine ? "" : h.platform->name, h.jetpack));
+      f, make_build_advisor(f.toolchains, py_release, h.platform_is_this_machine ? "" : h.platform->name, h.jetpack,
+                            h.jetpack_missing));
 
   if (ctx.json) {
     auto doc = report_json(f, report, python);

@@ -41,8 +41,11 @@ struct HostTargets {
   std::optional<toolchain::Platform> platform;
   std::string platform_why;
   bool platform_is_this_machine = true;
-  // --jetpack: the Jetson's JetPack release (its CUDA names the recipe a build there uses).
+  // --jetpack: the Jetson's JetPack release (its CUDA names the recipe a build there uses); for a
+  // Jetson that is not this machine without --jetpack, the newest release for its GPUs.
   std::optional<toolchain::JetPack> jetpack;
+  std::string jetpack_why;      // "--jetpack", or why this release is assumed
+  std::string jetpack_missing;  // a Jetson elsewhere whose GPUs no JetPack of the data supports
 };
 
 // Targets from --sm and --gpu (bad values: Failure, exit 2), else this host's GPUs; the driver
@@ -54,10 +57,12 @@ toolchain::Probe tool_probe();
 
 // Resolution as `archbuild wheel` would do it, with the host discovered on the first question.
 // `platform`: named in the command (--platform NAME) when it is not this machine's own;
-// `jetpack`: that Jetson's JetPack, whose CUDA picks the recipe the command names.
+// `jetpack`: that Jetson's JetPack, whose CUDA picks the recipe the command names;
+// `cuda_unknown`: why no build can be named (a Jetson elsewhere whose CUDA archbuild cannot know).
 doctor::BuildAdvisor make_build_advisor(const std::vector<toolchain::Toolchain>& toolchains,
                                         std::optional<Version> python, const std::string& platform = "",
-                                        const std::optional<toolchain::JetPack>& jetpack = std::nullopt);
+                                        const std::optional<toolchain::JetPack>& jetpack = std::nullopt,
+                                        const std::string& cuda_unknown = "");
 
 nlohmann::json install_advice_json(const doctor::InstallAdvice& a, const HostTargets& h);
 void print_install_advice(const doctor::InstallAdvice& a, const HostTargets& h, const Context& ctx);

@@ -111,6 +111,7 @@ HostTargets gather_targets(const TargetArgs& a, const arch::ArchData& data) {
       throw Failure(Error::bad_input(fmt::format("--jetpack {} is platform {} (toolchains/jetpack.toml), not --platform {}",
                                                  a.jetpack, j->platform, a.platform)));
     h.jetpack = *j;
+    h.jetpack_why = "--jetpack";
   }
   auto decide_platform = [&] {
     // The JetPack must support every GPU asked about (JetPack 7 is Thor's only; Orin stays on 6).
@@ -131,6 +132,23 @@ HostTargets gather_targets(const TargetArgs& a, const arch::ArchData& data) {
     h.platform_why = a.platform.empty() && h.jetpack ? fmt::format("--jetpack {} (toolchains/jetpack.toml)", a.jetpack) : c->why;
     const auto* own = ps.default_for(machine.arch, machine.tegra);
     h.platform_is_this_machine = own && own->name == c->platform->name;
+    // A Jetson elsewhere builds with its JetPack's CUDA, not with this machine's toolkit.
+    if (!h.jetpack && !h.platform_is_this_machine && !h.platform->pip_cuda && !h.targets.empty()) {
+      std::vector<arch::Cc> ccs;
+      for (const auto& t : h.targets) ccs.push_back(t.cc);
+      const auto& jps = toolchain::JetPacks::shipped();
+      if (const auto* j = jps.newest_for(h.platform->name, ccs)) {
+        h.jetpack = *j;
+        h.jetpack_why = fmt::format("the newest JetPack for CC {} of platform {} ({}); --jetpack names another",
+                                    j->ccs_text(), h.platform->name, jps.file.filename().string());
+      } else {
+        std::vector<std::string> names;
+        for (const auto& cc : ccs) names.push_back(cc.str());
+        h.jetpack_missing = fmt::format("no JetPack release of {} for platform {} supports CC {}: the CUDA the Jetson "
+                                        "has is unknown here; run archbuild on the Jetson itself, where its toolkit decides",
+                                        jps.file.filename().string(), h.platform->name, text::join(names, ", "));
+      }
+    }
   };
   if (!h.targets.empty() && h.driver) {  // nothing left to detect
     decide_platform();
@@ -182,7 +200,8 @@ std::vector<std::string> library_lines(const plan::Resolution& r) {
 
 doctor::BuildAdvisor make_build_advisor(const std::vector<toolchain::Toolchain>& toolchains,
                                         std::optional<Version> python, const std::string& platform,
-                                        const std::optional<toolchain::JetPack>& jetpack) {
+                                        const std::optional<toolchain::JetPack>& jetpack,
+                                        const std::string& cuda_unknown) {
   // Discovered on the first question only (a run that needs no build never starts those probes).
   struct Lazy {
     bool tried = false;
@@ -190,9 +209,14 @@ doctor::BuildAdvisor make_build_advisor(const std::vector<toolchain::Toolchain>&
     std::string error;
   };
   auto lazy = std::make_shared<Lazy>();
-  return [lazy, toolchains, python, platform, jetpack](const std::vector<arch::Cc>& ccs,
-                                    const std::optional<Version>& line) -> doctor::BuildSuggestion {
+  return [lazy, toolchains, python, platform, jetpack, cuda_unknown](
+             const std::vector<arch::Cc>& ccs, const std::optional<Version>& line,
+             const std::optional<Version>& cuda) -> doctor::BuildSuggestion {
     doctor::BuildSuggestion s;
+    if (!cuda_unknown.empty()) {
+      s.detail = cuda_unknown;
+      return s;
+    }
     if (!lazy->tried) {
       lazy->tried = true;
       auto recipes = plan::select_recipes(std::nullopt);
@@ -225,6 +249,8 @@ doctor::BuildAdvisor make_build_advisor(const std::vector<toolchain::Toolchain>&
     if (jetpack) jetson = toolchain::jetson_build_cuda(*jetpack, platform.empty(), lazy->inputs->host.toolkits.size());
     const bool by_jetpack = jetson && !platform.empty();
     if (jetson) req.cuda = jetson->cuda;
+    else if (cuda) req.cuda = cuda;
+    const std::string cuda_option = !jetson && cuda ? " --cuda " + cuda->str() : "";
     auto r = plan::resolve(req, *lazy->inputs);
     if (r.status == Exit::bad_input) {
       s.detail = jetson ? jetson->why + ": " + r.message : r.message;
@@ -232,8 +258,10 @@ doctor::BuildAdvisor make_build_advisor(const std::vector<toolchain::Toolchain>&
     }
     s.ok = true;
     s.recipe = r.recipe.name;
+    s.cuda = r.toolchain.cuda;
     s.command = fmt::format("archbuild wheel --sm {} --recipe {}{}{}", doctor::sm_option(ccs), r.recipe.name,
-                            jetson ? " --cuda " + jetson->cuda.str() : "", python ? " --python " + python->str() : "");
+                            jetson ? " --cuda " + jetson->cuda.str() : cuda_option,
+                            python ? " --python " + python->str() : "");
     s.detail = fmt::format("torch {} with CUDA {}", r.recipe.version.str(), r.toolchain.cuda.str());
     if (jetson && !by_jetpack) s.detail += ", as " + jetson->why;
     if (by_jetpack) {
@@ -247,9 +275,10 @@ doctor::BuildAdvisor make_build_advisor(const std::vector<toolchain::Toolchain>&
     if (!platform.empty()) {
       // Another machine's platform: its own toolkit (a Jetson's is JetPack's) picks the recipe
       // there, so the command names none (--jetpack names it); this host's resolution is only an example.
-      s.command = fmt::format("archbuild wheel --sm {} --platform {}{}", doctor::sm_option(ccs), platform,
+      s.command = fmt::format("archbuild wheel --sm {} --platform {}{}{}", doctor::sm_option(ccs), platform, cuda_option,
                               python ? " --python " + python->str() : "");
-      s.detail = fmt::format("on a {} host, with the recipe its installed CUDA toolkit allows (here: torch {} with CUDA {})",
+      s.detail = fmt::format("on a {} host, with the recipe its installed CUDA toolkit allows (the newest that "
+                             "resolves: torch {} with CUDA {})",
                              platform, r.recipe.version.str(), r.toolchain.cuda.str());
       return s;  // this machine's missing tools are not that host's
     }
@@ -300,7 +329,8 @@ nlohmann::json install_advice_json(const doctor::InstallAdvice& a, const HostTar
                                              {"l4t", h.jetpack->l4t.str()},
                                              {"cuda", h.jetpack->cuda.str()},
                                              {"platform", h.jetpack->platform},
-                                             {"url", h.jetpack->url}}
+                                             {"url", h.jetpack->url},
+                                             {"why", h.jetpack_why}}
                             : nlohmann::json(nullptr)},
       {"options", options},
       {"ruled_out", a.ruled_out},
@@ -329,6 +359,9 @@ void print_install_advice(const doctor::InstallAdvice& a, const HostTargets& h, 
   out(h.driver ? fmt::format("driver   {} ({})", *h.driver, h.driver_source)
                : fmt::format("driver   ? ({})", h.driver_missing.empty() ? "not given" : h.driver_missing));
   if (h.platform) out(fmt::format("platform {} ({}) from {}", h.platform->name, h.platform->description, h.platform_why));
+  if (h.jetpack)
+    out(fmt::format("jetpack  {} (L4T {}, CUDA {}) from {}", h.jetpack->version.str(), h.jetpack->l4t.str(),
+                    h.jetpack->cuda.str(), h.jetpack_why));
   if (!a.options.empty()) {
     const auto& o = a.options.front();
     out("");
@@ -400,7 +433,8 @@ void run_install_command(const InstallArgs& a, Context& ctx) {
   q.platform_why = h.platform_why;
   q.platform_is_this_machine = h.platform_is_this_machine;
   auto advice = doctor::advise_install(
-      q, make_build_advisor(q.toolchains, std::nullopt, h.platform_is_this_machine ? "" : h.platform->name, h.jetpack));
+      q, make_build_advisor(q.toolchains, std::nullopt, h.platform_is_this_machine ? "" : h.platform->name, h.jetpack,
+                            h.jetpack_missing));
   if (ctx.json)
     print_json(install_advice_json(advice, h));
   else if (!h.targets.empty())

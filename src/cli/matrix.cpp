@@ -127,11 +127,10 @@ void run_matrix(const MatrixArgs& a, Context& ctx) {
         req.recipe_label = r.name;
         plan::Inputs in = inputs;
         in.recipes = {r};
-        if (!a.platforms.empty()) {
-          req.platform = platform->name;
-          // The job runs on a runner of the platform's machine, not here.
-          in.machine = toolchain::Machine{platform->machine, !platform->pip_cuda, ""};
-        }
+        // Named even when it is this machine's: a GPU of another platform is refused, not built here.
+        req.platform = platform->name;
+        // The job runs on a runner of the platform's machine, not here.
+        if (!a.platforms.empty()) in.machine = toolchain::Machine{platform->machine, !platform->pip_cuda, ""};
         auto res = plan::resolve(req, in);
         std::string subject = fmt::format("{} + CUDA {}", r.name, cuda.str());
         if (res.status == Exit::bad_input) {

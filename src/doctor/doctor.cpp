@@ -273,10 +273,9 @@ class Diagnosis {
     std::string key = line ? line->str() : "";
     auto it = advice_.find(key);
     if (it == advice_.end()) {
-      BuildSuggestion s;
-      if (advisor_) s = advisor_(ccs_, line);
-      else s.detail = "no resolver";
-      it = advice_.emplace(key, std::move(s)).first;
+      std::optional<Version> driver;
+      if (f_.driver_version && !f_.official_wheels.empty()) driver = Version::parse(*f_.driver_version);
+      it = advice_.emplace(key, build_for_driver(advisor_, ccs_, line, driver, f_.releases, f_.toolchains)).first;
     }
     return it->second;
   }

@@ -78,14 +78,24 @@ struct BuildSuggestion {
   std::string command;  // "archbuild wheel --sm 120 --recipe torch-2.9"
   std::string detail;   // what it builds ("torch 2.9.1 with CUDA 13.0"), or why it is refused
   std::string needs;    // the choice stands but something must be installed first
+  std::optional<Version> cuda;  // the CUDA release it builds with (ok only)
   // This machine's build libraries where they matter to the advice: a provider preferred or
   // passed over (NVPL on sbsa), or an expected one missing (plan's own lines).
   std::vector<std::string> libraries;
 };
-// Resolution for these CCs, on a given torch release line or (unset) on any. Injected: the
-// command resolves through plan/ with the host discovered by processes.
-using BuildAdvisor =
-    std::function<BuildSuggestion(const std::vector<arch::Cc>& targets, const std::optional<Version>& torch_line)>;
+// Resolution for these CCs, on a given torch release line or (unset) on any, with a given CUDA
+// release or (unset) the one resolution prefers. Injected: the command resolves through plan/
+// with the host discovered by processes.
+using BuildAdvisor = std::function<BuildSuggestion(const std::vector<arch::Cc>& targets,
+                                                   const std::optional<Version>& torch_line,
+                                                   const std::optional<Version>& cuda)>;
+
+// The build whose CUDA runtime `driver` starts: the advisor's own choice when the driver starts
+// it, else the newest CUDA release the driver starts that a recipe builds these CCs with; when
+// none does, not ok, naming the driver the build needs. No driver: the advisor's choice.
+BuildSuggestion build_for_driver(const BuildAdvisor& advisor, const std::vector<arch::Cc>& ccs,
+                                 const std::optional<Version>& line, const std::optional<Version>& driver,
+                                 const Releases& releases, const std::vector<toolchain::Toolchain>& toolchains);
 
 struct Facts {
   TorchFacts torch;

@@ -34,15 +34,15 @@ struct DriverNeed {
   std::string start_text, full_text;
 };
 
-DriverNeed driver_need(const InstallQuery& q, const Version& cuda) {
+DriverNeed driver_need(const Releases& releases, const std::vector<toolchain::Toolchain>& toolchains, const Version& cuda) {
   DriverNeed n;
-  if (const auto* tc = toolchain_for(q.toolchains, cuda)) {
+  if (const auto* tc = toolchain_for(toolchains, cuda)) {
     n.full = tc->min_driver;
     n.full_text = tc->min_driver_text;
   }
-  if (auto floor = q.releases.minor_compat_driver(cuda.major())) {
+  if (auto floor = releases.minor_compat_driver(cuda.major())) {
     n.start = floor;
-    n.start_text = q.releases.minor_compat.at(cuda.major());
+    n.start_text = releases.minor_compat.at(cuda.major());
   } else {
     n.start = n.full;
     n.start_text = n.full_text;
@@ -75,7 +75,7 @@ Judged judge(const InstallQuery& q, const std::vector<Cc>& ccs, const std::optio
     j.why_not = fmt::format("{} carries no code for {} ({})", v.cu(), ccs_text(missing), *v.arch_list);
     return j;
   }
-  auto need = driver_need(q, v.cuda);
+  auto need = driver_need(q.releases, q.toolchains, v.cuda);
   if (driver && need.start && *driver < *need.start) {
     j.why_not = fmt::format("{} needs driver >= {} to start its CUDA {} runtime", v.cu(), need.start_text, v.cuda.str());
     j.driver_only = true;
@@ -110,6 +110,48 @@ Judged judge(const InstallQuery& q, const std::vector<Cc>& ccs, const std::optio
 }
 
 }  // namespace
+
+BuildSuggestion build_for_driver(const BuildAdvisor& advisor, const std::vector<Cc>& ccs,
+                                 const std::optional<Version>& line, const std::optional<Version>& driver,
+                                 const Releases& releases, const std::vector<toolchain::Toolchain>& toolchains) {
+  BuildSuggestion first;
+  if (!advisor) {
+    first.detail = "no resolver";
+    return first;
+  }
+  first = advisor(ccs, line, std::nullopt);
+  if (!first.ok || !driver || !first.cuda) return first;
+  auto starts = [&](const Version& cuda) {
+    auto need = driver_need(releases, toolchains, cuda);
+    return !need.start || *driver >= *need.start;
+  };
+  if (starts(*first.cuda)) return first;
+  // Newest first: the CUDA releases whose runtime this driver starts.
+  std::vector<Version> startable;
+  for (const auto& tc : toolchains)
+    if (starts(tc.cuda) && tc.cuda < *first.cuda) startable.push_back(tc.cuda);
+  std::sort(startable.begin(), startable.end(), std::greater<>());
+  const auto need = driver_need(releases, toolchains, *first.cuda);
+  const std::string veto = fmt::format("driver {} cannot start the CUDA {} runtime (needs >= {})", driver->str(),
+                                       first.cuda->str(), need.start_text);
+  BuildSuggestion last;
+  for (const auto& cuda : startable) {
+    auto s = advisor(ccs, line, cuda);
+    if (!s.ok) {
+      last = std::move(s);
+      continue;
+    }
+    s.detail += fmt::format(" ({}: the newest CUDA it starts that builds {})", veto, ccs_text(ccs));
+    return s;
+  }
+  // The resolver's own way out names CUDA releases this driver cannot start: only its reason stays.
+  std::string reason = last.detail.substr(0, last.detail.find(". Way out:"));
+  BuildSuggestion none;
+  none.detail = fmt::format("{}, and no CUDA release it starts builds {}{}{}: update the driver to >= {}, then: {}", veto,
+                            ccs_text(ccs), line ? " on torch " + line->str() : "",
+                            reason.empty() ? "" : " (" + reason + ")", need.start_text, first.command);
+  return none;
+}
 
 InstallAdvice advise_install(const InstallQuery& q, const BuildAdvisor& advisor) {
   InstallAdvice a;
@@ -186,11 +228,10 @@ InstallAdvice advise_install(const InstallQuery& q, const BuildAdvisor& advisor)
 
   // The build: always when no wheel fits; otherwise when the newest release has none.
   const Release* newest = q.releases.releases.empty() ? nullptr : &q.releases.releases.back();
+  // A build on a platform whose CUDA is the system's (JetPack) keeps the driver that came with it.
+  const bool pip_cuda = !q.platform || q.platform->pip_cuda;
   auto ask = [&](const std::optional<Version>& line) {
-    BuildSuggestion s;
-    if (advisor) s = advisor(a.ccs, line);
-    else s.detail = "no resolver";
-    return s;
+    return build_for_driver(advisor, a.ccs, line, pip_cuda ? driver : std::nullopt, q.releases, q.toolchains);
   };
   if (wheels.empty()) {
     a.build = ask(std::nullopt);

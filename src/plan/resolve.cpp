@@ -128,8 +128,9 @@ struct Constraints {
 class Evaluator {
  public:
   Evaluator(const Request& req, const Inputs& in, const std::vector<const Recipe*>& recipes,
-            const std::vector<arch::Arch>& archs, std::optional<Version> default_python)
-      : req_(req), in_(in), recipes_(recipes), archs_(archs), default_python_(default_python) {}
+            const std::vector<arch::Arch>& archs, std::optional<Version> default_python,
+            const toolchain::Platform& platform)
+      : req_(req), in_(in), recipes_(recipes), archs_(archs), default_python_(default_python), platform_(platform) {}
 
   std::vector<Pair> pairs(const Constraints& c, std::vector<Failure>* recipe_level = nullptr) const {
     std::vector<Pair> out;
@@ -181,6 +182,14 @@ class Evaluator {
         ok("toolkit-arch", fmt::format("CUDA {} compiles {}", cuda.str(), arch_names(archs_)));
       else
         for (auto& b : bad) fail("toolkit-arch", b);
+    }
+    if (platform_.cuda_below) {
+      if (cuda < *platform_.cuda_below)
+        ok("platform-cuda", fmt::format("platform {} builds with CUDA older than {}", platform_.name,
+                                        platform_.cuda_below->str()));
+      else
+        fail("platform-cuda", fmt::format("platform {} builds with CUDA older than {}: {} (toolchains/platforms.toml)",
+                                          platform_.name, platform_.cuda_below->str(), platform_.cuda_below_why));
     }
     // The arch list must be spelled so that this release's parser accepts it.
     std::vector<std::string> syntax;
@@ -244,12 +253,13 @@ class Evaluator {
   const std::vector<const Recipe*>& recipes_;
   const std::vector<arch::Arch>& archs_;
   std::optional<Version> default_python_;
+  const toolchain::Platform& platform_;
 };
 
 // "sm_120 needs CUDA >= 12.8 (torch-2.5 + CUDA 12.4, 12.1, 11.8)": failures grouped by rule and
 // problem, each with the pairs it stopped.
 std::string explain(const std::vector<Pair>& pairs, const std::vector<Failure>& recipe_level) {
-  static const std::vector<std::string> order = {"recipe-cuda", "toolchain-data", "toolkit-arch",
+  static const std::vector<std::string> order = {"recipe-cuda", "toolchain-data", "toolkit-arch", "platform-cuda",
                                                  "arch-syntax", "python-version", "source-url"};
   std::map<std::pair<std::string, std::string>, std::vector<const Pair*>> groups;
   for (const auto& p : pairs)
@@ -262,7 +272,7 @@ std::string explain(const std::vector<Pair>& pairs, const std::vector<Failure>& 
       if (key.first != rule) continue;
       std::string where;
       // CUDA-level problems list the pairs they stop, recipe-level ones the recipes.
-      if (rule == "toolkit-arch" || rule == "toolchain-data") {
+      if (rule == "toolkit-arch" || rule == "toolchain-data" || rule == "platform-cuda") {
         std::vector<std::string> by_recipe;
         std::map<std::string, std::vector<Version>> m;
         std::vector<std::string> names;
@@ -417,6 +427,7 @@ struct Relaxing {
   const std::vector<arch::Arch>& archs;
   const toolchain::Python* default_python;  // the default python3, when there is one
   std::optional<Version> default_py;        // its release, when --python is not given
+  const toolchain::Platform& platform;
 };
 
 // No pair passes: the refusal names the rules that failed and the way out, the smallest
@@ -436,7 +447,7 @@ std::string infeasible_refusal(const Relaxing& x, const Evaluator& ev, const std
     if (auto f = Evaluator::passing(ps); !f.empty()) outs.push_back(suggest_cuda(f, *req.cuda));
   }
   auto py_way = [&](const Constraints& c) {
-    Evaluator loose(req, x.in, x.recipes, x.archs, std::nullopt);
+    Evaluator loose(req, x.in, x.recipes, x.archs, std::nullopt, x.platform);
     auto ps = loose.pairs(c);
     auto f = Evaluator::passing(ps);
     return f.empty() ? std::string()
@@ -446,7 +457,7 @@ std::string infeasible_refusal(const Relaxing& x, const Evaluator& ev, const std
   if (req.python || x.default_py)
     if (auto s = py_way({req.torch, req.cuda, std::nullopt}); !s.empty()) outs.push_back(s);
   if (outs.empty() && (req.torch || req.cuda || req.python)) {
-    Evaluator loose(req, x.in, x.recipes, x.archs, std::nullopt);
+    Evaluator loose(req, x.in, x.recipes, x.archs, std::nullopt, x.platform);
     auto ps = loose.pairs({});
     if (auto f = Evaluator::passing(ps); !f.empty())
       outs.push_back(fmt::format("drop --torch/--cuda/--python: {} can build it", f.front()->subject()));
@@ -721,6 +732,11 @@ std::optional<std::string> platform_rule(const Request& req, const Inputs& in, c
 // host-bound layout where the platform's CUDA is the system's.
 void apply_platform(Resolution& R) {
   if (auto it = R.recipe.platforms.find(R.platform.name); it != R.recipe.platforms.end()) {
+    // What the official builds set with this CUDA release (ascending: the newest applicable wins).
+    for (const auto& [since, env] : it->second.official_env_since_cuda)
+      if (R.toolchain.cuda >= since)
+        for (const auto& [k, v] : env) it->second.official_env[k] = v;
+    it->second.official_env_since_cuda.clear();
     for (const auto& [k, v] : it->second.env) R.recipe.env[k] = v;
     std::vector<std::string> also;
     for (const auto& [k, v] : it->second.official_env)
@@ -785,7 +801,7 @@ Resolution resolve(const Request& req, const Inputs& in) {
   std::optional<Version> default_py;
   if (!req.python && default_python) default_py = default_python->release();
 
-  Evaluator ev(req, in, recipes, archs, default_py);
+  Evaluator ev(req, in, recipes, archs, default_py, R.platform);
   std::vector<Failure> recipe_level;
   std::vector<Pair> pairs = ev.pairs({req.torch, req.cuda, req.python}, &recipe_level);
   for (const auto& p : pairs) {
@@ -796,7 +812,7 @@ Resolution resolve(const Request& req, const Inputs& in) {
 
   std::vector<const Pair*> feasible = Evaluator::passing(pairs);
   if (feasible.empty())
-    return refuse(infeasible_refusal({req, in, recipes, archs, default_python, default_py}, ev, pairs, recipe_level));
+    return refuse(infeasible_refusal({req, in, recipes, archs, default_python, default_py, R.platform}, ev, pairs, recipe_level));
 
   const Choice choice = choose_pair(feasible, in.host.toolkits, archs, R.rules);
   R.recipe = *choice.pair->recipe;

@@ -436,18 +436,35 @@ class RecipeReader {
       if (!pt) return at(node, file_, fmt::format("platform.{} must be a table with env and official", name));
       tomlx::TableReader rd(*pt, file_, fmt::format("[platform.{}]", name));
       auto& facts = r.platforms[name];
-      for (auto [key, into] : {std::pair{"env", &facts.env}, std::pair{"official_env", &facts.official_env}})
-      if (const toml::table* env = rd.table(key))
-        for (const auto& [ek, en] : *env) {
+      auto read_env = [&](const toml::table& env, const std::string& key,
+                          std::map<std::string, std::string>& into) -> std::optional<Error> {
+        for (const auto& [ek, en] : env) {
           std::string var(ek.str());
           if (!valid_env_name(var))
-            return at(en, file_, fmt::format("platform.{}.env: '{}' is not an environment variable name", name, var));
+            return at(en, file_, fmt::format("platform.{}.{}: '{}' is not an environment variable name", name, key, var));
           if (reserved_env().count(var))
-            return at(en, file_, fmt::format("platform.{}.env: {} is set by archbuild from the resolution; remove it", name, var));
+            return at(en, file_, fmt::format("platform.{}.{}: {} is set by archbuild from the resolution; remove it", name,
+                                             key, var));
           auto s = en.value<std::string>();
           if (!en.is_string() || !s)
             return at(en, file_, fmt::format("platform.{}.{}.{} must be a string (write \"1\", not 1)", name, key, var));
-          (*into)[var] = *s;
+          into[var] = *s;
+        }
+        return std::nullopt;
+      };
+      for (auto [key, into] : {std::pair{"env", &facts.env}, std::pair{"official_env", &facts.official_env}})
+        if (const toml::table* env = rd.table(key))
+          if (auto e = read_env(*env, key, *into)) return e;
+      if (const toml::table* since = rd.table("official_env_since_cuda"))
+        for (const auto& [ck, cn] : *since) {
+          std::string cuda(ck.str());
+          auto v = parse_version(cuda, 2);
+          const toml::table* env = cn.as_table();
+          if (!v || !env)
+            return at(cn, file_, fmt::format("platform.{}.official_env_since_cuda: \"{}\" must map a CUDA version like "
+                                             "\"13.0\" to a table of variables",
+                                             name, cuda));
+          if (auto e = read_env(*env, "official_env_since_cuda." + cuda, facts.official_env_since_cuda[*v])) return e;
         }
       if (const toml::table* off = rd.table("official"))
         for (const auto& [ok, on] : *off) {

@@ -174,6 +174,8 @@ struct Recipe {
     // What the official builds for this platform also set but a build here applies only when
     // asked (--env): each needs something the host may lack (NVPL, a built Arm Compute Library).
     std::map<std::string, std::string> official_env;
+    // From a CUDA release on, what the official builds set instead (-compress-mode=size: CUDA 13).
+    std::map<Version, std::map<std::string, std::string>> official_env_since_cuda;
   };
   std::map<std::string, PlatformFacts> platforms;
   // [validate] cuda_op: one CUDA operation of the package that the import test runs on a GPU

@@ -100,6 +100,14 @@ const JetPack* JetPacks::for_l4t(const Version& l4t) const {
   return same_minor;
 }
 
+const JetPack* JetPacks::newest_for(std::string_view platform, const std::vector<arch::Cc>& ccs) const {
+  const JetPack* best = nullptr;
+  for (const auto& j : list)
+    if (j.platform == platform && std::all_of(ccs.begin(), ccs.end(), [&](arch::Cc cc) { return j.supports(cc); }))
+      best = &j;  // ascending: the last match is the newest
+  return best;
+}
+
 std::optional<Version> l4t_version(std::string_view line) {
   static const std::regex re(R"(R(\d+)\s*\(release\),\s*REVISION:\s*(\d+)\.(\d+))");
   std::string s(line);

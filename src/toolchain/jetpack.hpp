@@ -40,6 +40,8 @@ struct JetPacks {
   Result<JetPack> find(std::string_view version) const;
   // The release of an L4T version: exact, else the newest of the same major.minor (36.4.4 → 6.2).
   const JetPack* for_l4t(const Version& l4t) const;
+  // The newest release of `platform` that supports every one of `ccs`; nullptr when none does.
+  const JetPack* newest_for(std::string_view platform, const std::vector<arch::Cc>& ccs) const;
 };
 
 // The JetPack release of a Jetson's L4T line (this_machine().l4t): nullopt when the line names no

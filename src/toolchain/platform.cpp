@@ -74,6 +74,12 @@ Result<Platforms> Platforms::load(const fs::path& path) {
       p.min_cc = parse_cc(*s);
       if (!p.min_cc) return rd.error_at("min_cc", fmt::format("platform.{}.min_cc: '{}' is not a compute capability like 7.5", name, *s));
     }
+    if (auto s = rd.string("cuda_below")) {
+      p.cuda_below = Version::parse(*s);
+      if (!p.cuda_below)
+        return rd.error_at("cuda_below", fmt::format("platform.{}.cuda_below: '{}' is not a CUDA release like 13.0", name, *s));
+      p.cuda_below_why = rd.string("cuda_below_why", true).value_or("");
+    }
     if (rd.failure()) return *rd.failure();
     if (auto e = rd.finish()) return *e;
     if (*libs != "pip" && *libs != "host")

@@ -12,6 +12,7 @@
 #include "arch/arch.hpp"
 #include "arch/arch_data.hpp"
 #include "core/error.hpp"
+#include "core/version.hpp"
 
 namespace archbuild::toolchain {
 
@@ -27,6 +28,8 @@ struct Platform {
   std::optional<arch::Cc> min_cc;
   std::vector<arch::Cc> only_ccs;       // integrated GPUs: nothing else
   std::vector<arch::Cc> exclusive_ccs;  // no other platform has these
+  std::optional<Version> cuda_below;    // its toolkits end before this CUDA release (Jetson: 13.0)
+  std::string cuda_below_why;           // the data's reason, for the rule's message
   std::string device;                   // how detect reads its GPUs (for messages)
   std::string ci_runner;                // GitHub-hosted runner label for `matrix`; "": none
 

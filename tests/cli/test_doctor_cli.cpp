@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 
 #include <nlohmann/json.hpp>
@@ -502,10 +503,84 @@ TEST_CASE("install-command --jetpack: the Jetson's JetPack CUDA names the recipe
   CHECK(has(bad.err, "--jetpack 9.9: not a JetPack release"));
 }
 
+TEST_CASE("install-command for a Jetson elsewhere: its newest JetPack's CUDA, never this machine's toolkit", "[cli][install][arm]") {
+  FakeHost h;  // an x86_64 machine with CUDA 13.0 installed, advising for a Jetson elsewhere
+  h.cuda_home("13.0", "compute_75\\ncompute_80\\ncompute_90\\ncompute_100\\ncompute_110\\ncompute_120\\n");
+  // Before: "with the recipe its installed CUDA toolkit allows (here: torch 2.15.0 with CUDA 13.0)".
+  auto orin = t::archbuild({"install-command", "--gpu", "Jetson AGX Orin", "--json"}, h.options());
+  INFO(orin.out << orin.err);
+  CHECK(orin.status == 1);
+  auto o = nlohmann::json::parse(orin.out);
+  CHECK(o["jetpack"]["version"] == "6.2");
+  CHECK(has(o["jetpack"]["why"].get<std::string>(), "the newest JetPack for CC 8.7"));
+  REQUIRE(o["build"]["ok"] == true);
+  CHECK(o["build"]["command"] == "archbuild wheel --sm 87 --recipe torch-2.14 --cuda 12.6 --platform jetson");
+  auto text = t::archbuild({"install-command", "--gpu", "Jetson AGX Orin"}, h.options());
+  CHECK(has(text.out, "jetpack  6.2 (L4T 36.4.3, CUDA 12.6) from the newest JetPack"));
+  CHECK_FALSE(has(text.out, "CUDA 13.0"));
+  // JetPack 6.0's CUDA 12.2 has no recipe: the way out stays on CUDA 12 (no embedded CUDA 13).
+  auto six0 = t::archbuild({"install-command", "--gpu", "Jetson AGX Orin", "--jetpack", "6.0", "--json"}, h.options());
+  auto s0 = nlohmann::json::parse(six0.out);
+  CHECK(s0["build"]["ok"] == false);
+  CHECK(has(s0["build"]["detail"].get<std::string>(), "Way out: --cuda 12."));
+  CHECK_FALSE(has(s0["build"]["detail"].get<std::string>(), "--cuda 13."));
+  // No JetPack row for the GPU (Nano's 5.3, or 10.1: Thor before CUDA 13): no build command.
+  for (const char* sm : {"53", "101"}) {
+    auto r = t::archbuild({"install-command", "--sm", sm, "--json"}, h.options());
+    INFO(sm << " " << r.out);
+    auto j = nlohmann::json::parse(r.out);
+    CHECK(j["platform"]["name"] == "jetson");
+    CHECK(j["build"]["ok"] == false);
+    CHECK(has(j["build"]["detail"].get<std::string>(), "no JetPack release of jetpack.toml for platform jetson supports CC"));
+  }
+  // Jetson AGX Thor is a name users write (arm-hosts.md): Thor, CC 11.0, sbsa.
+  auto agx = t::archbuild({"install-command", "--gpu", "Jetson AGX Thor", "--driver", "580.00", "--json"}, h.options());
+  CHECK(agx.status == 0);
+  CHECK(nlohmann::json::parse(agx.out)["platform"]["name"] == "sbsa");
+}
+
+TEST_CASE("install-command: the build it advises runs on the driver given", "[cli][install]") {
+  FakeHost h;
+  h.cuda_home("13.0", "compute_75\\ncompute_80\\ncompute_90\\ncompute_100\\ncompute_110\\ncompute_120\\n");
+  // Thor on a 570 driver: sm_110 needs CUDA 13, whose runtime needs driver 580 (before: the
+  // CUDA 13.0 build command, as if the driver did not matter).
+  auto thor = t::archbuild({"install-command", "--sm", "110", "--platform", "sbsa", "--driver", "570.86", "--json"}, h.options());
+  INFO(thor.out);
+  auto j = nlohmann::json::parse(thor.out);
+  CHECK(j["build"]["ok"] == false);
+  auto detail = j["build"]["detail"].get<std::string>();
+  CHECK(has(detail, "driver 570.86 cannot start the CUDA 13.0 runtime (needs >= 580)"));
+  CHECK(has(detail, "update the driver to >= 580, then: archbuild wheel --sm 110 --platform sbsa"));
+  CHECK_FALSE(has(detail, "Way out: CUDA >= 13.0"));
+  // GB10 on a 570 driver, any torch release: the newest CUDA 12 that builds sm_121, named.
+  auto gb10 = t::archbuild({"install-command", "--sm", "121", "--driver", "570.86", "--json"}, h.options());
+  auto g = nlohmann::json::parse(gb10.out);
+  REQUIRE(g["build"].is_object());
+  if (g["build"]["ok"] == true) {
+    CHECK(has(g["build"]["command"].get<std::string>(), "--cuda 12."));
+  } else {
+    CHECK(has(g["build"]["detail"].get<std::string>(), "on torch 2.15"));  // only the newest line was asked
+  }
+}
+
 TEST_CASE("install-command: a build advised for this machine names its libraries as `plan` decides them",
           "[cli][install]") {
-  // A driver too old for every wheel: the build is the answer, on this machine.
-  auto r = t::archbuild({"install-command", "--sm", "90", "--driver", "450.80.02", "--json"});
+  // The newest release's lists unknown (a copy of the data without them), so its build is the
+  // answer, on this machine, with a driver that starts its CUDA 13 runtime.
+  t::TempDir root;
+  for (const char* d : {"data", "toolchains", "recipes"})
+    fs::copy(fs::path(ARCHBUILD_SOURCE_DIR) / d, root / d, fs::copy_options::recursive);
+  const auto releases = root / "data" / "torch-releases.toml";
+  std::string text = t::read_file(releases);
+  const std::string lists = "[torch.\"2.15\".arch_list]\n";
+  auto at = text.find(lists);
+  REQUIRE(at != std::string::npos);
+  auto end = text.find("\n[", at + lists.size());
+  text.erase(at, end - at + 1);
+  std::ofstream(releases) << text;
+  t::RunOptions with_data;
+  with_data.env["ARCHBUILD_DATA_DIR"] = root.path().string();
+  auto r = t::archbuild({"install-command", "--sm", "90", "--driver", "580.65.06", "--json"}, with_data);
   INFO(r.out << r.err);
   auto doc = nlohmann::json::parse(r.out);
   const auto& build = doc["build"];
@@ -515,7 +590,7 @@ TEST_CASE("install-command: a build advised for this machine names its libraries
     return;
   }
   REQUIRE(build["libraries"].is_array());
-  auto p = t::archbuild({"plan", "--sm", "90", "--recipe", build["recipe"].get<std::string>(), "--json"});
+  auto p = t::archbuild({"plan", "--sm", "90", "--recipe", build["recipe"].get<std::string>(), "--json"}, with_data);
   INFO(p.out.substr(0, 2000) << p.err);
   auto plan = nlohmann::json::parse(p.out);
   if (!plan.contains("libraries") || !plan["libraries"].is_object()) {
@@ -532,6 +607,6 @@ TEST_CASE("install-command: a build advised for this machine names its libraries
   }
   CHECK(got == expected);
   // The human answer lists them under the build's command.
-  auto text = t::archbuild({"install-command", "--sm", "90", "--driver", "450.80.02"});
-  for (const auto& name : expected) CHECK(has(text.out, "  library " + name));
+  auto human = t::archbuild({"install-command", "--sm", "90", "--driver", "580.65.06"}, with_data);
+  for (const auto& name : expected) CHECK(has(human.out, "  library " + name));
 }

@@ -141,4 +141,14 @@ TEST_CASE("matrix --platform x86_64,sbsa: aarch64 jobs on GitHub's arm64 runner 
     CHECK_FALSE(job.contains("runs_on"));
   auto bad = test::archbuild({"--cache-dir", cache.path().string(), "matrix", "--sm", "90", "--platform", "arm"});
   CHECK(bad.status == 2);
+  // A GPU only another platform has: refused by rule platform without --platform too (before: x86
+  // jobs for a Jetson part, with no platform field).
+  auto orin = test::archbuild({"--cache-dir", cache.path().string(), "matrix", "--sm", "90,87", "--recipe", "torch-2.14", "--json"});
+  REQUIRE(orin.status == 0);
+  auto oj = json::parse(orin.out);
+  for (const auto& job : oj["include"]) CHECK_FALSE(job["sm"] == "8.7");
+  bool refused = false;
+  for (const auto& job : oj["refused"])
+    if (job["sm"] == "8.7" && job["rule"] == "platform") refused = true;
+  CHECK(refused);
 }

@@ -407,3 +407,36 @@ TEST_CASE("archbuild resolve --platform: Arm platforms, their GPUs, facts and ho
   CHECK(q["platform"]["name"] == (machine == "aarch64" ? (fs::exists("/etc/nv_tegra_release") ? "jetson" : "sbsa") : machine));
   CHECK(contains(q["notes"].dump(), "platform jetson only"));
 }
+
+TEST_CASE("archbuild resolve --platform jetson: CUDA 13 has no L4T toolkit, so CUDA 12 builds a Jetson", "[arm]") {
+  FakeHost h;
+  h.cuda130();
+  // Only the rule keeps CUDA 13.0 (installed, and torch-2.15's) from a Jetson build.
+  auto orin = h.run({"resolve", "--sm", "87", "--platform", "jetson", "--json"});
+  INFO(orin.err);
+  auto j = parse(orin);
+  REQUIRE(j.contains("cuda"));
+  CHECK(j["cuda"]["release"].get<std::string>().starts_with("12."));
+  CHECK(has_rule(j, "platform-cuda", true));
+  CHECK(has_rule(j, "platform-cuda", false));  // the CUDA 13 pairs it stopped
+  auto cuda13 = h.run({"resolve", "--sm", "87", "--platform", "jetson", "--cuda", "13.0"});
+  CHECK(cuda13.status == 2);
+  CHECK(contains(cuda13.err, "rule platform-cuda: platform jetson builds with CUDA older than 13.0"));
+  CHECK(contains(cuda13.err, "Way out: CUDA <= 12."));
+  CHECK_FALSE(contains(cuda13.err, "--cuda 13."));
+  // 10.1 is Thor before CUDA 13 renamed it: an embedded (jetson) GPU, never x86_64's or sbsa's.
+  auto thor_x86 = h.run({"resolve", "--sm", "101", "--platform", "x86_64"});
+  CHECK(thor_x86.status == 2);
+  CHECK(contains(thor_x86.err, "CC 10.1 is a GPU of platform jetson only"));
+  // sbsa's -compress-mode=size is what the official CUDA 13 builds set, not the CUDA 12 ones.
+  auto with = [&](const char* cuda) {
+    auto r = h.run({"resolve", "--sm", "90", "--platform", "sbsa", "--recipe", "torch-2.12", "--cuda", cuda, "--json"});
+    INFO(r.err);
+    auto d = parse(r);
+    return d["platform"]["official_env"]["TORCH_NVCC_FLAGS"].get<std::string>() + " | " + d["notes"].dump();
+  };
+  auto cuda129 = with("12.9");
+  CHECK(contains(cuda129, "-Xfatbin -compress-all --threads 2"));
+  CHECK_FALSE(contains(cuda129, "compress-mode"));
+  CHECK(contains(with("13.0"), "-Xfatbin -compress-all --threads 2 -compress-mode=size"));
+}

@@ -84,7 +84,7 @@ doctor::Facts facts(const std::string& version, std::optional<std::string> cuda,
 struct FakeAdvisor {
   std::vector<std::pair<std::string, std::string>> calls;  // (--sm, line or "")
   doctor::BuildAdvisor fn() {
-    return [this](const std::vector<Cc>& ccs, const std::optional<Version>& line) {
+    return [this](const std::vector<Cc>& ccs, const std::optional<Version>& line, const std::optional<Version>&) {
       calls.emplace_back(doctor::sm_option(ccs), line ? line->str() : "");
       doctor::BuildSuggestion s;
       if (line && *line < Version{{2, 7}}) {

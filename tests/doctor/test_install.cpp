@@ -39,7 +39,7 @@ doctor::InstallQuery host(std::vector<Cc> ccs, std::optional<std::string> driver
 struct FakeAdvisor {
   std::vector<std::string> asked;
   doctor::BuildAdvisor fn() {
-    return [this](const std::vector<Cc>& ccs, const std::optional<Version>& line) {
+    return [this](const std::vector<Cc>& ccs, const std::optional<Version>& line, const std::optional<Version>&) {
       asked.push_back(line ? line->str() : "");
       doctor::BuildSuggestion s;
       s.ok = true;
@@ -286,4 +286,49 @@ TEST_CASE("install advice on sbsa with a CUDA 12 driver: GB200 gets the newest a
   REQUIRE(g.fits());
   CHECK(g.options.front().line.str() == "2.14");
   CHECK(g.options.front().cu == "cu126");
+}
+
+TEST_CASE("install: the build advised runs on the driver: the newest CUDA it starts, or the driver it needs",
+          "[doctor][install]") {
+  // A resolver that builds 12.1 with CUDA 12.8 and newer and 11.0 with CUDA 13 only; it prefers 13.0.
+  std::vector<std::string> asked;
+  doctor::BuildAdvisor adv = [&](const std::vector<Cc>& ccs, const std::optional<Version>&,
+                                 const std::optional<Version>& cuda) {
+    asked.push_back(cuda ? cuda->str() : "");
+    doctor::BuildSuggestion s;
+    const Version pick = cuda ? *cuda : Version{{13, 0}};
+    if (pick < Version{{12, 8}} || (ccs.front() == Cc{11, 0} && pick < Version{{13, 0}})) {
+      s.detail = "cannot build sm_" + std::to_string(ccs.front().sm()) + ". Way out: --cuda 13.0";
+      return s;
+    }
+    s.ok = true;
+    s.cuda = pick;
+    s.recipe = "torch-2.15";
+    s.command = "archbuild wheel --sm " + doctor::sm_option(ccs) + (cuda ? " --cuda " + cuda->str() : "");
+    s.detail = "torch 2.15.0 with CUDA " + pick.str();
+    return s;
+  };
+  const auto d570 = Version::parse("570.86"), d580 = Version::parse("580.65.06");
+
+  auto gb10 = doctor::build_for_driver(adv, {Cc{12, 1}}, std::nullopt, d570, releases(), toolchains());
+  REQUIRE(gb10.ok);
+  REQUIRE(gb10.cuda);
+  CHECK(gb10.cuda->major() == 12);
+  CHECK_THAT(gb10.command, Catch::Contains("--cuda 12."));
+  CHECK_THAT(gb10.detail, Catch::Contains("driver 570.86 cannot start the CUDA 13.0 runtime (needs >= 580)"));
+
+  auto thor = doctor::build_for_driver(adv, {Cc{11, 0}}, std::nullopt, d570, releases(), toolchains());
+  CHECK_FALSE(thor.ok);
+  CHECK_THAT(thor.detail, Catch::Contains("no CUDA release it starts builds 11.0") &&
+                              Catch::Contains("update the driver to >= 580, then: archbuild wheel --sm 110"));
+  CHECK_THAT(thor.detail, !Catch::Contains("Way out"));  // the resolver's way out names CUDA 13 again
+
+  asked.clear();
+  auto thor580 = doctor::build_for_driver(adv, {Cc{11, 0}}, std::nullopt, d580, releases(), toolchains());
+  CHECK(thor580.ok);
+  CHECK(asked == std::vector<std::string>{""});  // the resolver's own choice, asked once
+  asked.clear();
+  auto unknown = doctor::build_for_driver(adv, {Cc{11, 0}}, std::nullopt, std::nullopt, releases(), toolchains());
+  CHECK(unknown.ok);
+  CHECK(asked.size() == 1);
 }

@@ -295,6 +295,16 @@ TEST_CASE("strict loading: each error names file:line:column and what was expect
     m = load_error(tmp, defect(ok + "fixed = \"yes\"\n"));
     CHECK(m.find("unknown key 'fixed'") != std::string::npos);
   }
+  SECTION("a platform's official settings from a CUDA release on") {
+    auto since = [](const std::string& body) { return std::string(kGood) + "[platform.sbsa.official_env_since_cuda]\n" + body; };
+    auto m = load_error(tmp, since("\"thirteen\" = { TORCH_NVCC_FLAGS = \"-x\" }\n"));
+    CHECK(m.find(f + ":") == 0);
+    CHECK(m.find("must map a CUDA version like \"13.0\" to a table of variables") != std::string::npos);
+    m = load_error(tmp, since("\"13.0\" = { TORCH_NVCC_FLAGS = 1 }\n"));
+    CHECK(m.find("official_env_since_cuda.13.0.TORCH_NVCC_FLAGS must be a string") != std::string::npos);
+    m = load_error(tmp, since("\"13.0\" = \"-compress-mode=size\"\n"));
+    CHECK(m.find("must map a CUDA version") != std::string::npos);
+  }
   SECTION("unknown key in a table") {
     std::string t = kGood;
     replace(t, "driver =", "drvier =");

@@ -48,6 +48,12 @@ TEST_CASE("platforms: the shipped data", "[toolchain][platform]") {
   CHECK_THAT(ps.refuses(*jetson, {9, 0}).value_or(""), Catch::Contains("has only the GPUs of CC 5.3, 6.2, 7.2, 8.7"));
   CHECK_FALSE(ps.refuses(*sbsa, {12, 1}));
   CHECK_FALSE(ps.refuses(*ps.find("x86_64"), {9, 0}));
+  // Thor before CUDA 13 (10.1) is an embedded GPU; the embedded toolkits end with CUDA 12.
+  CHECK(ps.owner_of({10, 1})->name == "jetson");
+  REQUIRE(jetson->cuda_below);
+  CHECK(jetson->cuda_below->str() == "13.0");
+  CHECK_FALSE(jetson->cuda_below_why.empty());
+  CHECK_FALSE(sbsa->cuda_below);
 }
 
 TEST_CASE("platforms: which one a command works for", "[toolchain][platform]") {
@@ -84,4 +90,14 @@ TEST_CASE("platforms: bad data is one line with file:line:column", "[toolchain][
   auto r2 = Platforms::load(g);
   REQUIRE_FALSE(r2);
   CHECK_THAT(r2.error().message, Catch::Contains("not a compute capability"));
+  auto b = dir.write("p3.toml", "[platform.x]\ndescription = \"d\"\nmachine = \"x86_64\"\nwheel_arch = \"x86_64\"\ncuda_target = \"x\"\n"
+                                "cuda_libraries = \"pip\"\nofficial_wheels = \"\"\ncuda_below = \"thirteen\"\n");
+  auto r3 = Platforms::load(b);
+  REQUIRE_FALSE(r3);
+  CHECK_THAT(r3.error().message, Catch::Contains("p3.toml:8:") && Catch::Contains("not a CUDA release like 13.0"));
+  auto w = dir.write("p4.toml", "[platform.x]\ndescription = \"d\"\nmachine = \"x86_64\"\nwheel_arch = \"x86_64\"\ncuda_target = \"x\"\n"
+                                "cuda_libraries = \"pip\"\nofficial_wheels = \"\"\ncuda_below = \"13.0\"\n");
+  auto r4 = Platforms::load(w);
+  REQUIRE_FALSE(r4);  // a limit without its reason
+  CHECK_THAT(r4.error().message, Catch::Contains("cuda_below_why"));
 }
