@@ -737,7 +737,14 @@ void apply_platform(Resolution& R) {
       if (R.toolchain.cuda >= since)
         for (const auto& [k, v] : env) it->second.official_env[k] = v;
     it->second.official_env_since_cuda.clear();
-    for (const auto& [k, v] : it->second.env) R.recipe.env[k] = v;
+    std::vector<std::string> applied;
+    for (const auto& [k, v] : it->second.env) {
+      R.recipe.env[k] = v;
+      applied.push_back(fmt::format("{}={}", k, v));
+    }
+    if (!applied.empty())
+      R.notes.push_back(fmt::format("platform {} adds {} to the build environment (recipe [platform.{}] env)",
+                                    R.platform.name, text::join(applied, " "), R.platform.name));
     std::vector<std::string> also;
     for (const auto& [k, v] : it->second.official_env)
       if (!R.recipe.env.count(k))

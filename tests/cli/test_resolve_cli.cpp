@@ -438,5 +438,7 @@ TEST_CASE("archbuild resolve --platform jetson: CUDA 13 has no L4T toolkit, so C
   auto cuda129 = with("12.9");
   CHECK(contains(cuda129, "-Xfatbin -compress-all --threads 2"));
   CHECK_FALSE(contains(cuda129, "compress-mode"));
+  // What the platform applies is said too, not only in --json's platform.env.
+  CHECK(contains(cuda129, "platform sbsa adds CMAKE_SHARED_LINKER_FLAGS=-Wl,-z,max-page-size=0x10000 to the build environment"));
   CHECK(contains(with("13.0"), "-Xfatbin -compress-all --threads 2 -compress-mode=size"));
 }
