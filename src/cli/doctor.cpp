@@ -84,7 +84,9 @@ void advise_without_torch(const std::string& python, const HostTargets& h, const
     doc["install"] = doc["options"];
     print_json(doc);
   } else {
-    out(none + (h.targets.empty() ? "" : ": the official wheels that run here, newest first"));
+    const std::string where = h.platform_is_this_machine || !h.platform ? std::string("here")
+                                                                         : "on the " + h.platform->name + " host";
+    out(none + (h.targets.empty() ? "" : ": the official wheels that run " + where + ", newest first"));
     if (!h.targets.empty()) print_install_advice(advice, h, ctx);
   }
   ctx.exit = install_advice_exit(advice, h);

@@ -533,6 +533,10 @@ TEST_CASE("install-command for a Jetson elsewhere: its newest JetPack's CUDA, ne
     CHECK(j["build"]["ok"] == false);
     CHECK(has(j["build"]["detail"].get<std::string>(), "no JetPack release of jetpack.toml for platform jetson supports CC"));
   }
+  // doctor with no torch here, about a GPU of another platform: the wheels run there, not here.
+  auto gb200 = h.doctor({"--gpu", "GB200", "--driver", "580.65.06"});
+  const bool sbsa_here = t::machine() == "aarch64" && !fs::exists("/etc/nv_tegra_release");
+  CHECK(has(gb200.out, sbsa_here ? "the official wheels that run here" : "the official wheels that run on the sbsa host"));
   // Jetson AGX Thor is a name users write (arm-hosts.md): Thor, CC 11.0, sbsa.
   auto agx = t::archbuild({"install-command", "--gpu", "Jetson AGX Thor", "--driver", "580.00", "--json"}, h.options());
   CHECK(agx.status == 0);
