@@ -280,7 +280,7 @@ TEST_CASE("check_out_dir: an --out that cannot take the wheel is bad input, said
     std::string says;
   };
   const std::vector<Case> cases = {
-      {file, "is not a directory"},            // --out naming a regular file
+      {file, "is a regular file, not a directory"},  // --out naming a regular file
       {file / "sub", "cannot be made"},         // below a regular file
       {"/proc/1", "cannot write a file there"},  // read-only for everyone, root included
       {"/proc/self/fdinfo", "cannot write a file there"},
