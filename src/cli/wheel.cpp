@@ -491,7 +491,18 @@ void add_wheel_command(CLI::App& app, Context& ctx) {
                   "(recipe names, packages or files; each paired with the torch by its recipe)")->delimiter(',');
   add_store_options(*cmd, args->store, true);
   add_json_flag(*cmd, ctx);
-  cmd->callback([args, &ctx] { run_wheel(*args, ctx); });
+  cmd->callback([args, &ctx] {
+    try {
+      run_wheel(*args, ctx);
+    } catch (const Failure& f) {
+      if (!ctx.json) throw;
+      // Before any build: the document of a failed wheel all the same (the key is not known yet).
+      error_line(ctx, f.error.message);
+      print_json({{"ok", false}, {"key", nullptr}, {"error", text::printable(f.error.message)},
+                  {"exit", static_cast<int>(f.error.exit)}});
+      ctx.exit = f.error.exit;
+    }
+  });
 }
 
 }  // namespace archbuild::cli
