@@ -128,3 +128,23 @@ TEST_CASE("usage errors under --json print one document with error and exit", "[
   CHECK(plain.status == 2);
   CHECK(plain.out.empty());
 }
+
+// docs/commands.md: wheel's failure document is {"ok": false, "key", "error", "exit"}, also when it
+// stops before the plan (the key then null).
+TEST_CASE("wheel --json stopped before any build: ok false, key null, error and exit", "[cli][inputs]") {
+  t::TempDir work;
+  for (const std::vector<std::string>& argv :
+       {std::vector<std::string>{"wheel", "--sm", "9.5", "--json"},
+        std::vector<std::string>{"wheel", "--sm", "90", "--recipe", (work / "nope.toml").string(), "--json"}}) {
+    auto r = t::archbuild(argv);
+    INFO("stdout: " << r.out << "\nstderr: " << r.err);
+    CHECK(r.status == 2);
+    auto doc = json::parse(r.out, nullptr, false);
+    REQUIRE_FALSE(doc.is_discarded());
+    CHECK(doc["ok"] == false);
+    CHECK(doc.contains("key"));
+    CHECK(doc["key"].is_null());
+    CHECK(doc["exit"] == 2);
+    CHECK(doc["error"].is_string());
+  }
+}
