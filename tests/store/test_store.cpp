@@ -276,6 +276,14 @@ TEST_CASE("check_out_dir: an --out that cannot take the wheel is bad input, said
   REQUIRE(check_out_dir(tmp / "new" / "dist"));    // and an existing one is fine
   CHECK(names_in(tmp / "new" / "dist").empty());
   auto file = tmp.write("a-file", "x");
+  // What would otherwise fail only when the wheel is copied there, after the build, is said now
+  // by what it is (docs/commands.md: a link to nothing, a loop of links, a path too long, a FIFO).
+  fs::create_symlink(tmp / "nothing" / "here", tmp / "dangling");
+  fs::create_symlink(tmp / "loop-b", tmp / "loop-a");
+  fs::create_symlink(tmp / "loop-a", tmp / "loop-b");
+  REQUIRE(::mkfifo((tmp / "fifo").c_str(), 0644) == 0);
+  fs::path deep = tmp.path();
+  for (char c = 'a'; deep.string().size() < 4096; ++c) deep /= std::string(250, c);
   struct Case {
     fs::path out;
     std::string says;
@@ -285,47 +293,14 @@ TEST_CASE("check_out_dir: an --out that cannot take the wheel is bad input, said
       {file / "sub", "cannot be made"},         // below a regular file
       {"/proc/1", "cannot write a file there"},  // read-only for everyone, root included
       {"/proc/self/fdinfo", "cannot write a file there"},
-  };
-  for (const auto& c : cases) {
-    INFO(c.out);
-    auto r = check_out_dir(c.out);
-    REQUIRE_FALSE(r);
-    CHECK(r.error().exit == Exit::bad_input);
-    CHECK(r.error().message.find(c.says) != std::string::npos);
-    CHECK(r.error().message.find("\"" + c.out.string() + "\"") != std::string::npos);  // quoted
-  }
-  // Full: more than the file system has free.
-  auto full = check_out_dir(tmp / "new" / "dist", std::uintmax_t{1} << 62);
-  REQUIRE_FALSE(full);
-  CHECK(full.error().exit == Exit::bad_input);
-  CHECK(full.error().message.find("full") != std::string::npos);
-}
-
-// What would only fail when the wheel is copied there, hours later, is said now by what it is
-// (docs/commands.md: a link to nothing, a loop of links, a path too long, a FIFO).
-TEST_CASE("check_out_dir: a link to nothing, a loop of links, a name too long or a FIFO is said as such", "[store]") {
-  TempDir tmp;
-  fs::create_symlink(tmp / "nothing" / "here", tmp / "dangling");
-  fs::create_symlink(tmp / "loop-b", tmp / "loop-a");
-  fs::create_symlink(tmp / "loop-a", tmp / "loop-b");
-  REQUIRE(::mkfifo((tmp / "fifo").c_str(), 0644) == 0);
-  struct Case {
-    fs::path out;
-    std::string says;
-  };
-  const std::vector<Case> cases = {
       {tmp / "dangling", "is a symbolic link to nothing"},
       {tmp / "dangling" / "sub", "is a symbolic link to nothing"},  // the folder on the way
       {tmp / "loop-a", "is a loop of symbolic links"},
       {tmp / "loop-a" / "sub", "is a loop of symbolic links"},
       {tmp / "fifo", "is a FIFO (named pipe), not a directory"},
       {tmp / "fifo" / "sub", "is a FIFO (named pipe), not a directory"},
-      {tmp / "new" / std::string(300, 'y'), "too long"},              // a name over NAME_MAX, not made yet
-      {tmp / std::string(250, 'a') / std::string(250, 'b') / std::string(250, 'c') / std::string(250, 'd') /
-           std::string(250, 'e') / std::string(250, 'f') / std::string(250, 'g') / std::string(250, 'h') /
-           std::string(250, 'i') / std::string(250, 'j') / std::string(250, 'k') / std::string(250, 'l') /
-           std::string(250, 'm') / std::string(250, 'n') / std::string(250, 'o') / std::string(250, 'p'),
-       "too long"},  // the whole over PATH_MAX
+      {tmp / "new" / std::string(300, 'y'), "too long"},  // a name over NAME_MAX, not made yet
+      {deep, "too long"},                                  // the whole over PATH_MAX
   };
   for (const auto& c : cases) {
     INFO(c.out);
@@ -334,9 +309,15 @@ TEST_CASE("check_out_dir: a link to nothing, a loop of links, a name too long or
     CHECK(r.error().exit == Exit::bad_input);
     CHECK(r.error().message.find(c.says) != std::string::npos);
     CHECK(r.error().message.find('\n') == std::string::npos);
+    if (c.out.string().size() < 1024)
+      CHECK(r.error().message.find("\"" + c.out.string() + "\"") != std::string::npos);  // quoted
   }
   CHECK(fs::is_fifo(tmp / "fifo"));
-  CHECK_FALSE(fs::exists(tmp / "new"));
+  // Full: more than the file system has free.
+  auto full = check_out_dir(tmp / "new" / "dist", std::uintmax_t{1} << 62);
+  REQUIRE_FALSE(full);
+  CHECK(full.error().exit == Exit::bad_input);
+  CHECK(full.error().message.find("full") != std::string::npos);
 }
 
 TEST_CASE("choose_cache_dir: a cache path too long for a build is refused up front", "[store]") {
