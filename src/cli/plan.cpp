@@ -342,8 +342,9 @@ void add_plan_command(CLI::App& app, Context& ctx) {
                   "The directory `wheel --out` would put the wheel in (default: dist): checked as `wheel` checks it")
       ->type_name("DIR");
   cmd->add_flag("--check", args->check,
-                "Exit 3 where `wheel` would stop before starting (an expected library missing, too little disk or "
-                "memory), naming the figures");
+                "Exit with `wheel`'s status where it would stop before starting, at the same first reason: 2 for "
+                "bad input (an --out or cache directory it cannot use, a tree of another release line), 3 for what "
+                "this host lacks (an expected library, disk or memory, naming the figures)");
   cmd->add_option("--with", args->with, "Plan these too, against the torch of this command: torchvision,torchaudio "
                   "(as `wheel --with`: each paired with the torch by its recipe; one plan per member)")
       ->delimiter(',');
