@@ -53,6 +53,17 @@ std::string_view named_command(int argc, char** argv) {
   return {};
 }
 
+// --json anywhere before `--`: a usage error found before (or instead of) parsing it still
+// prints its one document.
+bool json_asked(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    std::string_view a = argv[i];
+    if (a == "--") return false;
+    if (a == "--json") return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -81,6 +92,7 @@ int main(int argc, char** argv) {
   const bool version_only = argc == 2 && std::string_view(argv[1]) == "--version";
   for (const auto& c : kCommands)
     if (!version_only && (!known || c.name == named)) c.add(app, ctx);
+  cli::refuse_empty_values(app);
 
   try {
     app.parse(argc, argv);
@@ -90,6 +102,8 @@ int main(int argc, char** argv) {
     // Usage errors are bad input (exit 2), printed as one line plus CLI11's hint.
     std::cerr << "archbuild: error: " << archbuild::text::printable(e.what()) << "\n"
               << "Run with --help for the options.\n";
+    if (ctx.json || json_asked(argc, argv))
+      cli::print_json({{"error", text::printable(e.what())}, {"exit", static_cast<int>(Exit::bad_input)}});
     return static_cast<int>(Exit::bad_input);
   } catch (const Failure& f) {
     cli::error_line(ctx, f.error.message);
@@ -97,7 +111,10 @@ int main(int argc, char** argv) {
       cli::print_json({{"error", text::printable(f.error.message)}, {"exit", static_cast<int>(f.error.exit)}});
     return static_cast<int>(f.error.exit);
   } catch (const std::exception& e) {
-    cli::error_line(ctx, std::string("internal error: ") + e.what());
+    const std::string message = std::string("internal error: ") + e.what();
+    cli::error_line(ctx, message);
+    if (ctx.json || json_asked(argc, argv))
+      cli::print_json({{"error", text::printable(message)}, {"exit", static_cast<int>(Exit::bad_input)}});
     return static_cast<int>(Exit::bad_input);
   }
   return static_cast<int>(ctx.exit);

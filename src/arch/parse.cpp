@@ -102,18 +102,30 @@ class Parser {
     return text::join(best, ", ");
   }
 
+  // Every CC the data gives this variant: 9.0a, 10.0a, … 12.1a.
+  std::string with_variant(Variant v) const {
+    std::vector<std::string> all;
+    for (const auto& k : data_.ccs())
+      if (std::count(k.variants.begin(), k.variants.end(), v)) all.push_back(k.cc.str() + std::string(suffix(v)));
+    return text::join(all, ", ");
+  }
+
   std::optional<Error> check(std::string_view token, Cc cc, Variant v) {
     const KnownCc* k = data_.find(cc);
+    // Said as what archbuild knows, not what exists: older CCs (3.0, 2.1) existed, and a newer
+    // one may come before data/gpus.toml lists it.
     if (!k)
-      return fail(token, fmt::format("there is no compute capability {} (no sm_{}); nearest: {}",
-                                     cc.str(), cc.sm(), nearest_ccs(cc)));
+      return fail(token, fmt::format("archbuild knows no compute capability {}{}: data/gpus.toml lists {} to {}; "
+                                     "nearest: {}",
+                                     cc.str(), cc.major > 0 ? fmt::format(" (sm_{})", cc.sm()) : "",
+                                     data_.ccs().front().cc.str(), data_.ccs().back().cc.str(), nearest_ccs(cc)));
     if (v != Variant::none) {
       if (options_.grammar == Grammar::extension && v == Variant::f)
         return fail(token, "torch.utils.cpp_extension does not accept 'f' suffixes; use the plain "
                            "CC (e.g. 12.0) or the build grammar (--parser build)");
       if (!std::count(k->variants.begin(), k->variants.end(), v))
         return fail(token, fmt::format("{} has no '{}' variant; it exists for {}", cc.str(), suffix(v),
-                                       nearest_ccs(cc, v)));
+                                       with_variant(v)));
     }
     return std::nullopt;
   }

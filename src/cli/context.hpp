@@ -26,6 +26,19 @@ struct Context {
 // Adds the per-command --json flag (same meaning as the global one).
 void add_json_flag(CLI::App& cmd, Context& ctx);
 
+// Every option and argument of `app` and its commands that takes a value refuses an empty one
+// (exit 2, one line naming it and what it takes): "" is never read as "not given", and no
+// command has to remember it (a path "" is the current directory to the file system).
+void refuse_empty_values(CLI::App& app);
+
+// --driver VER: an NVIDIA driver has two or three numbers (570.86, 580.65.06); a fourth is a
+// typo, not a newer driver. What is no version at all is left to the command's own message.
+const CLI::Validator& driver_version_check();
+
+// A name typed by the user (--gpu "RTX 5090", --platform sbsa): no control characters, which
+// no name has and which would otherwise be echoed into an error line as they are.
+const CLI::Validator& name_check();
+
 // Results: one JSON document on stdout.
 void print_json(const nlohmann::json& doc);
 // Human text for results on stdout; notes, warnings and errors on stderr.

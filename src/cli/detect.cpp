@@ -59,11 +59,20 @@ nlohmann::json detection_json(const detect::Detection& d) {
 void run_detect(const std::string& source, Context& ctx) {
   const auto& data = arch::ArchData::shipped();
   detect::Detection d = detect_host(data, source);
-  if (ctx.json) print_json(detection_json(d));
+  const std::string none =
+      d.gpus.empty() ? fmt::format("no GPU found on this host ({})", text::join(d.tried, "; ")) : std::string();
+  if (ctx.json) {
+    auto doc = detection_json(d);
+    if (!none.empty()) {
+      doc["error"] = none;
+      doc["exit"] = static_cast<int>(Exit::missing_tool);
+    }
+    print_json(doc);
+  }
   for (const auto& n : d.notes) note(ctx, "note: " + n);
   for (const auto& h : d.hidden) note(ctx, "note: hidden: " + h);
-  if (d.gpus.empty()) {
-    error_line(ctx, fmt::format("no GPU found on this host ({})", text::join(d.tried, "; ")));
+  if (!none.empty()) {
+    error_line(ctx, none);
     ctx.exit = Exit::missing_tool;
     return;
   }

@@ -68,9 +68,9 @@ toolchain::Probe tool_probe() {
 void add_target_options(CLI::App& cmd, TargetArgs& args) {
   cmd.add_option("--sm", args.sm, "These CCs instead of this host's GPUs: 61, 9.0, sm_120, 89,90")->type_name("LIST");
   cmd.add_option("--gpu", args.gpu, "A GPU by name instead of this host's: \"RTX 5090\", \"GTX 1080 Ti\" (repeatable)")
-      ->type_name("NAME");
+      ->type_name("NAME")->check(name_check());
   cmd.add_option("--driver", args.driver, "The NVIDIA driver to advise for instead of the detected one: 570.86")
-      ->type_name("VER");
+      ->type_name("VER")->check(driver_version_check());
   cmd.add_option("--platform", args.platform,
                  "The platform to advise for (toolchains/platforms.toml: x86_64, sbsa, jetson); default: the one the "
                  "GPUs sit on, else this machine's")

@@ -28,6 +28,7 @@ struct PlanArgs {
   unsigned jobs = 0;
   bool offline = false;
   bool check = false;  // --check: exit 3 where `wheel` would stop before starting
+  std::string out = "dist";  // --out DIR: where `wheel` would put the wheel (checked as it checks it)
   std::vector<std::string> with;  // --with torchvision,torchaudio: the set (cli/stack)
   // Why no build venv is made for this plan (a dependent whose torch is not built yet); empty: made.
   std::string no_venv_because;
@@ -98,7 +99,10 @@ Planned plan_resolved(const PlanArgs& args, const plan::Resolution& resolved, co
       in_store && in_store->state == StoreLookup::State::unreachable && build_store->config().required;
   if (store_stop)
     stops.insert(stops.begin(), prepare::Stop{"store-required", Error::missing_tool(fmt::format("--store-required: {}", in_store->problem))});
-  const bool nothing_to_build = !store_stop && (built.wheel || pullable);
+  // Before all of them, built key or not: the cache directory and --out (`wheel` checks them first).
+  const std::vector<prepare::Stop> launch = launch_stops(ctx, args.out);
+  stops.insert(stops.begin(), launch.begin(), launch.end());
+  const bool nothing_to_build = launch.empty() && !store_stop && (built.wheel || pullable);
   std::vector<Error> blockers;
   for (const auto& st : stops) blockers.push_back(st.error);
   Planned shown;
@@ -334,9 +338,13 @@ void add_plan_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--jobs", args->jobs, "Parallel jobs (default: from cores and memory, ~4 GiB per nvcc job)")
       ->check(CLI::Range(1u, 4096u));
   cmd->add_flag("--offline", args->offline, "Resolve --ref with the cache's git mirrors only, and give the build venv's pip no index (--find-links only); never connect");
+  cmd->add_option("--out", args->out,
+                  "The directory `wheel --out` would put the wheel in (default: dist): checked as `wheel` checks it")
+      ->type_name("DIR");
   cmd->add_flag("--check", args->check,
-                "Exit 3 where `wheel` would stop before starting (an expected library missing, too little disk or "
-                "memory), naming the figures");
+                "Exit with `wheel`'s status where it would stop before starting, at the same first reason: 2 for "
+                "bad input (an --out or cache directory it cannot use, a tree of another release line), 3 for what "
+                "this host lacks (an expected library, disk or memory, naming the figures)");
   cmd->add_option("--with", args->with, "Plan these too, against the torch of this command: torchvision,torchaudio "
                   "(as `wheel --with`: each paired with the torch by its recipe; one plan per member)")
       ->delimiter(',');

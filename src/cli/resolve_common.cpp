@@ -18,6 +18,7 @@
 #include "core/text.hpp"
 #include "store/atomic_file.hpp"
 #include "store/layout.hpp"
+#include "store/wheels.hpp"
 #include "run/capture.hpp"
 #include "run/interrupt.hpp"
 #include "source/local.hpp"
@@ -104,6 +105,13 @@ prepare::Cache cache_of(const Context& ctx) {
   return c;
 }
 
+std::vector<prepare::Stop> launch_stops(const Context& ctx, const std::string& out) {
+  std::vector<prepare::Stop> stops;
+  if (auto dir = store::choose_cache_dir(ctx.cache_dir); !dir) stops.push_back({"cache-dir", dir.error()});
+  if (auto c = store::check_out_dir(fs::absolute(out)); !c) stops.push_back({"out", c.error()});
+  return stops;
+}
+
 prepare::Request prepare_request(const ResolveArgs& a, const plan::PlanOptions& budget, unsigned jobs, bool offline,
                                  bool for_build) {
   prepare::Request q;
@@ -187,6 +195,22 @@ std::optional<Version> version_option(const std::string& value, const char* opti
   return v;
 }
 
+// --source-url file:///srv/git/x.git names a repository on this machine: one that is not there is
+// bad input now (as `plan --check` says), not a fetch stage that fails (exit 4). A remote URL
+// cannot be checked offline; its fetch says what is wrong.
+Result<Ok> local_source_url_rule(const std::string& url) {
+  if (!url.starts_with("file://")) return Ok{};
+  const std::string path = url.substr(7);
+  auto info = paths::classify(path);
+  if (!path.empty() && info.kind == paths::Kind::directory) return Ok{};
+  std::string what = path.empty() ? "names no path" : paths::describe(info);
+  if (what.starts_with("is ") && info.kind != paths::Kind::dangling_link && info.kind != paths::Kind::link_loop)
+    what += ", not a git repository's directory";
+  return Error::bad_input(fmt::format("--source-url {}: {}; a file:// URL names a git repository on this machine, as "
+                                      "file:///srv/git/x.git",
+                                      text::quoted(url, 1024), what));
+}
+
 // "inode:size:mtime" of a path (following links), or "missing".
 std::string file_signature(const std::string& path) {
   struct stat st {};
@@ -253,7 +277,10 @@ plan::Request request_from_args(const ResolveArgs& a) {
     throw Failure(Error::bad_input(fmt::format("--python '{}': expected MAJOR.MINOR like 3.11", a.python)));
   req.ptx = a.ptx;
   if (!a.platform.empty()) req.platform = a.platform;
-  if (!a.source_url.empty()) req.source_url = a.source_url;
+  if (!a.source_url.empty()) {
+    local_source_url_rule(a.source_url).take();
+    req.source_url = a.source_url;
+  }
   if (!a.source_dir.empty()) {
     if (!a.source_url.empty())
       throw Failure(Error::bad_input("--source DIR and --source-url URL exclude each other: build a local tree or a repository"));

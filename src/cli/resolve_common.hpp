@@ -53,6 +53,11 @@ void memory_budget_from_args(const ResolveArgs& args, plan::PlanOptions& opts);
 
 // The cache directory (--cache-dir, $ARCHBUILD_CACHE_DIR, XDG), or why there is none.
 prepare::Cache cache_of(const Context& ctx);
+// What `wheel` checks before it prepares anything, in its order: the cache directory (one a
+// build can use: store::choose_cache_dir) and --out (store::check_out_dir). `plan` shows them
+// first among its stops and --check exits with the first, a built key or not, so both commands
+// stop at the same first reason with the same message and status.
+std::vector<prepare::Stop> launch_stops(const Context& ctx, const std::string& out);
 // The options as prepare's typed request (throws Failure, exit 2, on a bad --env), with the
 // memory budget already read (memory_budget_from_args) and --jobs (0: the plan's rule).
 // for_build: `wheel` (the tree mirrored, every pin resolved).

@@ -34,25 +34,30 @@ void run_smoke(const SmokeArgs& a, Context& ctx) {
 
   auto report = validate::smoke(targets, setup, capture_exec());
   ctx.exit = report.exit();
+  std::string error;  // why the exit status is not 0
+  if (report.failed()) {
+    std::vector<std::string> what;
+    for (const auto& c : report.checks)
+      if (c.status == validate::Status::fail) what.push_back(fmt::format("{}: {}", c.name, c.summary));
+    error = "smoke test failed: " + text::join(what, "; ");
+  } else if (report.incomplete()) {
+    const auto* run = report.find("smoke-run");
+    error = fmt::format("--require-gpu: {}", run ? run->summary : "the kernel did not run");
+  }
   if (ctx.json) {
     auto doc = report.to_json();
     doc["toolkit"] = setup.toolkit;
     doc["targets"] = nlohmann::json::array();
     for (const auto& t : targets) doc["targets"].push_back(t.cc_name());
+    // A check that could not run (no GPU with --require-gpu) is no success either.
+    doc["valid"] = ctx.exit == Exit::ok;
+    if (!error.empty()) doc["error"] = error;
     print_json(doc);
   } else {
     out(fmt::format("smoke kernel for {} with {}", validate::targets_text(targets), setup.toolkit));
     print_report(report, ctx);
   }
-  if (report.failed()) {
-    std::vector<std::string> what;
-    for (const auto& c : report.checks)
-      if (c.status == validate::Status::fail) what.push_back(fmt::format("{}: {}", c.name, c.summary));
-    error_line(ctx, "smoke test failed: " + text::join(what, "; "));
-  } else if (report.incomplete()) {
-    const auto* run = report.find("smoke-run");
-    error_line(ctx, fmt::format("--require-gpu: {}", run ? run->summary : "the kernel did not run"));
-  }
+  if (!error.empty()) error_line(ctx, error);
 }
 
 }  // namespace

@@ -173,10 +173,12 @@ void push_to_store(remote::BuildStore& store, const std::string& key, const stag
 // result. Errors before a result document exists throw Failure.
 WheelOutcome build_one(const WheelArgs& args, const plan::Resolution& resolved, const plan::PlanOptions& budget,
                        std::optional<remote::BuildStore>& build_store, Context& ctx) {
+  // A cache directory a build cannot use, or an --out that cannot take the wheel, is bad input
+  // now, not after the venv and the build (exit 2); `plan --check` stops at the same ones.
+  if (auto stops = launch_stops(ctx, args.out); !stops.empty())
+    return failed_with({{"ok", false}, {"key", nullptr}}, stops.front().error);
   auto dir = store::choose_cache_dir(ctx.cache_dir).take();
   store::Layout layout(dir.dir);
-  // A bad --out is bad input now, not after the venv and the build (exit 2).
-  if (auto c = store::check_out_dir(std::filesystem::absolute(args.out)); !c) throw Failure(c.error());
   // The one answer (prepare/): the stops `plan` shows are the ones this build stops at, with
   // the same status; a finished key is only a copy, so it is not held to them.
   prepare::Request q = prepare_request(args.resolve, budget, args.jobs, args.offline, true);
@@ -351,6 +353,16 @@ WheelOutcome build_one(const WheelArgs& args, const plan::Resolution& resolved, 
 std::vector<std::pair<std::string, plan::Resolution>> resolve_pythons(const WheelArgs& args, Context& ctx) {
   std::vector<std::pair<std::string, plan::Resolution>> out;
   std::set<std::filesystem::path> seen;
+  // "3.11,,3.12" or ",": an item left out is a typo, not "the default interpreter".
+  if (!args.resolve.python.empty()) {
+    const auto items = text::split_any(args.resolve.python, ",");
+    std::size_t given = 0;
+    for (const auto& item : items) given += !text::trim(item).empty();
+    if (given == 0 || given != static_cast<std::size_t>(std::count(args.resolve.python.begin(), args.resolve.python.end(), ',')) + 1)
+      throw Failure(Error::bad_input(fmt::format("--python {}: an empty item; give versions or paths separated by "
+                                                 "commas, e.g. --python 3.11,3.12",
+                                                 text::quoted(args.resolve.python))));
+  }
   for (const auto& item : text::split_any(args.resolve.python, ",")) {
     ResolveArgs one = args.resolve;
     one.python = text::trim(item);
@@ -371,7 +383,7 @@ std::vector<std::pair<std::string, plan::Resolution>> resolve_pythons(const Whee
     out.emplace_back(one.python, std::move(r));
   }
   if (out.empty()) {
-    // --python "" (or ","): the default interpreter, as without the option.
+    // No --python: the default interpreter.
     ResolveArgs one = args.resolve;
     one.python.clear();
     plan::Resolution r = resolve_from_args(one, ctx);
@@ -479,7 +491,18 @@ void add_wheel_command(CLI::App& app, Context& ctx) {
                   "(recipe names, packages or files; each paired with the torch by its recipe)")->delimiter(',');
   add_store_options(*cmd, args->store, true);
   add_json_flag(*cmd, ctx);
-  cmd->callback([args, &ctx] { run_wheel(*args, ctx); });
+  cmd->callback([args, &ctx] {
+    try {
+      run_wheel(*args, ctx);
+    } catch (const Failure& f) {
+      if (!ctx.json) throw;
+      // Before any build: the document of a failed wheel all the same (the key is not known yet).
+      error_line(ctx, f.error.message);
+      print_json({{"ok", false}, {"key", nullptr}, {"error", text::printable(f.error.message)},
+                  {"exit", static_cast<int>(f.error.exit)}});
+      ctx.exit = f.error.exit;
+    }
+  });
 }
 
 }  // namespace archbuild::cli

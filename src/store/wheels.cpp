@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <climits>
 #include <fcntl.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -9,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "core/path_kind.hpp"
 #include "core/sha256.hpp"
 #include "core/text.hpp"
 #include "store/atomic_file.hpp"
@@ -109,24 +111,55 @@ Result<std::filesystem::path> named_wheel(const Layout& layout, const std::strin
   return target;
 }
 
+namespace {
+
+// What `at` is, said for --out: "is a FIFO (named pipe), not a directory", "is a symbolic link to
+// nothing, not a directory", "permission denied on a folder of the path" …
+Result<Ok> refuse_out(const std::string& shown, const std::filesystem::path& at, const std::filesystem::path& out_dir,
+                      const paths::PathInfo& info) {
+  std::string what = paths::describe(info);
+  if (what.starts_with("is ")) what += ", not a directory";
+  if (at == out_dir)
+    return Error::bad_input(fmt::format("--out {}: {}; name a directory for the wheel", shown, what));
+  return Error::bad_input(fmt::format("--out {}: cannot be made, {} {}; name a directory you can write to", shown,
+                                      text::quoted(at.string(), 1024), what));
+}
+
+}  // namespace
+
 Result<Ok> check_out_dir(const std::filesystem::path& out_dir, std::uintmax_t minimum_free) {
   const std::string shown = text::quoted(out_dir.string(), 1024);
-  std::error_code ec;
-  auto st = std::filesystem::status(out_dir, ec);
-  if (std::filesystem::exists(st) && !std::filesystem::is_directory(st))
-    return Error::bad_input(fmt::format("--out {}: exists and is not a directory; name a directory for the wheel",
-                                        shown));
+  // The folders not made yet are never asked of the file system, so their lengths are checked
+  // here: each name within NAME_MAX, the whole (and the wheel's name below it) within PATH_MAX.
+  for (const auto& part : out_dir)
+    if (part.native().size() > NAME_MAX)
+      return Error::bad_input(fmt::format("--out {}: the path is too long for the system: its name {} is {} bytes, "
+                                          "a name may have at most {}; name a shorter directory",
+                                          shown, text::quoted(part.string(), 40), part.native().size(), NAME_MAX));
+  // A wheel's file name is rarely over 200 bytes (torch-2.7.0+cu128.sm90-cp312-cp312-linux_x86_64.whl).
+  constexpr std::size_t kWheelNameRoom = 256;
+  if (out_dir.native().size() + kWheelNameRoom >= PATH_MAX)
+    return Error::bad_input(fmt::format("--out {}: the path is too long for the system: {} bytes, and the wheel's "
+                                        "path below it must stay within {}; name a shorter directory",
+                                        shown, out_dir.native().size(), PATH_MAX));
+  auto info = paths::classify(out_dir);
   // Not made here (a build that fails leaves no empty --out behind): the nearest folder that
-  // exists is where it would be made, and must take a file.
+  // exists is where it would be made, and must take a file. A link to nothing or a loop of links
+  // on the way is said as such (creating the folder would fail after the build).
   std::filesystem::path at = out_dir;
-  if (!std::filesystem::exists(st)) {
+  auto absent = [](const paths::PathInfo& i) {
+    return i.kind == paths::Kind::missing || i.kind == paths::Kind::not_a_folder;
+  };
+  if (absent(info)) {
     at = out_dir.parent_path();
-    while (!at.empty() && !std::filesystem::exists(at, ec) && at != at.parent_path()) at = at.parent_path();
-    if (at.empty()) at = ".";
-    if (!std::filesystem::is_directory(at, ec))
-      return Error::bad_input(fmt::format("--out {}: cannot be made, {} is not a directory; name a directory you can "
-                                          "write to", shown, text::quoted(at.string(), 1024)));
+    for (;;) {
+      if (at.empty()) at = ".";
+      info = paths::classify(at);
+      if (!absent(info) || at == at.parent_path() || at == ".") break;
+      at = at.parent_path();
+    }
   }
+  if (info.kind != paths::Kind::directory) return refuse_out(shown, at, out_dir, info);
   // A probe file rather than access(W_OK): it also finds a read-only mount, and no inodes left.
   auto probe = at / fmt::format(".archbuild-out-check.tmp-{}", ::getpid());
   int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);

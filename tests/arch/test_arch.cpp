@@ -234,6 +234,23 @@ TEST_CASE("rejects name the token and the nearest valid spellings", "[parse][rej
   reject("8.0;9.5");
 }
 
+// Said from the data: a CC it does not list is one archbuild does not know (Kepler's 3.0 existed),
+// and a variant's list is every CC the data gives it.
+TEST_CASE("rejects say what the data knows, not what exists", "[parse][reject]") {
+  auto m = reject("3.0");
+  CHECK(m.find("archbuild knows no compute capability 3.0 (sm_30)") != std::string::npos);
+  CHECK(m.find("there is no") == std::string::npos);
+  CHECK(m.find("3.5") != std::string::npos);
+  m = reject("00");
+  CHECK(m.find("sm_0") == std::string::npos);
+  CHECK(m.find("no compute capability 0.0") != std::string::npos);
+  m = reject("87a");
+  for (const char* v : {"9.0a", "10.0a", "10.1a", "10.3a", "11.0a", "12.0a", "12.1a"}) CHECK(m.find(v) != std::string::npos);
+  m = reject("9.0f");
+  CHECK(m.find("10.0f") != std::string::npos);
+  CHECK(m.find("12.1f") != std::string::npos);
+}
+
 TEST_CASE("nvcc's code=[…] and code=\"…\" must be balanced", "[parse][reject]") {
   CHECK(torch("-gencode arch=compute_90,code=[sm_90,compute_90]") == "9.0+PTX");
   CHECK(torch("-gencode=arch=compute_90,code=\"sm_90,compute_90\"") == "9.0+PTX");

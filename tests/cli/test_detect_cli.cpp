@@ -60,7 +60,12 @@ TEST_CASE("detect: no GPU is exit 3 with the reasons", "[cli][detect]") {
   CHECK(r.err.find("nvml") != std::string::npos);
   auto j = t::archbuild({"detect", "--json"}, o);
   CHECK(j.status == 3);
-  CHECK(nlohmann::json::parse(j.out)["gpus"].empty());
+  auto doc = nlohmann::json::parse(j.out);
+  CHECK(doc["gpus"].empty());
+  // A failure document says so (docs/commands.md: "error" and "exit").
+  CHECK(doc["exit"] == 3);
+  REQUIRE(doc["error"].is_string());
+  CHECK(doc["error"].get<std::string>().find("no GPU found") != std::string::npos);
   // No nvidia-smi at all.
   t::RunOptions bare = o;
   bare.env["PATH"] = "/nonexistent";

@@ -6,6 +6,9 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <functional>
+#include <optional>
+#include <sys/stat.h>
 #include <regex>
 #include <fstream>
 
@@ -32,6 +35,8 @@ struct Case {
   t::TempDir dir;
   std::string recipe_extra;    // more TOML for the recipe
   std::string recipe_version = "2.11.0";
+  std::optional<std::string> out;    // --out for plan and wheel (default: wheel's dir/out only)
+  std::optional<std::string> cache;  // --cache-dir (default: dir/cache)
   Case() {
     dir.write("tree/version.txt", "2.11.0a0\n");
     dir.write("tree/pyproject.toml", "[build-system]\nrequires = [\"setuptools\", \"wheel\"]\n"
@@ -50,10 +55,11 @@ struct Case {
                          recipe_extra);
   }
   std::vector<std::string> args(const std::string& cmd, std::vector<std::string> extra = {}) const {
-    std::vector<std::string> a = {"--cache-dir", (dir / "cache").string(), cmd, "--sm", "90", "--recipe",
+    std::vector<std::string> a = {"--cache-dir", cache.value_or((dir / "cache").string()), cmd, "--sm", "90", "--recipe",
                                   recipe().string(), "--python", "/usr/bin/python3", "--offline",
                                   "--find-links", (dir / "wheelhouse").string()};
-    if (cmd == "wheel") a.insert(a.end(), {"--out", (dir / "out").string()});
+    if (out) a.insert(a.end(), {"--out", *out});
+    else if (cmd == "wheel") a.insert(a.end(), {"--out", (dir / "out").string()});
     a.insert(a.end(), extra.begin(), extra.end());
     return a;
   }
@@ -266,4 +272,84 @@ TEST_CASE("one answer: a required build store that cannot be read stops first (e
   auto plan = t::archbuild(c.args("plan", {"--json", "--store", "oci+http://127.0.0.1:1/builds/minitorch"}), no_index());
   REQUIRE(plan.status == 0);
   CHECK(json::parse(plan.out)["stops"][0]["rule"] == "host");
+}
+
+// What `wheel` checks before it prepares anything is the first stop `plan --check` names, with the
+// same message and status, built key or not: an --out the wheel cannot be put in (found before
+// the build, not after it, as docs/commands.md says) and a cache directory too long for a build.
+TEST_CASE("one answer: an --out that cannot take the wheel stops plan --check and wheel before anything (exit 2)",
+          "[cli][prepare]") {
+  if (auto why = cannot_plan(); !why.empty()) {
+    WARN("##archbuild-skip## " << why);
+    return;
+  }
+  struct Kind {
+    std::string name;
+    std::function<fs::path(const fs::path&)> make;
+    std::string says;
+  };
+  const std::vector<Kind> kinds = {
+      {"a link to nothing", [](const fs::path& d) { fs::create_symlink("/nonexistent/zzz", d / "dangling"); return d / "dangling"; },
+       "link to nothing"},
+      {"a loop of links",
+       [](const fs::path& d) {
+         fs::create_symlink(d / "loop-b", d / "loop-a");
+         fs::create_symlink(d / "loop-a", d / "loop-b");
+         return d / "loop-a";
+       },
+       "loop of symbolic links"},
+      {"a name too long", [](const fs::path& d) { return d / "x" / std::string(300, 'y'); }, "too long"},
+      {"a FIFO",
+       [](const fs::path& d) {
+         REQUIRE(::mkfifo((d / "fifo").c_str(), 0644) == 0);
+         return d / "fifo";
+       },
+       "FIFO"},
+  };
+  for (const auto& k : kinds) {
+    DYNAMIC_SECTION(k.name) {
+      Case c;
+      c.out = k.make(c.dir.path()).string();
+      auto stops = same_answer(c, "out", 2);
+      CHECK(stops[0]["message"].get<std::string>().find(k.says) != std::string::npos);
+      auto wheel = t::archbuild(c.args("wheel"), no_index());
+      CHECK(wheel.status == 2);
+      CHECK(wheel.err.find("[1/") == std::string::npos);  // no stage ran
+      CHECK(wheel.err.find(k.says) != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("one answer: a cache directory too long for a build (exit 2 from plan --check and wheel)", "[cli][prepare]") {
+  if (auto why = cannot_plan(); !why.empty()) {
+    WARN("##archbuild-skip## " << why);
+    return;
+  }
+  Case c;
+  fs::path cache = c.dir.path();
+  while (cache.string().size() <= 3100) cache /= std::string(250, 'c');
+  fs::create_directories(cache);
+  c.cache = cache.string();
+  auto stops = same_answer(c, "cache-dir", 2);
+  CHECK(stops[0]["message"].get<std::string>().find("bytes long") != std::string::npos);
+}
+
+// A file:// --source-url names a repository on this machine: one that is not there is bad input
+// for plan and wheel alike, before any stage (a remote URL cannot be checked offline).
+TEST_CASE("a file:// --source-url that is not there: exit 2 from plan --check and wheel, the same line", "[cli][prepare]") {
+  if (auto why = cannot_plan(); !why.empty()) {
+    WARN("##archbuild-skip## " << why);
+    return;
+  }
+  Case c;
+  const std::string url = "file://" + (c.dir / "missing.git").string();
+  auto check = t::archbuild(c.args("plan", {"--check", "--source-url", url}), no_index());
+  auto wheel = t::archbuild(c.args("wheel", {"--source-url", url}), no_index());
+  INFO("plan --check: " << check.err << "\nwheel: " << wheel.err);
+  CHECK(check.status == 2);
+  CHECK(wheel.status == 2);
+  CHECK(check.err.find("missing.git") != std::string::npos);
+  CHECK(check.err.find("no such file") != std::string::npos);
+  CHECK(wheel.err.find(check.err.substr(0, check.err.find('\n'))) != std::string::npos);
+  CHECK(wheel.err.find("[1/") == std::string::npos);
 }

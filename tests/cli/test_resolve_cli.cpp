@@ -322,10 +322,13 @@ TEST_CASE("archbuild plan on the example project: source.path names its folder, 
   CHECK(no_url.status == 2);
   CHECK(contains(no_url.err, "--source-url"));
 
-  auto r = h.run({"plan", "--sm", "90", "--recipe", recipe, "--source-url", "file:///tmp/minitorch.git", "--json"});
+  // A file:// URL names a repository on this machine, so it must be there (plan reads nothing of it).
+  fs::create_directories(h.tmp.path() / "minitorch.git");
+  const std::string url = "file://" + (h.tmp.path() / "minitorch.git").string();
+  auto r = h.run({"plan", "--sm", "90", "--recipe", recipe, "--source-url", url, "--json"});
   REQUIRE(r.status == 0);
   auto j = parse(r);
-  CHECK(j["source"]["url"] == "file:///tmp/minitorch.git");
+  CHECK(j["source"]["url"] == url);
   CHECK(j["source"]["tag"] == "v0.1.0");
   CHECK(j["version"] == "0.1.0+cu130.sm90");
   REQUIRE(j["steps"].size() == 3);

@@ -56,6 +56,15 @@ TEST_CASE("smoke: --require-gpu without a GPU is exit 3, after compiling", "[smo
   CHECK_THAT(r.out, Catch::Contains("pass  smoke-sass"));
   CHECK_THAT(r.out, Catch::Contains("run skipped: no GPU"));
   CHECK_THAT(r.err, Catch::Contains("--require-gpu: run skipped: no GPU"));
+  // --json: the document of a failure never claims success, and says why with its status.
+  auto j = test::archbuild({"smoke", "--sm", "9.0", "--require-gpu", "--json"}, test::no_gpu(dir));
+  INFO(j.out);
+  CHECK(j.status == 3);
+  auto doc = json::parse(j.out);
+  CHECK(doc["valid"] == false);
+  CHECK(doc["exit"] == 3);
+  REQUIRE(doc["error"].is_string());
+  CHECK_THAT(doc["error"].get<std::string>(), Catch::Contains("--require-gpu: run skipped: no GPU"));
 }
 
 TEST_CASE("smoke: no toolkit, an uninstalled --cuda, bad --sm", "[smoke][cli]") {

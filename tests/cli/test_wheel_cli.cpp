@@ -246,6 +246,9 @@ TEST_CASE("wheel: a failing build is exit 4 with the log's tail and path", "[cli
 
 TEST_CASE("wheel: an unreachable repository is a clear error and leaves no checkout", "[cli][wheel]") {
   t::TempDir dir;
+  // A folder that is no repository (one that is not there at all is bad input before the fetch:
+  // test_prepare_cli): the fetch stage fails.
+  fs::create_directories(dir / "missing.git");
   auto r = t::archbuild({"--cache-dir", (dir / "cache").string(), "wheel", "--sm", "90", "--recipe", kRecipe,
                          "--source-url", "file://" + (dir / "missing.git").string(), "--out",
                          (dir / "out").string(), "--python", "/usr/bin/python3"});
