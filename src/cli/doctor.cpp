@@ -300,7 +300,14 @@ void run_doctor(const DoctorArgs& a, Context& ctx) {
 
   if (ctx.json) {
     auto doc = report_json(f, report, python);
-    if (f.targets.empty()) doc["error"] = f.no_targets_reason;
+    // As every command's failing document: "error" and "exit".
+    if (f.targets.empty()) {
+      doc["error"] = f.no_targets_reason;
+      doc["exit"] = static_cast<int>(Exit::missing_tool);
+    } else {
+      doc["exit"] = static_cast<int>(report.findings.empty() ? Exit::ok : Exit::not_fine);
+      if (!report.findings.empty()) doc["error"] = fmt::format("{} finding(s)", report.findings.size());
+    }
     print_json(doc);
   } else {
     print_report(f, report, ctx);

@@ -348,7 +348,11 @@ nlohmann::json install_advice_json(const doctor::InstallAdvice& a, const HostTar
   } else {
     doc["build"] = nullptr;
   }
+  // As every command's failing document: "error" and "exit".
+  const Exit exit = install_advice_exit(a, h);
+  doc["exit"] = static_cast<int>(exit);
   if (h.targets.empty()) doc["error"] = h.no_targets_reason;
+  else if (exit != Exit::ok) doc["error"] = a.build_why;
   return doc;
 }
 

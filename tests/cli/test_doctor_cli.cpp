@@ -330,6 +330,15 @@ TEST_CASE("doctor: nothing to examine is exit 3 and a bad --sm exit 2", "[cli][d
   CHECK(no_gpu.status == 3);
   CHECK(has(no_gpu.err, "give --sm"));
   CHECK(has(no_gpu.out, "torch    2.7.1+cu128"));
+  // --json: the failing document carries "error" and "exit", as every command's does.
+  auto doc = h.json({}, 3);
+  CHECK(doc["exit"] == 3);
+  CHECK(has(doc["error"].get<std::string>(), "give --sm"));
+  auto ic = t::archbuild({"install-command", "--json"}, h.options());
+  CHECK(ic.status == 3);
+  auto icd = nlohmann::json::parse(ic.out);
+  CHECK(icd["exit"] == 3);
+  CHECK(icd.contains("error"));
   auto native = h.doctor({"--sm", "native"});  // no GPU: a clear error, never an empty list
   CHECK(native.status == 3);
   CHECK(has(native.err, "--sm native: no GPU found"));
