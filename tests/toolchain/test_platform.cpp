@@ -80,24 +80,18 @@ TEST_CASE("platforms: which one a command works for", "[toolchain][platform]") {
 
 TEST_CASE("platforms: bad data is one line with file:line:column", "[toolchain][platform]") {
   test::TempDir dir;
-  auto f = dir.write("platforms.toml", "[platform.x]\ndescription = \"d\"\nmachine = \"x86_64\"\nwheel_arch = \"x86_64\"\ncuda_target = \"x\"\n"
-                                       "cuda_libraries = \"conda\"\nofficial_wheels = \"\"\n");
-  auto r = Platforms::load(f);
-  REQUIRE_FALSE(r);
-  CHECK_THAT(r.error().message, Catch::Contains("platforms.toml:") && Catch::Contains("valid: \"pip\", \"host\""));
-  auto g = dir.write("p2.toml", "[platform.x]\ndescription = \"d\"\nmachine = \"x86_64\"\nwheel_arch = \"x86_64\"\ncuda_target = \"x\"\n"
-                                "cuda_libraries = \"pip\"\nofficial_wheels = \"\"\nonly_ccs = [\"8.7.1\"]\n");
-  auto r2 = Platforms::load(g);
-  REQUIRE_FALSE(r2);
-  CHECK_THAT(r2.error().message, Catch::Contains("not a compute capability"));
-  auto b = dir.write("p3.toml", "[platform.x]\ndescription = \"d\"\nmachine = \"x86_64\"\nwheel_arch = \"x86_64\"\ncuda_target = \"x\"\n"
-                                "cuda_libraries = \"pip\"\nofficial_wheels = \"\"\ncuda_below = \"thirteen\"\n");
-  auto r3 = Platforms::load(b);
-  REQUIRE_FALSE(r3);
-  CHECK_THAT(r3.error().message, Catch::Contains("p3.toml:8:") && Catch::Contains("not a CUDA release like 13.0"));
-  auto w = dir.write("p4.toml", "[platform.x]\ndescription = \"d\"\nmachine = \"x86_64\"\nwheel_arch = \"x86_64\"\ncuda_target = \"x\"\n"
-                                "cuda_libraries = \"pip\"\nofficial_wheels = \"\"\ncuda_below = \"13.0\"\n");
-  auto r4 = Platforms::load(w);
-  REQUIRE_FALSE(r4);  // a limit without its reason
-  CHECK_THAT(r4.error().message, Catch::Contains("cuda_below_why"));
+  // One platform's required keys, then `tail`: the load's error message.
+  auto error_of = [&](const std::string& name, const std::string& tail) {
+    auto f = dir.write(name, "[platform.x]\ndescription = \"d\"\nmachine = \"x86_64\"\nwheel_arch = \"x86_64\"\n"
+                             "cuda_target = \"x\"\nofficial_wheels = \"\"\n" + tail);
+    auto r = Platforms::load(f);
+    return r ? std::string("loaded") : r.error().message;
+  };
+  CHECK_THAT(error_of("platforms.toml", "cuda_libraries = \"conda\"\n"),
+             Catch::Contains("platforms.toml:") && Catch::Contains("valid: \"pip\", \"host\""));
+  CHECK_THAT(error_of("p2.toml", "cuda_libraries = \"pip\"\nonly_ccs = [\"8.7.1\"]\n"), Catch::Contains("not a compute capability"));
+  CHECK_THAT(error_of("p3.toml", "cuda_libraries = \"pip\"\ncuda_below = \"thirteen\"\n"),
+             Catch::Contains("p3.toml:8:") && Catch::Contains("not a CUDA release like 13.0"));
+  // A limit without its reason.
+  CHECK_THAT(error_of("p4.toml", "cuda_libraries = \"pip\"\ncuda_below = \"13.0\"\n"), Catch::Contains("cuda_below_why"));
 }
