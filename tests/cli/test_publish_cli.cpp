@@ -4,6 +4,7 @@
 
 #include <sys/stat.h>
 
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -213,6 +214,28 @@ TEST_CASE("publish refuses what validate's structure checks refuse, and the name
          std::ofstream(p, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
        },
        ""},  // the reader fails where the cut falls: a member, RECORD, the central directory
+      {"a zip short of its last 10 bytes (its end record)",
+       [&](const fs::path& p) {
+         auto whole = p.parent_path() / "whole.zip";
+         test::write_zip(whole, good);
+         auto bytes = test::read_file(whole);
+         std::ofstream(p, std::ios::binary) << bytes.substr(0, bytes.size() - 10);
+       },
+       "its central directory cannot be found"},
+      {"a zip whose end record points a byte before its central directory",
+       [&](const fs::path& p) {
+         auto whole = p.parent_path() / "whole.zip";
+         test::write_zip(whole, good);
+         auto bytes = test::read_file(whole);
+         auto end = bytes.rfind(std::string("PK\x05\x06", 4));
+         REQUIRE(end != std::string::npos);
+         std::uint32_t at = 0;
+         std::memcpy(&at, bytes.data() + end + 16, 4);  // little-endian, as this host
+         --at;
+         std::memcpy(bytes.data() + end + 16, &at, 4);
+         std::ofstream(p, std::ios::binary) << bytes;
+       },
+       "its central directory cannot be read"},
       {"an absolute member", [&](const fs::path& p) { test::write_zip(p, with("/etc/evil", "x")); }, "escapes the wheel root"},
       {"a member with ..", [&](const fs::path& p) { test::write_zip(p, with("../evil.py", "x")); }, "escapes the wheel root"},
       {"a member RECORD does not list",
