@@ -383,15 +383,26 @@ std::optional<std::string> platform_machine(const std::string& tag) {
   return m[1].str();
 }
 
-namespace {
-// "platform-tag"'s first rule: each host ELF file is for the machine every tag names.
+std::vector<ElfMachine> elf_machines(const std::vector<Member>& members) {
+  std::vector<ElfMachine> out;
+  for (const auto& m : members)
+    if (!m.machine.empty()) out.push_back({m.name, m.machine});
+  return out;
+}
+
+std::vector<ElfMachine> elf_machines(const std::vector<binary::FileReport>& files) {
+  std::vector<ElfMachine> out;
+  for (const auto& f : files) out.push_back({f.path, f.machine});
+  return out;
+}
+
 std::vector<std::string> machine_problems(const std::vector<std::string>& platform_tags,
-                                          const std::vector<binary::FileReport>& files) {
+                                          const std::vector<ElfMachine>& files) {
   std::vector<std::string> problems;
   for (const auto& tag : platform_tags) {
     auto want = platform_machine(tag);
     if (!want) continue;
-    std::vector<const binary::FileReport*> wrong;
+    std::vector<const ElfMachine*> wrong;
     for (const auto& f : files)
       if (f.machine != *want) wrong.push_back(&f);
     if (wrong.empty()) continue;
@@ -401,7 +412,6 @@ std::vector<std::string> machine_problems(const std::vector<std::string>& platfo
   }
   return problems;
 }
-}  // namespace
 
 // ---- checks ------------------------------------------------------------------------------
 
@@ -446,7 +456,7 @@ Check check_closure(const std::vector<FileClosure>& closure) {
 
 Check check_platform_tag(const std::vector<std::string>& platform_tags, const std::vector<ElfFile>& files,
                          const std::vector<FileClosure>& closure, const LibraryFacts& facts,
-                         const std::vector<binary::FileReport>& machines) {
+                         const std::vector<ElfMachine>& machines) {
   Check c;
   c.name = "platform-tag";
   auto high = highest_versions(files);

@@ -148,6 +148,18 @@ std::optional<Version> manylinux_glibc(const std::string& platform_tag);
 // machine ("any", "macosx_…", "win_amd64").
 std::optional<std::string> platform_machine(const std::string& platform_tag);
 
+// A host ELF file and its machine ("x86-64", "aarch64").
+struct ElfMachine {
+  std::string path;
+  std::string machine;
+};
+std::vector<ElfMachine> elf_machines(const std::vector<Member>& members);
+std::vector<ElfMachine> elf_machines(const std::vector<binary::FileReport>& files);
+// One line for each tag that some file is not for: "minitorch/_C.so is x86-64 ELF, but the tag
+// manylinux_2_34_aarch64 is for aarch64" (validate's platform-tag, and publish's refusal).
+std::vector<std::string> machine_problems(const std::vector<std::string>& platform_tags,
+                                          const std::vector<ElfMachine>& files);
+
 // ---- the checks ---------------------------------------------------------------------------
 
 // "closure": fail naming each library the loader would not find on a clean target.
@@ -157,6 +169,6 @@ Check check_closure(const std::vector<FileClosure>& closure);
 // against the tag's promise (fail above it), and what tag would be true for a plain linux_* tag.
 Check check_platform_tag(const std::vector<std::string>& platform_tags, const std::vector<ElfFile>& files,
                          const std::vector<FileClosure>& closure, const LibraryFacts& facts,
-                         const std::vector<binary::FileReport>& machines);
+                         const std::vector<ElfMachine>& machines);
 
 }  // namespace archbuild::validate

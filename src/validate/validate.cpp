@@ -196,7 +196,7 @@ std::vector<Check> closure_checks(const WheelContents& w, const std::optional<Wh
   in.requirements = wheel_requirements(w, name);
   in.host = options.host;
   auto closure = resolve_closure(in, facts);
-  auto tag = check_platform_tag(name ? name->platform_tags : std::vector<std::string>{}, in.files, closure, facts, w.elf);
+  auto tag = check_platform_tag(name ? name->platform_tags : std::vector<std::string>{}, in.files, closure, facts, elf_machines(w.members));
   // What the package stage left on the build host (the manifest's `portability`). With the
   // recipe's layout "host" that was chosen: a warning (exit 0) that says where the wheel runs, and
   // those libraries leave the closure check. Under "official" it was not: a failure (exit 1).

@@ -213,6 +213,8 @@ Result<WheelContents> read_wheel(binary::Bytes data, const std::string& path, co
     auto decide = [&] {
       decided = true;
       elf = binary::looks_like_elf(keep);
+      if (elf && host_elf(keep))
+        if (auto h = binary::read_elf_header(keep)) m.machine = binary::machine_name(h->machine);
       if (elf && archive_entry_size_is_set(entry) && archive_entry_size(entry) > 0)
         keep.reserve(static_cast<std::size_t>(
             std::min<std::uint64_t>(static_cast<std::uint64_t>(archive_entry_size(entry)), options.max_member_size)));
