@@ -142,6 +142,20 @@ struct Env {
   }
 };
 
+// What a validation that did not pass leaves: no wheel in --out, none in the key.
+void check_nothing_delivered(const Env& e, const plan::Plan& plan) {
+  CHECK_FALSE(fs::exists(e.options.out_dir / "minitorch-0.1.0+cu130.sm90-py3-none-any.whl"));
+  store::KeyRecord rec(e.layout, plan->key);
+  CHECK_FALSE(rec.wheel().take().has_value());
+}
+
+// The same command again, with a validation that passes.
+auto run_with_passing_validation(Env& e, const plan::Plan& plan) {
+  e.options.validate = [](const fs::path&) -> Result<nlohmann::json> { return nlohmann::json{{"ok", true}}; };
+  auto runner = happy_runner();
+  return stages::run_pipeline(plan, e.layout, runner, *e.reporter, e.options);
+}
+
 std::vector<std::string> stages_of(const run::ScriptedRunner& r) {
   std::vector<std::string> out;
   for (const auto& c : r.calls()) out.push_back(c.log.stem().string());
@@ -292,13 +306,9 @@ TEST_CASE("a failed validation keeps the wheel out of --out and out of the key",
   auto r = stages::run_pipeline(plan, e.layout, runner, *e.reporter, e.options);
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().exit == Exit::not_fine);
-  CHECK_FALSE(fs::exists(e.options.out_dir / "minitorch-0.1.0+cu130.sm90-py3-none-any.whl"));
-  store::KeyRecord rec(e.layout, plan->key);
-  CHECK_FALSE(rec.wheel().take().has_value());
+  check_nothing_delivered(e, plan);
   // Passing validation afterwards publishes it, with the report in the manifest.
-  e.options.validate = [](const fs::path&) -> Result<nlohmann::json> { return nlohmann::json{{"ok", true}}; };
-  auto again_runner = happy_runner();
-  auto again = stages::run_pipeline(plan, e.layout, again_runner, *e.reporter, e.options);
+  auto again = run_with_passing_validation(e, plan);
   REQUIRE(again.ok());
   CHECK(again->manifest["validation"]["ok"] == true);
   CHECK(fs::exists(again->out_wheel));
@@ -341,14 +351,10 @@ TEST_CASE("Ctrl-C during validation is an interrupt, not a verdict, and the next
     CHECK(r.error().exit == Exit::build_failed);
     CHECK_THAT(r.error().message, Catch::Contains("validate stage interrupted") &&
                                       Catch::Contains("run the same command again to resume at validate"));
-    CHECK_FALSE(fs::exists(e.options.out_dir / "minitorch-0.1.0+cu130.sm90-py3-none-any.whl"));
-    store::KeyRecord rec(e.layout, plan->key);
-    CHECK_FALSE(rec.wheel().take().has_value());
+    check_nothing_delivered(e, plan);
   }
   // The same command again: only validate runs.
-  e.options.validate = [](const fs::path&) -> Result<nlohmann::json> { return nlohmann::json{{"ok", true}}; };
-  auto again_runner = happy_runner();
-  auto again = stages::run_pipeline(plan, e.layout, again_runner, *e.reporter, e.options);
+  auto again = run_with_passing_validation(e, plan);
   REQUIRE(again.ok());
   CHECK(again->ran == std::vector<std::string>{"validate"});
   CHECK(fs::exists(again->out_wheel));
