@@ -27,6 +27,7 @@
   X(archive_entry_set_uid)                   \
   X(archive_entry_size)                      \
   X(archive_entry_size_is_set)               \
+  X(archive_errno)                           \
   X(archive_error_string)                    \
   X(archive_read_data)                       \
   X(archive_read_free)                       \
@@ -35,6 +36,7 @@
   X(archive_read_open_filename)              \
   X(archive_read_open_memory)                \
   X(archive_read_support_format_zip)         \
+  X(archive_read_support_format_zip_seekable) \
   X(archive_write_close)                     \
   X(archive_write_data)                      \
   X(archive_write_finish_entry)              \

@@ -12,6 +12,7 @@
 #include "binary/archive_api.hpp"
 #include "binary/elf.hpp"
 #include "binary/mapped_file.hpp"
+#include "binary/zip_reader.hpp"
 #include "core/path_kind.hpp"
 #include "core/spread_thread.hpp"
 #include "core/text.hpp"
@@ -62,10 +63,6 @@ struct FileOutcome {
 };
 
 constexpr std::size_t kMaxThreads = 4;
-
-struct ArchiveFree {
-  void operator()(archive* a) const { archive_read_free(a); }
-};
 
 FileOutcome inspect_file(const fs::path& f, const InspectOptions& options) {
   FileOutcome o;
@@ -174,21 +171,18 @@ Result<FileReport> inspect_elf(Bytes data, const std::string& path, const Inspec
 }
 
 Result<Inspection> inspect_zip(Bytes data, const std::string& path, const InspectOptions& options) {
-  std::unique_ptr<archive, ArchiveFree> a(archive_read_new());
-  if (!a) return Error::bad_input(fmt::format("{}: cannot allocate a zip reader", path));
-  archive_read_support_format_zip(a.get());
-  if (archive_read_open_memory(a.get(), data.data(), data.size()) != ARCHIVE_OK)
-    return Error::bad_input(fmt::format("{}: not a readable zip: {}", path, archive_error_string(a.get())));
+  auto a = open_zip(data);
+  if (!a) return Error::bad_input(fmt::format("{}: not a readable zip: {}", path, a.error().message));
   Inspection out;
   std::size_t elf_members = 0;
   archive_entry* entry = nullptr;
+  bool first = true;
   for (;;) {
-    int r = archive_read_next_header(a.get(), &entry);
+    int r = archive_read_next_header(a->get(), &entry);
     if (r == ARCHIVE_EOF) break;
-    if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
-      const char* why = archive_error_string(a.get());
-      return Error::bad_input(fmt::format("{}: not a readable zip: {}", path, why ? why : "unknown error"));
-    }
+    if (r != ARCHIVE_OK && r != ARCHIVE_WARN)
+      return Error::bad_input(fmt::format("{}: not a readable zip: {}", path, zip_header_error(a->get(), first)));
+    first = false;
     const char* raw = archive_entry_pathname(entry);
     if (!raw) raw = archive_entry_pathname_utf8(entry);
     if (!raw) return Error::bad_input(fmt::format("{}: a member has a name that cannot be decoded", path));
@@ -209,9 +203,9 @@ Result<Inspection> inspect_zip(Bytes data, const std::string& path, const Inspec
     std::vector<std::uint8_t> buf(4);
     std::size_t have = 0;
     while (have < 4) {
-      la_ssize_t n = archive_read_data(a.get(), buf.data() + have, 4 - have);
+      la_ssize_t n = archive_read_data(a->get(), buf.data() + have, 4 - have);
       if (n < 0) {
-        const char* why = archive_error_string(a.get());
+        const char* why = archive_error_string(a->get());
         return Error::bad_input(
             fmt::format("{}: cannot read: {}", member_path(path, name), why ? why : "unknown error"));
       }
@@ -235,9 +229,9 @@ Result<Inspection> inspect_zip(Bytes data, const std::string& path, const Inspec
             fmt::format("{}: member is over the limit of {} bytes", member_path(path, name), options.max_member_size));
       std::size_t at = buf.size();
       buf.resize(at + kChunk);
-      la_ssize_t n = archive_read_data(a.get(), buf.data() + at, kChunk);
+      la_ssize_t n = archive_read_data(a->get(), buf.data() + at, kChunk);
       if (n < 0) {
-        const char* why = archive_error_string(a.get());
+        const char* why = archive_error_string(a->get());
         return Error::bad_input(
             fmt::format("{}: cannot read: {}", member_path(path, name), why ? why : "unknown error"));
       }

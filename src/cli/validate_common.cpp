@@ -9,6 +9,7 @@
 #include "core/text.hpp"
 #include "doctor/releases.hpp"
 #include "run/capture.hpp"
+#include "run/interrupt.hpp"
 #include "toolchain/toolchain.hpp"
 
 namespace archbuild::cli {
@@ -39,8 +40,12 @@ validate::Exec capture_exec() {
     o.env = c.env;
     o.cwd = c.cwd;
     o.timeout = c.timeout;
+    // Asked to stop (Ctrl-C in `wheel`'s validate stage): nothing more is started, and what ran
+    // is not judged (pip's KeyboardInterrupt is no finding); the stage reports the interrupt.
+    if (run::interrupt_requested()) return Error::build_failed("interrupted");
     auto r = run::capture(c.argv, o);
     if (!r) return r.error();
+    if (r->interrupted || run::interrupt_requested()) return Error::build_failed("interrupted");
     return validate::Outcome{r->timed_out ? -1 : r->status, r->timed_out, std::move(r->out), std::move(r->err)};
   };
 }

@@ -86,6 +86,8 @@ Result<nlohmann::json> validate_built(const std::filesystem::path& wheel, const 
     o.smoke = smoke;
   }
   auto report = validate::validate_wheel(wheel, res.archs, o, capture_exec());
+  // Ctrl-C while it ran: no verdict to print (the validate stage reports the interrupt).
+  if (run::interrupt_requested()) return Error::build_failed("interrupted");
   if (!report) return report.error();
   if (!ctx.json) print_report(*report, ctx);
   if (report->exit() != Exit::ok) {

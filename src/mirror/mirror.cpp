@@ -20,6 +20,7 @@
 #include "core/text.hpp"
 #include "store/atomic_file.hpp"
 #include "store/lock.hpp"
+#include "validate/closure.hpp"
 #include "validate/wheel_check.hpp"
 
 namespace archbuild::mirror {
@@ -166,6 +167,12 @@ Result<Hashed> checked_wheel(const fs::path& w) {
     if (c.status == validate::Status::fail)
       return Error::bad_input(fmt::format("publish: wheel {} is not a valid wheel ({}: {}); nothing was published",
                                           text::quoted(w.string()), c.name, c.summary));
+  // A library for another machine than the tag's would install and fail at import: the name
+  // would be taken by a wheel that runs nowhere it is offered.
+  if (auto wrong = validate::machine_problems(parsed->platform_tags, validate::elf_machines(contents->members));
+      !wrong.empty())
+    return Error::bad_input(fmt::format("publish: wheel {} is not a valid wheel (platform-tag: {}); nothing was published",
+                                        text::quoted(w.string()), text::join(wrong, "; ")));
   Sha256 h;
   h.update(mapped->bytes().data(), mapped->size());
   return Hashed{h.hex(), mapped->size()};

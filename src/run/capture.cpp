@@ -9,6 +9,8 @@
 #include <boost/process.hpp>
 #include <fmt/format.h>
 
+#include "run/interrupt.hpp"
+
 namespace bp = boost::process;
 
 namespace archbuild::run {
@@ -54,12 +56,18 @@ Result<Captured> capture(const std::vector<std::string>& argv, const CaptureOpti
   std::mutex m;
   std::condition_variable cv;
   bool done = false;
+  // It also stops the program when archbuild is asked to stop (looked at every 100 ms, as the
+  // ProcessRunner does), so a Ctrl-C reaches a long pip install too.
   std::thread watchdog([&] {
     std::unique_lock<std::mutex> lock(m);
-    if (!cv.wait_for(lock, options.timeout, [&] { return done; })) {
-      c.timed_out = true;
+    const auto deadline = std::chrono::steady_clock::now() + options.timeout;
+    while (!cv.wait_for(lock, std::chrono::milliseconds(100), [&] { return done; })) {
+      bool interrupted = interrupt_requested();
+      if (!interrupted && std::chrono::steady_clock::now() < deadline) continue;
+      (interrupted ? c.interrupted : c.timed_out) = true;
       std::error_code kill_ec;
       child.terminate(kill_ec);
+      break;
     }
   });
   io.run();
@@ -72,7 +80,7 @@ Result<Captured> capture(const std::vector<std::string>& argv, const CaptureOpti
   watchdog.join();
   c.out = out_f.get();
   c.err = err_f.get();
-  if (!c.timed_out) {
+  if (!c.timed_out && !c.interrupted) {
     int native = child.native_exit_code();
     c.status = WIFEXITED(native) ? WEXITSTATUS(native) : -1;
   }

@@ -24,6 +24,9 @@ struct CaptureOptions {
 struct Captured {
   int status = -1;     // exit status; -1 when killed by a signal or timed out
   bool timed_out = false;
+  // archbuild was asked to stop (a signal under an InterruptGuard: Ctrl-C in `wheel`) and
+  // killed the program: the caller stops as well.
+  bool interrupted = false;
   std::string out;
   std::string err;
 };

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "binary/archive_api.hpp"
+#include "binary/zip_reader.hpp"
 #include "core/crypto_api.hpp"
 #include "core/sha256.hpp"
 
@@ -19,9 +20,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct ReadFree {
-  void operator()(archive* a) const { archive_read_free(a); }
-};
 struct WriteFree {
   void operator()(archive* a) const { archive_write_free(a); }
 };
@@ -50,12 +48,11 @@ std::optional<std::string> hostile(const std::string& name) {
 }
 
 Result<std::vector<ZipMember>> read_members(const fs::path& path) {
-  std::unique_ptr<archive, ReadFree> a(archive_read_new());
-  if (!a) return Error::bad_input(fmt::format("{}: cannot allocate a zip reader", path.string()));
-  archive_read_support_format_zip(a.get());
-  if (archive_read_open_filename(a.get(), path.c_str(), 1 << 16) != ARCHIVE_OK)
+  auto opened = binary::open_zip(path);
+  if (!opened)
     return Error::bad_input(fmt::format("{}: not a readable zip (a wheel is a zip archive): {}", path.string(),
-                                        why(a.get())));
+                                        opened.error().message));
+  binary::ZipReader a = std::move(*opened);
   std::vector<ZipMember> out;
   std::map<std::string, bool> seen;
   std::vector<char> chunk(1 << 20);
@@ -65,7 +62,7 @@ Result<std::vector<ZipMember>> read_members(const fs::path& path) {
     if (r == ARCHIVE_EOF) break;
     if (r != ARCHIVE_OK && r != ARCHIVE_WARN)
       return Error::bad_input(fmt::format("{}: not a readable zip (a wheel is a zip archive): {}", path.string(),
-                                          why(a.get())));
+                                          binary::zip_header_error(a.get(), out.empty())));
     // UTF-8 first: the name's bytes as stored, whatever this process's locale.
     const char* raw = archive_entry_pathname_utf8(entry);
     if (!raw) raw = archive_entry_pathname(entry);

@@ -3,6 +3,9 @@
 // the validation report in the key record (and so the manifest).
 #include <fmt/format.h>
 
+#include <cstring>
+
+#include "run/interrupt.hpp"
 #include "stages/stage.hpp"
 #include "store/atomic_file.hpp"
 
@@ -49,6 +52,15 @@ Result<Ok> validate_stage(Context& ctx, const run::StageInfo& info) {
   if (validate) {
     auto r = validate_named(validate, check.path, filename, ctx.layout.log_dir(ctx.key) / "validate",
                             doc->value("/stages/package/portability"_json_pointer, json()));
+    // Ctrl-C or SIGTERM while it ran (the import test's pip and the smoke kernel are stopped,
+    // or died of the signal themselves): an interrupt, as in configure or build, never a verdict
+    // on the wheel; nothing is recorded, and the same command resumes here.
+    if (run::interrupt_requested()) {
+      std::string why = fmt::format("signal {}, {}", run::interrupt_signal(), ::strsignal(run::interrupt_signal()));
+      ctx.reporter.stage_finished(info, {run::StageStatus::interrupted, clock.seconds(), why, {}});
+      return Error::build_failed(
+          fmt::format("validate stage interrupted ({}); run the same command again to resume at validate", why));
+    }
     if (!r) {
       ctx.reporter.stage_finished(info, {run::StageStatus::failed, clock.seconds(), r.error().message, {}});
       (void)ctx.record.update([&](json& d) { d["validation"] = {{"ok", false}, {"error", r.error().message}}; });

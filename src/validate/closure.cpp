@@ -365,6 +365,54 @@ std::optional<Version> manylinux_glibc(const std::string& tag) {
   return std::nullopt;
 }
 
+namespace {
+// A tag's machine (PEP 425/600 spelling) and the ELF e_machine name of its files.
+struct TagMachine {
+  std::string_view tag;
+  std::string_view elf;
+};
+constexpr TagMachine kTagMachines[] = {{"x86_64", "x86-64"}, {"aarch64", "aarch64"}};
+}  // namespace
+
+std::optional<std::string> platform_machine(const std::string& tag) {
+  static const std::regex re("^(?:linux|(?:manylinux|musllinux)(?:_[0-9]+_[0-9]+|1|2010|2014))_([A-Za-z0-9_]+)$");
+  std::smatch m;
+  if (!std::regex_match(tag, m, re)) return std::nullopt;
+  for (const auto& tm : kTagMachines)
+    if (m[1].str() == tm.tag) return std::string(tm.elf);
+  return m[1].str();
+}
+
+std::vector<ElfMachine> elf_machines(const std::vector<Member>& members) {
+  std::vector<ElfMachine> out;
+  for (const auto& m : members)
+    if (!m.machine.empty()) out.push_back({m.name, m.machine});
+  return out;
+}
+
+std::vector<ElfMachine> elf_machines(const std::vector<binary::FileReport>& files) {
+  std::vector<ElfMachine> out;
+  for (const auto& f : files) out.push_back({f.path, f.machine});
+  return out;
+}
+
+std::vector<std::string> machine_problems(const std::vector<std::string>& platform_tags,
+                                          const std::vector<ElfMachine>& files) {
+  std::vector<std::string> problems;
+  for (const auto& tag : platform_tags) {
+    auto want = platform_machine(tag);
+    if (!want) continue;
+    std::vector<const ElfMachine*> wrong;
+    for (const auto& f : files)
+      if (f.machine != *want) wrong.push_back(&f);
+    if (wrong.empty()) continue;
+    problems.push_back(fmt::format("{} is {} ELF, but the tag {} is for {}{}", wrong.front()->path,
+                                   wrong.front()->machine, tag, *want,
+                                   wrong.size() > 1 ? fmt::format(" (and {} more files)", wrong.size() - 1) : ""));
+  }
+  return problems;
+}
+
 // ---- checks ------------------------------------------------------------------------------
 
 Check check_closure(const std::vector<FileClosure>& closure) {
@@ -407,7 +455,8 @@ Check check_closure(const std::vector<FileClosure>& closure) {
 }
 
 Check check_platform_tag(const std::vector<std::string>& platform_tags, const std::vector<ElfFile>& files,
-                         const std::vector<FileClosure>& closure, const LibraryFacts& facts) {
+                         const std::vector<FileClosure>& closure, const LibraryFacts& facts,
+                         const std::vector<ElfMachine>& machines) {
   Check c;
   c.name = "platform-tag";
   auto high = highest_versions(files);
@@ -423,7 +472,7 @@ Check check_platform_tag(const std::vector<std::string>& platform_tags, const st
   bool portable = std::all_of(closure.begin(), closure.end(), [](const FileClosure& f) {
     return std::all_of(f.needed.begin(), f.needed.end(), [](const Resolved& r) { return r.from != From::missing; });
   });
-  std::vector<std::string> problems;
+  std::vector<std::string> problems = machine_problems(platform_tags, machines);
   std::vector<std::string> judged;
   for (const auto& tag : platform_tags) {
     auto glibc = manylinux_glibc(tag);

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "binary/elf.hpp"
+#include "binary/inspect.hpp"
 #include "core/error.hpp"
 #include "core/version.hpp"
 #include "validate/report.hpp"
@@ -141,13 +142,33 @@ std::map<std::string, NeededVersion> highest_versions(const std::vector<ElfFile>
 // 2.17, manylinux2010 -> 2.12, manylinux1 -> 2.5; nullopt for linux_x86_64 and others.
 std::optional<Version> manylinux_glibc(const std::string& platform_tag);
 
+// The machine a Linux platform tag is for, spelled as binary::machine_name spells an ELF file's:
+// manylinux_2_28_x86_64, manylinux2014_x86_64, linux_x86_64 -> "x86-64"; …_aarch64 -> "aarch64";
+// another machine's tag (…_i686, …_ppc64le) -> its own name; nullopt for a tag of no Linux
+// machine ("any", "macosx_…", "win_amd64").
+std::optional<std::string> platform_machine(const std::string& platform_tag);
+
+// A host ELF file and its machine ("x86-64", "aarch64").
+struct ElfMachine {
+  std::string path;
+  std::string machine;
+};
+std::vector<ElfMachine> elf_machines(const std::vector<Member>& members);
+std::vector<ElfMachine> elf_machines(const std::vector<binary::FileReport>& files);
+// One line for each tag that some file is not for: "minitorch/_C.so is x86-64 ELF, but the tag
+// manylinux_2_34_aarch64 is for aarch64" (validate's platform-tag, and publish's refusal).
+std::vector<std::string> machine_problems(const std::vector<std::string>& platform_tags,
+                                          const std::vector<ElfMachine>& files);
+
 // ---- the checks ---------------------------------------------------------------------------
 
 // "closure": fail naming each library the loader would not find on a clean target.
 Check check_closure(const std::vector<FileClosure>& closure);
-// "platform-tag": the versions needed against the tag's promise (fail above it), and what tag
-// would be true for a plain linux_* tag.
+// "platform-tag": every ELF file is for the tag's machine (`machines`: each host ELF file as the
+// reader read it; an x86-64 library under an aarch64 tag fails, naming it), the versions needed
+// against the tag's promise (fail above it), and what tag would be true for a plain linux_* tag.
 Check check_platform_tag(const std::vector<std::string>& platform_tags, const std::vector<ElfFile>& files,
-                         const std::vector<FileClosure>& closure, const LibraryFacts& facts);
+                         const std::vector<FileClosure>& closure, const LibraryFacts& facts,
+                         const std::vector<ElfMachine>& machines);
 
 }  // namespace archbuild::validate

@@ -129,7 +129,7 @@ Result<Report> validate_installed(const std::string& dist, const std::vector<arc
   };
   auto closure = resolve_closure(in, *facts);
   r.add(check_closure(closure));
-  r.add(check_platform_tag(d->platform_tags, in.files, closure, *facts));
+  r.add(check_platform_tag(d->platform_tags, in.files, closure, *facts, elf_machines(reports)));
 
   if (options.script.empty()) return r;
   std::string module = options.module ? *options.module

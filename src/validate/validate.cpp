@@ -3,10 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <fstream>
 #include <map>
 #include <set>
 
+#include "binary/mapped_file.hpp"
+#include "core/path_kind.hpp"
 #include "core/text.hpp"
 
 namespace archbuild::validate {
@@ -195,7 +196,7 @@ std::vector<Check> closure_checks(const WheelContents& w, const std::optional<Wh
   in.requirements = wheel_requirements(w, name);
   in.host = options.host;
   auto closure = resolve_closure(in, facts);
-  auto tag = check_platform_tag(name ? name->platform_tags : std::vector<std::string>{}, in.files, closure, facts);
+  auto tag = check_platform_tag(name ? name->platform_tags : std::vector<std::string>{}, in.files, closure, facts, elf_machines(w.members));
   // What the package stage left on the build host (the manifest's `portability`). With the
   // recipe's layout "host" that was chosen: a warning (exit 0) that says where the wheel runs, and
   // those libraries leave the closure check. Under "official" it was not: a failure (exit 1).
@@ -234,15 +235,50 @@ std::vector<Check> closure_checks(const WheelContents& w, const std::optional<Wh
 }
 
 namespace {
-// The package stage's record beside the wheel: <wheel>.manifest.json's `portability`.
-std::optional<nlohmann::json> manifest_portability(const fs::path& wheel) {
+// The package stage's record beside the wheel: <wheel>.manifest.json's `portability`. No file
+// there: nothing to read. Anything else that cannot be read (a FIFO, a directory, a link loop,
+// not JSON, not an object) is a `manifest` warning saying what and where: the record is then
+// not used, which only makes the closure check stricter (a host-bound library is then missing).
+struct ManifestHint {
+  std::optional<nlohmann::json> portability;
+  std::optional<Check> problem;
+};
+
+ManifestHint manifest_portability(const fs::path& wheel) {
   fs::path m = wheel;
   m += ".manifest.json";
-  std::ifstream f(m);
-  if (!f) return std::nullopt;
-  auto doc = nlohmann::json::parse(f, nullptr, false);
-  if (doc.is_discarded() || !doc.is_object() || !doc.contains("portability")) return std::nullopt;
-  return doc["portability"];
+  ManifestHint out;
+  auto unusable = [&](const std::string& why) {
+    Check c;
+    c.name = "manifest";
+    c.status = Status::warn;
+    c.summary = fmt::format("{}: {}; its portability record is not used", m.string(), why);
+    c.evidence = {{"path", m.string()}, {"problem", why}};
+    out.problem = std::move(c);
+    return out;
+  };
+  auto info = paths::classify(m);
+  if (info.kind == paths::Kind::missing) return out;
+  // Said by what it is, and never opened unless it is a regular file (a FIFO's open waits forever).
+  auto mapped = binary::MappedFile::open(m);
+  if (!mapped) return unusable(info.kind == paths::Kind::regular ? mapped.error().message
+                                                                 : paths::describe(info) + ", not a regular file");
+  auto bytes = mapped->bytes();
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(bytes.begin(), bytes.end());
+  } catch (const nlohmann::json::parse_error& e) {
+    // e.what(): "[json.exception.parse_error.101] parse error at line 1, column 2: …"
+    std::string what = e.what();
+    if (auto at = what.find("] "); at != std::string::npos) what = what.substr(at + 2);
+    return unusable("not JSON: " + what);
+  }
+  if (!doc.is_object()) return unusable(fmt::format("not a JSON object (a {})", doc.type_name()));
+  if (!doc.contains("portability")) return out;
+  if (!doc["portability"].is_object())
+    return unusable(fmt::format("`portability` is not an object (a {})", doc["portability"].type_name()));
+  out.portability = doc["portability"];
+  return out;
 }
 }  // namespace
 
@@ -268,7 +304,11 @@ Result<Report> validate_wheel(const fs::path& wheel, const std::vector<arch::Arc
     facts = std::move(*loaded);
   }
   ValidateOptions with_hint = options;
-  if (!with_hint.portability) with_hint.portability = manifest_portability(wheel);
+  if (!with_hint.portability) {
+    auto hint = manifest_portability(wheel);
+    with_hint.portability = std::move(hint.portability);
+    if (hint.problem) r.add(std::move(*hint.problem));
+  }
   for (auto& c : closure_checks(w, name, *facts, with_hint)) r.add(std::move(c));
 
   if (options.import_test) {

@@ -10,6 +10,7 @@
 #include "binary/archive_api.hpp"
 #include "binary/elf.hpp"
 #include "binary/mapped_file.hpp"
+#include "binary/zip_reader.hpp"
 #include "core/crypto_api.hpp"
 #include "core/path_kind.hpp"
 #include "core/sha256.hpp"
@@ -44,10 +45,6 @@ std::string shown(std::string_view name) {
   }
   return out;
 }
-
-struct ArchiveFree {
-  void operator()(archive* a) const { archive_read_free(a); }
-};
 
 bool host_elf(binary::Bytes head) {
   auto h = binary::read_elf_header(head);
@@ -180,26 +177,20 @@ const std::string* WheelContents::text(const std::string& name) const {
 
 Result<WheelContents> read_wheel(binary::Bytes data, const std::string& path, const ReadOptions& options) {
   const std::string shown_path = text::quoted(path);  // in messages
-  std::unique_ptr<archive, ArchiveFree> a(archive_read_new());
-  if (!a) return Error::bad_input(fmt::format("{}: cannot allocate a zip reader", shown_path));
-  archive_read_support_format_zip(a.get());
-  if (archive_read_open_memory(a.get(), data.data(), data.size()) != ARCHIVE_OK) {
-    const char* why = archive_error_string(a.get());
-    return Error::bad_input(fmt::format("{}: not a readable zip (a wheel is a zip archive): {}", shown_path,
-                                        why ? why : "unknown error"));
-  }
+  auto a = binary::open_zip(data);
+  if (!a)
+    return Error::bad_input(
+        fmt::format("{}: not a readable zip (a wheel is a zip archive): {}", shown_path, a.error().message));
   WheelContents w;
   w.path = path;
   std::vector<std::uint8_t> chunk(1 << 20);
   archive_entry* entry = nullptr;
   for (;;) {
-    int r = archive_read_next_header(a.get(), &entry);
+    int r = archive_read_next_header(a->get(), &entry);
     if (r == ARCHIVE_EOF) break;
-    if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
-      const char* why = archive_error_string(a.get());
+    if (r != ARCHIVE_OK && r != ARCHIVE_WARN)
       return Error::bad_input(fmt::format("{}: not a readable zip (a wheel is a zip archive): {}", shown_path,
-                                          why ? why : "unknown error"));
-    }
+                                          binary::zip_header_error(a->get(), w.members.empty())));
     const char* raw = archive_entry_pathname(entry);
     if (!raw) raw = archive_entry_pathname_utf8(entry);
     if (!raw) return Error::bad_input(fmt::format("{}: a member has a name that cannot be decoded", shown_path));
@@ -222,14 +213,16 @@ Result<WheelContents> read_wheel(binary::Bytes data, const std::string& path, co
     auto decide = [&] {
       decided = true;
       elf = binary::looks_like_elf(keep);
+      if (elf && host_elf(keep))
+        if (auto h = binary::read_elf_header(keep)) m.machine = binary::machine_name(h->machine);
       if (elf && archive_entry_size_is_set(entry) && archive_entry_size(entry) > 0)
         keep.reserve(static_cast<std::size_t>(
             std::min<std::uint64_t>(static_cast<std::uint64_t>(archive_entry_size(entry)), options.max_member_size)));
     };
     for (;;) {
-      la_ssize_t n = archive_read_data(a.get(), chunk.data(), chunk.size());
+      la_ssize_t n = archive_read_data(a->get(), chunk.data(), chunk.size());
       if (n < 0) {
-        const char* why = archive_error_string(a.get());
+        const char* why = archive_error_string(a->get());
         return Error::bad_input(
             fmt::format("{}: cannot read member '{}': {}", shown_path, shown(m.name), why ? why : "unknown error"));
       }

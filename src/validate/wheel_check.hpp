@@ -48,6 +48,9 @@ struct Member {
   Type type = Type::file;
   std::uint64_t size = 0;  // bytes actually read
   std::string hash;        // record_hash of the content (files only)
+  // A host ELF member's machine as binary::machine_name says it ("x86-64", "aarch64"), read from
+  // its header even where the member itself is not kept (publish); empty for anything else.
+  std::string machine;
 };
 
 struct WheelContents {

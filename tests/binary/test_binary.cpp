@@ -541,6 +541,10 @@ TEST_CASE("files that are neither ELF nor zip", "[binary][malformed]") {
   check("empty.so", "", "empty file");
   check("text.so", "hello world", "not an ELF file, a wheel or a zip");
   check("pk.whl", "PK\x03\x04garbage", "not a readable zip");
+  // Read through the central directory, as pip does: a zip short of its end record is not one.
+  Buf zip = test::zip({{"pkg/libk.so", test::elf_with_fatbin(test::container({test::entry({2, 90, 0x11, test::cubin(90)})}))}});
+  REQUIRE(inspect_path(dir.write("whole.whl", zip)).ok());
+  check("cut.whl", zip.substr(0, zip.size() - 10), "its central directory cannot be found");
   auto missing = inspect_path(dir / "nope.so");
   REQUIRE_FALSE(missing.ok());
   CHECK_THAT(missing.error().message, Catch::Contains("no such file"));

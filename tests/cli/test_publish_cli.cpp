@@ -4,12 +4,14 @@
 
 #include <sys/stat.h>
 
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <map>
 
 #include <nlohmann/json.hpp>
 
+#include "binary/builders.hpp"
 #include "mirror/make_wheel.hpp"
 #include "support/process.hpp"
 #include "support/tempdir.hpp"
@@ -213,6 +215,28 @@ TEST_CASE("publish refuses what validate's structure checks refuse, and the name
          std::ofstream(p, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
        },
        ""},  // the reader fails where the cut falls: a member, RECORD, the central directory
+      {"a zip short of its last 10 bytes (its end record)",
+       [&](const fs::path& p) {
+         auto whole = p.parent_path() / "whole.zip";
+         test::write_zip(whole, good);
+         auto bytes = test::read_file(whole);
+         std::ofstream(p, std::ios::binary) << bytes.substr(0, bytes.size() - 10);
+       },
+       "its central directory cannot be found"},
+      {"a zip whose end record points a byte before its central directory",
+       [&](const fs::path& p) {
+         auto whole = p.parent_path() / "whole.zip";
+         test::write_zip(whole, good);
+         auto bytes = test::read_file(whole);
+         auto end = bytes.rfind(std::string("PK\x05\x06", 4));
+         REQUIRE(end != std::string::npos);
+         std::uint32_t at = 0;
+         std::memcpy(&at, bytes.data() + end + 16, 4);  // little-endian, as this host
+         --at;
+         std::memcpy(bytes.data() + end + 16, &at, 4);
+         std::ofstream(p, std::ios::binary) << bytes;
+       },
+       "its central directory cannot be read"},
       {"an absolute member", [&](const fs::path& p) { test::write_zip(p, with("/etc/evil", "x")); }, "escapes the wheel root"},
       {"a member with ..", [&](const fs::path& p) { test::write_zip(p, with("../evil.py", "x")); }, "escapes the wheel root"},
       {"a member RECORD does not list",
@@ -265,6 +289,40 @@ TEST_CASE("publish refuses what validate's structure checks refuse, and the name
       CHECK(json::parse(ok.out)["files"][0]["status"] == "added");
     }
   }
+}
+
+TEST_CASE("publish refuses a library for another machine than the platform tag's", "[publish]") {
+  // An x86-64 library under an aarch64 tag would install there and fail at import: it must
+  // not take the name. The same bytes under their own machine's tag are published.
+  auto wheel = [](const fs::path& dir, const std::string& platform) {
+    const std::string di = "pkg-1.0.dist-info/";
+    test::Members m = {{"pkg/__init__.py", ""},
+                       {"pkg/libk.so", test::elf({{".text", std::string(32, '\xc3'), 1, 0x6}})},  // x86-64
+                       {di + "METADATA", "Metadata-Version: 2.1\nName: pkg\nVersion: 1.0\n"},
+                       {di + "WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: cp311-cp311-" + platform + "\n"}};
+    std::string record;
+    for (const auto& [name, content] : m) {
+      Sha256 h;
+      h.update(content);
+      record += name + "," + validate::record_hash(h.raw()) + "," + std::to_string(content.size()) + "\n";
+    }
+    m.emplace_back(di + "RECORD", record + di + "RECORD,,\n");
+    auto path = dir / ("pkg-1.0-cp311-cp311-" + platform + ".whl");
+    test::write_zip(path, m);
+    return path;
+  };
+  test::TempDir tmp;
+  auto mirror = tmp / "mirror";
+  for (const char* tag : {"manylinux_2_34_aarch64", "linux_aarch64"}) {
+    auto r = test::archbuild({"publish", wheel(tmp / "in", tag).string(), "--mirror", mirror.string()});
+    INFO(r.err);
+    CHECK(r.status == 2);
+    CHECK(contains(r.err, std::string("platform-tag: pkg/libk.so is x86-64 ELF, but the tag ") + tag + " is for aarch64"));
+    CHECK_FALSE(fs::exists(mirror / "files"));
+  }
+  auto ok = test::archbuild({"publish", wheel(tmp / "in", "manylinux_2_34_x86_64").string(), "--mirror", mirror.string()});
+  INFO(ok.err);
+  CHECK(ok.status == 0);
 }
 
 // The files in files/ are what was published: a manifest lost, put back from an older copy,

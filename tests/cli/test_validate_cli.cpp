@@ -363,6 +363,21 @@ TEST_CASE("validate --installed torch: the feature checks on this host's GPU", "
   }
 }
 
+TEST_CASE("validate: an x86-64 library under an aarch64 platform tag fails, naming the file", "[validate][cli]") {
+  test::TempDir dir;
+  for (const char* tag : {"manylinux_2_34_aarch64", "linux_aarch64"}) {
+    auto wheel = tiny_wheel(dir, tag);  // WHEEL's Tag and RECORD made for that tag
+    auto r = test::archbuild({"validate", wheel.string(), "--sm", "90", "--no-import", "--no-smoke", "--json"});
+    INFO(r.out << r.err);
+    CHECK(r.status == 1);
+    auto doc = json::parse(r.out);
+    CHECK(check_of(doc, "metadata")["status"] == "pass");
+    CHECK(check_of(doc, "platform-tag")["status"] == "fail");
+    CHECK_THAT(check_of(doc, "platform-tag")["summary"].get<std::string>(),
+               Catch::Contains(std::string("tiny/libk.so is x86-64 ELF, but the tag ") + tag + " is for aarch64"));
+  }
+}
+
 TEST_CASE("validate: an aarch64 wheel's coverage and closure are read from its aarch64 ELF", "[validate][cli][aarch64]") {
   test::TempDir build, dir;
   AARCH64_LIBRARY_OR_SKIP(lib, build, "87");
@@ -384,6 +399,16 @@ TEST_CASE("validate: an aarch64 wheel's coverage and closure are read from its a
     INFO(r.out << r.err);
     CHECK(r.status == 1);
     CHECK_THAT(r.err, Catch::Contains("no kernel image for 9.0 in tiny/libk.so (carries sm_87)"));
+  }
+  SECTION("the same aarch64 library in a wheel tagged for x86_64 fails the platform tag, naming it") {
+    auto x86 = tiny_wheel(dir, "manylinux_2_28_x86_64", lib.bytes, {"nvidia-cuda-runtime==13.0.*"});
+    auto r = test::archbuild({"validate", x86.string(), "--sm", "87", "--no-import", "--no-smoke", "--json"});
+    INFO(r.out << r.err);
+    CHECK(r.status == 1);
+    auto doc = json::parse(r.out);
+    CHECK(check_of(doc, "platform-tag")["status"] == "fail");
+    CHECK_THAT(check_of(doc, "platform-tag")["summary"].get<std::string>(),
+               Catch::Contains("tiny/libk.so is aarch64 ELF, but the tag manylinux_2_28_x86_64 is for x86-64"));
   }
   SECTION("without its Requires-Dist the runtime is not in the closure") {
     auto bare = tiny_wheel(dir, tag + "", lib.bytes, {});

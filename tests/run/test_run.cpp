@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/text.hpp"
+#include "run/capture.hpp"
 #include "run/interrupt.hpp"
 #include "run/reporter.hpp"
 #include "run/runner.hpp"
@@ -154,6 +155,25 @@ TEST_CASE("ProcessRunner: a program killed by a signal", "[run]") {
   auto logged = lines_of(log);
   CHECK(std::find(logged.begin(), logged.end(), "before") != logged.end());
   CHECK(std::find(logged.begin(), logged.end(), "after") == logged.end());
+}
+
+TEST_CASE("capture: asked to stop, the program is killed and the result says interrupted", "[run]") {
+  ResetInterrupt reset;
+  // As a Ctrl-C during `wheel`'s validate stage (the import test's pip, the smoke kernel):
+  // without this, the program would run to its end (here: its 600 s timeout).
+  request_interrupt(SIGINT);
+  CaptureOptions o;
+  o.timeout = std::chrono::seconds(600);
+  auto r = capture({"/bin/sleep", "600"}, o);
+  REQUIRE(r.ok());
+  CHECK(r->interrupted);
+  CHECK_FALSE(r->timed_out);
+  CHECK(r->status == -1);
+  reset_interrupt();
+  auto plain = capture({"/bin/sh", "-c", "echo ok"});
+  REQUIRE(plain.ok());
+  CHECK_FALSE(plain->interrupted);
+  CHECK(plain->out == "ok\n");
 }
 
 TEST_CASE("ProcessRunner: Ctrl-C stops the whole process group and reports interrupted", "[run]") {

@@ -301,6 +301,16 @@ TEST_CASE("hostile member names and broken wheels are refused with exit 2 and no
   auto junk = stages::normalize_wheel(t / "junk.whl", t / "out.whl", 1714000000);
   REQUIRE_FALSE(junk.ok());
   CHECK(junk.error().exit == Exit::bad_input);
+  // A zip short of its end record: its local headers are intact, but pip reads the central
+  // directory, and so does the rewrite (validate and inspect agree).
+  make_zip(t / "whole.whl", members_v1());
+  auto whole = test::read_file(t / "whole.whl");
+  t.write("cut.whl", whole.substr(0, whole.size() - 10));
+  auto cut = stages::normalize_wheel(t / "cut.whl", t / "out.whl", 1714000000);
+  REQUIRE_FALSE(cut.ok());
+  CHECK(cut.error().exit == Exit::bad_input);
+  CHECK(cut.error().message.find("its central directory cannot be found") != std::string::npos);
+  CHECK_FALSE(fs::exists(t / "out.whl"));
   make_zip(t / "nodi.whl", {{"minitorch/__init__.py", "x\n"}});
   auto nodi = stages::normalize_wheel(t / "nodi.whl", t / "out.whl", 1714000000);
   REQUIRE_FALSE(nodi.ok());

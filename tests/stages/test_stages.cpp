@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -13,6 +14,7 @@
 #include "core/version.hpp"
 #include "plan/plan.hpp"
 #include "plan/resolve.hpp"
+#include "run/interrupt.hpp"
 #include "run/reporter.hpp"
 #include "run/scripted_runner.hpp"
 #include "stages/pipeline.hpp"
@@ -139,6 +141,20 @@ struct Env {
     };
   }
 };
+
+// What a validation that did not pass leaves: no wheel in --out, none in the key.
+void check_nothing_delivered(const Env& e, const plan::Plan& plan) {
+  CHECK_FALSE(fs::exists(e.options.out_dir / "minitorch-0.1.0+cu130.sm90-py3-none-any.whl"));
+  store::KeyRecord rec(e.layout, plan->key);
+  CHECK_FALSE(rec.wheel().take().has_value());
+}
+
+// The same command again, with a validation that passes.
+auto run_with_passing_validation(Env& e, const plan::Plan& plan) {
+  e.options.validate = [](const fs::path&) -> Result<nlohmann::json> { return nlohmann::json{{"ok", true}}; };
+  auto runner = happy_runner();
+  return stages::run_pipeline(plan, e.layout, runner, *e.reporter, e.options);
+}
 
 std::vector<std::string> stages_of(const run::ScriptedRunner& r) {
   std::vector<std::string> out;
@@ -290,13 +306,9 @@ TEST_CASE("a failed validation keeps the wheel out of --out and out of the key",
   auto r = stages::run_pipeline(plan, e.layout, runner, *e.reporter, e.options);
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().exit == Exit::not_fine);
-  CHECK_FALSE(fs::exists(e.options.out_dir / "minitorch-0.1.0+cu130.sm90-py3-none-any.whl"));
-  store::KeyRecord rec(e.layout, plan->key);
-  CHECK_FALSE(rec.wheel().take().has_value());
+  check_nothing_delivered(e, plan);
   // Passing validation afterwards publishes it, with the report in the manifest.
-  e.options.validate = [](const fs::path&) -> Result<nlohmann::json> { return nlohmann::json{{"ok", true}}; };
-  auto again_runner = happy_runner();
-  auto again = stages::run_pipeline(plan, e.layout, again_runner, *e.reporter, e.options);
+  auto again = run_with_passing_validation(e, plan);
   REQUIRE(again.ok());
   CHECK(again->manifest["validation"]["ok"] == true);
   CHECK(fs::exists(again->out_wheel));
@@ -313,6 +325,39 @@ TEST_CASE("an interrupted stage stops the pipeline and says how to resume", "[st
   REQUIRE_FALSE(res.ok());
   CHECK(res.error().message.find("interrupted") != std::string::npos);
   CHECK_FALSE(fs::exists(e.options.out_dir));
+}
+
+TEST_CASE("Ctrl-C during validation is an interrupt, not a verdict, and the next run resumes at validate",
+          "[stages]") {
+  struct Reset {
+    ~Reset() { run::reset_interrupt(); }
+  } reset;
+  Env e;
+  auto plan = example_plan("9.0");
+  // Signalled with its process group, pip dies of KeyboardInterrupt (a failed import); signalled
+  // alone, archbuild lets the check finish and it passes. Either way: interrupted, exit 4.
+  std::vector<std::function<Result<nlohmann::json>()>> outcomes = {
+      [] { return Result<nlohmann::json>(Error::not_fine("validation failed: import: pip install failed: KeyboardInterrupt")); },
+      [] { return Result<nlohmann::json>(nlohmann::json{{"ok", true}}); }};
+  for (const auto& outcome : outcomes) {
+    e.options.validate = [&](const fs::path&) -> Result<nlohmann::json> {
+      run::request_interrupt(SIGINT);
+      return outcome();
+    };
+    auto runner = happy_runner();
+    auto r = stages::run_pipeline(plan, e.layout, runner, *e.reporter, e.options);
+    run::reset_interrupt();
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().exit == Exit::build_failed);
+    CHECK_THAT(r.error().message, Catch::Contains("validate stage interrupted") &&
+                                      Catch::Contains("run the same command again to resume at validate"));
+    check_nothing_delivered(e, plan);
+  }
+  // The same command again: only validate runs.
+  auto again = run_with_passing_validation(e, plan);
+  REQUIRE(again.ok());
+  CHECK(again->ran == std::vector<std::string>{"validate"});
+  CHECK(fs::exists(again->out_wheel));
 }
 
 TEST_CASE("an unreachable repository fails the fetch, naming the URL, leaving nothing", "[stages]") {

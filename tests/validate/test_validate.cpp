@@ -122,6 +122,9 @@ TEST_CASE("target CCs from an --sm list", "[validate][coverage]") {
 // ---- wheel checks, the smoke kernel and the import test (no process is started:
 // validate/ takes an Exec, and these tests script it) ----------------------------------------
 
+#include <sys/stat.h>
+
+#include <cstring>
 #include <fstream>
 #include <map>
 
@@ -294,6 +297,85 @@ TEST_CASE("validate_wheel: a well-formed wheel passes every wheel check", "[vali
   CHECK(check(r, "platform-tag").status == Status::pass);
 }
 
+TEST_CASE("validate_wheel: <wheel>.manifest.json beside it is read only when it is a JSON file", "[validate][wheel]") {
+  test::TempDir dir;
+  FakeWheel fw;
+  auto p = fw.write(dir, fw.bytes());
+  auto manifest = std::filesystem::path(p.string() + ".manifest.json");
+  auto warned = [&](const std::string& what) {
+    INFO(what);
+    auto r = check_wheel(p, "90");
+    const auto* m = r.find("manifest");
+    REQUIRE(m);
+    CHECK(m->status == Status::warn);
+    CHECK_THAT(m->summary, Catch::Contains(manifest.string()) && Catch::Contains(what) &&
+                               Catch::Contains("its portability record is not used"));
+    CHECK(r.exit() == Exit::ok);
+    std::filesystem::remove_all(manifest);
+  };
+  // A FIFO is never opened (the open would wait for a writer forever), a directory never read.
+  REQUIRE(::mkfifo(manifest.c_str(), 0600) == 0);
+  warned("is a FIFO");
+  std::filesystem::create_directory(manifest);
+  warned("is a directory");
+  std::filesystem::create_symlink(manifest.filename(), manifest);
+  warned("is a loop of symbolic links");
+  dir.write(manifest.filename().string(), "{\"portability\": ");
+  warned("not JSON: parse error at line 1, column 17");
+  dir.write(manifest.filename().string(), "[1, 2]");
+  warned("not a JSON object (a array)");
+  dir.write(manifest.filename().string(), "{\"portability\": 7}");
+  warned("`portability` is not an object");
+  // A readable manifest is no finding; none at all neither.
+  dir.write(manifest.filename().string(), "{\"portability\": {\"host_bound\": false}}");
+  CHECK_FALSE(check_wheel(p, "90").find("manifest"));
+  std::filesystem::remove(manifest);
+  CHECK_FALSE(check_wheel(p, "90").find("manifest"));
+}
+
+TEST_CASE("platform tag: each ELF file is for the machine the tag names", "[validate][wheel][closure]") {
+  CHECK(validate::platform_machine("manylinux_2_34_aarch64") == "aarch64");
+  CHECK(validate::platform_machine("manylinux2014_x86_64") == "x86-64");
+  CHECK(validate::platform_machine("linux_aarch64") == "aarch64");
+  CHECK(validate::platform_machine("musllinux_1_2_x86_64") == "x86-64");
+  CHECK(validate::platform_machine("manylinux_2_17_ppc64le") == "ppc64le");
+  CHECK_FALSE(validate::platform_machine("any"));
+  CHECK_FALSE(validate::platform_machine("macosx_11_0_arm64"));
+  CHECK_FALSE(validate::platform_machine("win_amd64"));
+
+  test::TempDir dir;
+  const std::string aarch64_library = test::elf({{".text", std::string(32, '\0'), 1, 0x6},
+                                                 {".nv_fatbin", test::container({test::entry({2, 90, 0x11, test::cubin(90)})})}},
+                                                183);  // EM_AARCH64
+  struct Case {
+    const char* platform;
+    std::string library;
+    const char* says;
+  };
+  for (const auto& k : {Case{"manylinux_2_34_aarch64", "", "demo_pkg/libdemo.so is x86-64 ELF, but the tag manylinux_2_34_aarch64 is for aarch64"},
+                        Case{"linux_aarch64", "", "demo_pkg/libdemo.so is x86-64 ELF, but the tag linux_aarch64 is for aarch64"},
+                        Case{"linux_x86_64", aarch64_library, "demo_pkg/libdemo.so is aarch64 ELF, but the tag linux_x86_64 is for x86-64"},
+                        Case{"manylinux_2_28_x86_64", aarch64_library, "is aarch64 ELF, but the tag manylinux_2_28_x86_64 is for x86-64"}}) {
+    INFO(k.platform);
+    FakeWheel fw;  // a wheel renamed for another machine, its WHEEL Tag and RECORD to match
+    fw.file = "demo_pkg-1.0+cu130.sm90-cp311-cp311-" + std::string(k.platform) + ".whl";
+    fw.wheel_text = "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: false\nTag: cp311-cp311-" + std::string(k.platform) + "\n";
+    if (!k.library.empty()) fw.payload[1].second = k.library;
+    auto r = check_wheel(fw.write(dir, fw.bytes()), "90");
+    CHECK(check(r, "metadata").status == Status::pass);
+    CHECK(check(r, "record").status == Status::pass);
+    CHECK(check(r, "platform-tag").status == Status::fail);
+    CHECK_THAT(check(r, "platform-tag").summary, Catch::Contains(k.says));
+    CHECK(r.exit() == Exit::not_fine);
+  }
+  // Each machine under its own tag holds.
+  FakeWheel arm;
+  arm.file = "demo_pkg-1.0+cu130.sm90-cp311-cp311-linux_aarch64.whl";
+  arm.wheel_text = "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: false\nTag: cp311-cp311-linux_aarch64\n";
+  arm.payload[1].second = aarch64_library;
+  CHECK(check(check_wheel(arm.write(dir, arm.bytes()), "90"), "platform-tag").status == Status::pass);
+}
+
 TEST_CASE("validate_wheel: another sm has no kernel image, named with what the wheel carries", "[validate][wheel]") {
   test::TempDir dir;
   FakeWheel fw;
@@ -418,6 +500,39 @@ TEST_CASE("validate_wheel: unreadable input is an error (exit 2), not a report",
   auto missing = validate::validate_wheel(dir / "absent.whl", sms("90"), {}, none);
   REQUIRE_FALSE(missing.ok());
   CHECK(missing.error().exit == Exit::bad_input);
+}
+
+// A zip whose end-of-central-directory record points `by` bytes before the central directory.
+std::string with_central_directory_moved(std::string zip, std::uint32_t by) {
+  auto end = zip.rfind(std::string("PK\x05\x06", 4));
+  REQUIRE(end != std::string::npos);
+  std::uint32_t at = 0;
+  std::memcpy(&at, zip.data() + end + 16, 4);  // little-endian, as this host
+  at -= by;
+  std::memcpy(zip.data() + end + 16, &at, 4);
+  return zip;
+}
+
+TEST_CASE("validate_wheel: a zip pip cannot open is unreadable, however good its local headers",
+          "[validate][wheel]") {
+  // Python's zipfile (pip) reads the central directory at the end: a wheel short of its last
+  // bytes, or whose end record points elsewhere, is not a zip there, whatever the members say.
+  test::TempDir dir;
+  FakeWheel fw;
+  const std::string whole = fw.bytes();
+  validate::Exec none;
+  auto truncated = validate::validate_wheel(fw.write(dir, whole.substr(0, whole.size() - 10)), sms("90"), {}, none);
+  REQUIRE_FALSE(truncated.ok());
+  CHECK(truncated.error().exit == Exit::bad_input);
+  CHECK_THAT(truncated.error().message,
+             Catch::Contains("not a readable zip") && Catch::Contains("its central directory cannot be found"));
+  auto moved = validate::validate_wheel(fw.write(dir, with_central_directory_moved(whole, 1)), sms("90"), {}, none);
+  REQUIRE_FALSE(moved.ok());
+  CHECK(moved.error().exit == Exit::bad_input);
+  CHECK_THAT(moved.error().message,
+             Catch::Contains("not a readable zip") && Catch::Contains("its central directory cannot be read"));
+  // The same bytes whole still read.
+  CHECK(check_wheel(fw.write(dir, whole), "90").exit() == Exit::ok);
 }
 
 // ---- the smoke kernel -----------------------------------------------------------------------

@@ -1,0 +1,48 @@
+#include "binary/zip_reader.hpp"
+
+#include <cerrno>
+
+namespace archbuild::binary {
+
+void ZipReaderFree::operator()(archive* a) const { archive_read_free(a); }
+
+std::string zip_error(archive* a) {
+  const char* why = archive_error_string(a);
+  return why ? why : "unknown error";
+}
+
+std::string zip_header_error(archive* a, bool first) {
+  return first ? "its central directory cannot be read: " + zip_error(a) : zip_error(a);
+}
+
+namespace {
+
+// Only the seekable (central directory) reader is registered: with the streaming one beside it,
+// libarchive would fall back to the local headers when the central directory is unusable.
+template <class Open>
+Result<ZipReader> open_with(Open open) {
+  ZipReader a(archive_read_new());
+  if (!a) return Error::bad_input("cannot allocate a zip reader");
+  archive_read_support_format_zip_seekable(a.get());
+  if (open(a.get()) == ARCHIVE_OK) return a;
+  // No format bid ("Unrecognized archive format", libarchive's ARCHIVE_ERRNO_FILE_FORMAT, which
+  // is EILSEQ on Linux): no end-of-central-directory record where a zip has one, or one that
+  // points past itself.
+  if (archive_errno(a.get()) == EILSEQ)
+    return Error::bad_input(
+        "its central directory cannot be found (no valid end-of-central-directory record at the end of the file: "
+        "truncated, damaged, or not a zip)");
+  return Error::bad_input(zip_error(a.get()));
+}
+
+}  // namespace
+
+Result<ZipReader> open_zip(Bytes data) {
+  return open_with([&](archive* a) { return archive_read_open_memory(a, data.data(), data.size()); });
+}
+
+Result<ZipReader> open_zip(const std::filesystem::path& file) {
+  return open_with([&](archive* a) { return archive_read_open_filename(a, file.c_str(), 1 << 16); });
+}
+
+}  // namespace archbuild::binary
