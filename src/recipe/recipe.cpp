@@ -803,13 +803,21 @@ Result<Loaded> load_chain(const fs::path& file, const Search& search, std::vecto
     if (!ext->is_string() || !name || name->empty())
       return at(*ext, fname, "'extends' must name a recipe (e.g. \"torch-common\") or a .toml file");
     std::optional<fs::path> base;
+    std::vector<fs::path> tried;
     if (looks_like_path(*name)) {
       fs::path p = fs::path(*name).is_absolute() ? fs::path(*name) : file.parent_path() / *name;
       std::error_code ec;
       if (fs::is_regular_file(p, ec)) base = p;
+      tried.push_back(p);
     } else {
       base = find_named(*name, file.parent_path(), search);
+      tried.push_back(file.parent_path() / (*name + ".toml"));
     }
+    // Something is there but it is no file (a FIFO, a directory, a loop of links): said as it is.
+    for (const auto& p : tried)
+      if (auto info = paths::classify(p); !base && info.kind != paths::Kind::missing && info.kind != paths::Kind::regular)
+        return at(*ext, fname, fmt::format("extends \"{}\": {}: {}, not a recipe file", *name, p.string(),
+                                           paths::describe(info)));
     if (!base) {
       auto near = text::nearest(*name, names_in(search), 1);
       return at(*ext, fname, fmt::format("extends \"{}\": no such recipe next to this file or among the "

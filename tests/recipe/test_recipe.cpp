@@ -2,6 +2,8 @@
 // `extends` merging, cycles, lookup by name and by path.
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
+
 #include <algorithm>
 
 #include "recipe/recipe.hpp"
@@ -474,6 +476,19 @@ USE_FOO = "1"
     auto m = load_error(tmp, "extends = \"bsae\"\n", "c3.toml");
     CHECK(m.find((tmp.path() / "c3.toml").string() + ":1:11:") == 0);
     CHECK(m.find("did you mean 'base'") != std::string::npos);
+  }
+  SECTION("an extends target that is there but no file: said as it is, not 'no such recipe'") {
+    REQUIRE(::mkfifo((tmp.path() / "pipe.toml").c_str(), 0600) == 0);
+    std::filesystem::create_directory(tmp.path() / "dir.toml");
+    std::filesystem::create_symlink("loop.toml", tmp.path() / "loop.toml");
+    for (const auto& [target, what] : std::vector<std::pair<std::string, std::string>>{
+             {"pipe", "is a FIFO (named pipe)"}, {"./dir.toml", "is a directory"}, {"loop", "is a loop of symbolic links"}}) {
+      auto m = load_error(tmp, "extends = \"" + target + "\"\n", "c4.toml");
+      INFO(m);
+      CHECK(m.find((tmp.path() / "c4.toml").string() + ":1:11:") == 0);
+      CHECK(m.find(what + ", not a recipe file") != std::string::npos);
+      CHECK(m.find("no such recipe") == std::string::npos);
+    }
   }
 }
 
