@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "core/path_kind.hpp"
 #include "core/sha256.hpp"
 #include "core/text.hpp"
 
@@ -154,9 +155,15 @@ Result<Ok> Layout::create() const {
                           ccache_dir(), venvs_dir()}) {
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
-    if (ec)
-      return Error::bad_input(fmt::format("cache directory {}: cannot create {}: {}", root_.string(),
-                                          dir.string(), ec.message()));
+    if (ec) {
+      // What is in the way, said as it is ("a link to nothing", not "File exists").
+      auto info = paths::classify(dir);
+      std::string why = info.kind == paths::Kind::missing || info.kind == paths::Kind::directory ||
+                                info.kind == paths::Kind::other
+                            ? ec.message()
+                            : paths::describe(info);
+      return Error::bad_input(fmt::format("cache directory {}: cannot create {}: {}", root_.string(), dir.string(), why));
+    }
   }
   return Ok{};
 }

@@ -93,6 +93,16 @@ TEST_CASE("Layout: every path of the cache layout", "[store]") {
   Layout real(tmp / "cache");
   REQUIRE(real.create());
   CHECK(names_in(tmp / "cache") == std::vector<std::string>{"build", "ccache", "git", "keys", "logs", "src", "venvs", "wheels"});
+  // What is in the way of a cache directory is said as it is, not as mkdir's errno.
+  std::filesystem::create_symlink("/nonexistent/archbuild-cache", tmp / "dangling");
+  REQUIRE(::mkfifo((tmp / "fifo").c_str(), 0600) == 0);
+  for (const auto& [name, what] : std::vector<std::pair<std::string, std::string>>{
+           {"dangling", "is a symbolic link to nothing"}, {"fifo", "is a FIFO (named pipe)"}}) {
+    auto r = Layout(tmp / name).create();
+    REQUIRE_FALSE(r);
+    CHECK(r.error().exit == Exit::bad_input);
+    CHECK_THAT(r.error().message, Catch::EndsWith(what));
+  }
 }
 
 TEST_CASE("AtomicFile: readers see the old file or the new one, no temp left", "[store]") {
