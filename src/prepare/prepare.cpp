@@ -373,7 +373,9 @@ Result<plan::SourceChoice> choose_source(const plan::Resolution& r, const std::s
       if (!ref.empty())
         return Error::bad_input("--ref names a commit of a repository; a local tree (--source, source.path) is "
                                 "built as it is: drop one of them");
-      auto tree = source::scan_local_tree(*dir);
+      const std::string given = r.source_dir ? std::string("--source")
+                                             : fmt::format("source.path of {}", r.recipe.file.string());
+      auto tree = source::scan_local_tree(*dir, given);
       if (!tree) return tree.error();  // one line: the error names the tree
       s.note(fmt::format("read the local tree {} ({} files)", dir->string(), tree->entries.size()));
       sc.kind = plan::SourceChoice::Kind::local;

@@ -201,7 +201,7 @@ class RecipeReader {
                                            "to this recipe file");
       // A file is relative to this recipe (a project's own recipes side by side); a name is looked up.
       r.torch_recipe = looks_like_path(*v)
-                           ? (std::filesystem::absolute(std::filesystem::path(file_).parent_path()) / *v).lexically_normal().string()
+                           ? (std::filesystem::absolute(file_).parent_path() / *v).lexically_normal().string()
                            : *v;
     }
     if (auto e = version_list(rd, t, "torch_also", false, "a torch release line MAJOR.MINOR like 2.13", r.torch_also))
@@ -311,7 +311,7 @@ class RecipeReader {
     if (auto v = rd.string("path")) {
       if (text::trim(*v).empty()) return rd.error_at("path", "source.path must name a folder, relative to this recipe file");
       // Relative to the recipe file, so a recipe inside a project names the project.
-      s.path = (std::filesystem::absolute(std::filesystem::path(file_).parent_path()) / *v).lexically_normal();
+      s.path = (std::filesystem::absolute(file_).parent_path() / *v).lexically_normal();
       if (!s.path.has_filename()) s.path = s.path.parent_path();  // "dir/." normalises to "dir/"
       if (!s.url.empty())
         return rd.error_at("path", "source.path and source.url exclude each other: a recipe builds a local tree "
@@ -785,10 +785,26 @@ std::vector<std::string> names_in(const Search& search) {
   return out;
 }
 
+// A path a recipe writes is relative to the file that writes it, also when another recipe extends
+// that file: merged tables forget where a value came from, so each file's relative paths are made
+// absolute before its table is merged (it was checked with its own lines first).
+void anchor_relative_paths(toml::table& t, const fs::path& file) {
+  const fs::path dir = fs::absolute(file).parent_path();
+  auto anchor = [&](toml::table* in, std::string_view key, bool only_path_like) {
+    if (!in) return;
+    auto* v = in->get_as<std::string>(key);
+    if (!v || v->get().empty() || fs::path(v->get()).is_absolute()) return;
+    if (only_path_like && !looks_like_path(v->get())) return;
+    in->insert_or_assign(key, (dir / v->get()).lexically_normal().string());
+  };
+  anchor(t.get_as<toml::table>("source"), "path", false);
+  anchor(&t, "torch_recipe", true);
+}
+
 Result<Loaded> load_chain(const fs::path& file, const Search& search, std::vector<fs::path>& stack) {
   auto parsed = tomlx::parse_file(file);
   if (!parsed) return parsed.error();
-  const toml::table& t = *parsed;
+  toml::table& t = *parsed;
   const std::string fname = file.string();
   // Every file is checked on its own first, so that errors carry its own line and column.
   {
@@ -842,6 +858,7 @@ Result<Loaded> load_chain(const fs::path& file, const Search& search, std::vecto
     merge_into(out.merged, parent->merged);
     out.chain.insert(out.chain.end(), parent->chain.begin(), parent->chain.end());
   }
+  anchor_relative_paths(t, file);
   merge_into(out.merged, t);
   return out;
 }

@@ -232,9 +232,9 @@ const char* kind_name(LocalEntry::Kind k) {
 
 }  // namespace
 
-Result<LocalTree> scan_local_tree(const fs::path& dir) {
+Result<LocalTree> scan_local_tree(const fs::path& dir, std::string_view what) {
   std::error_code ec;
-  if (auto is_dir = paths::expect_directory(dir, "--source"); !is_dir) return is_dir.error();
+  if (auto is_dir = paths::expect_directory(dir, what); !is_dir) return is_dir.error();
   LocalTree t;
   t.root = fs::canonical(dir, ec);
   if (ec) return Error::bad_input(fmt::format("cannot resolve {}: {}", dir.string(), ec.message()));

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <string_view>
 #include <functional>
 #include <optional>
 #include <string>
@@ -36,7 +37,9 @@ struct LocalTree {
 };
 
 // Reads the tree and hashes it. Errors: exit 2 (not a directory, unreadable file).
-Result<LocalTree> scan_local_tree(const std::filesystem::path& dir);
+// `what` names where the folder was given, for the message when it is none ("--source",
+// "source.path of recipe.toml").
+Result<LocalTree> scan_local_tree(const std::filesystem::path& dir, std::string_view what = "--source");
 
 // Copies the scanned entries into `target` (written beside it and renamed: a half-written copy
 // is never taken for a finished one). Fails (exit 4) if a file changed since the scan.

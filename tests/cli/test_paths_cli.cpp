@@ -267,6 +267,15 @@ TEST_CASE("plan --source refuses every kind of path that is not a directory", "[
       CHECK((doc.contains("error") || doc.contains("message")));
     }
   }
+  // A recipe's source.path that is no folder is named as the recipe's, not as a --source given.
+  auto mine = tmp.write("mine.toml", "extends = \"" + recipe + "\"\n[source]\npath = \"no-such-tree\"\n");
+  std::vector<std::string> a = {"--cache-dir", (tmp / "cache").string(), "-q", "plan", "--sm", "90",
+                                "--recipe", mine.string(), "--python", "/usr/bin/python3"};
+  auto r = test::archbuild(a);
+  INFO(r.err);
+  CHECK(r.status == 2);
+  CHECK(r.err.find("source.path of " + mine.string()) != std::string::npos);
+  CHECK(r.err.find("--source") == std::string::npos);
 }
 
 // A program that runs but is no Python: named as such, not "python3.X is not on PATH".

@@ -532,6 +532,20 @@ USE_SYSTEM_NCCL = "1"
   CHECK(r->chain.size() == 3);
 }
 
+TEST_CASE("a path a recipe writes stays relative to that file when another recipe extends it") {
+  test::TempDir tmp;
+  std::filesystem::create_directories(tmp.path() / "project" / "tree");
+  std::string base = kGood;
+  replace(base, "url = \"https://example.com/demo.git\"\ntag = \"v1.2.3\"", "path = \"tree\"");
+  tmp.write("project/recipe.toml", base);
+  auto child = tmp.write("elsewhere/mine.toml", "extends = \"../project/recipe.toml\"\n");
+  auto r = recipe::load(child.string());
+  INFO((r.ok() ? std::string() : r.error().message));
+  REQUIRE(r.ok());
+  // Before: resolved against the extending file's folder (elsewhere/tree).
+  CHECK(r->source.path == (tmp.path() / "project" / "tree").lexically_normal());
+}
+
 TEST_CASE("recipes by name, by path, and what a wrong name says") {
   auto byname = recipe::load("torch-2.8");
   REQUIRE(byname.ok());
