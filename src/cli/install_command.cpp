@@ -29,14 +29,15 @@ std::pair<arch::Cc, std::string> gpu_cc(const std::string& name, const arch::Arc
   auto gpus = data.match_gpus(name);
   if (gpus.empty())
     throw Failure(Error::bad_input(fmt::format("--gpu {}: no GPU of that name in data/gpus.toml; closest: {} (or give --sm)",
-                                               name, text::join(data.nearest_gpu_names(name, 5), ", "))));
+                                               text::quoted(name, 200), text::join(data.nearest_gpu_names(name, 5), ", "))));
   std::map<arch::Cc, std::vector<std::string>> by_cc;
   for (const auto* g : gpus) by_cc[g->cc].push_back(g->name);
   if (by_cc.size() > 1) {
     std::vector<std::string> parts;
     for (const auto& [cc, names] : by_cc) parts.push_back(fmt::format("{} ({})", text::join(names, ", "), cc.str()));
     throw Failure(Error::bad_input(
-        fmt::format("--gpu {}: matches GPUs of different CCs: {}; name one exactly or give --sm", name, text::join(parts, "; "))));
+        fmt::format("--gpu {}: matches GPUs of different CCs: {}; name one exactly or give --sm", text::quoted(name, 200),
+                    text::join(parts, "; "))));
   }
   // A platform only when every match agrees (GB200 is sbsa; "B200" matches x86 cards too).
   std::string platform = gpus.front()->platform;

@@ -424,7 +424,7 @@ TEST_CASE("install-command: the same advice as its own command, bad input", "[cl
   CHECK(has(none.err, "give --sm or --gpu"));
   auto bad_gpu = t::archbuild({"install-command", "--gpu", "GTX 9999 Imaginary"}, h.options());
   CHECK(bad_gpu.status == 2);
-  CHECK(has(bad_gpu.err, "--gpu GTX 9999 Imaginary: no GPU of that name"));
+  CHECK(has(bad_gpu.err, "--gpu \"GTX 9999 Imaginary\": no GPU of that name"));
   auto bad_driver = t::archbuild({"install-command", "--sm", "90", "--driver", "latest"}, h.options());
   CHECK(bad_driver.status == 2);
   CHECK(has(bad_driver.err, "--driver latest: not a driver version"));
