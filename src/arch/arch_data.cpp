@@ -202,7 +202,12 @@ std::vector<const Gpu*> ArchData::match_gpus(std::string_view query) const {
     if (is_exact) exact.push_back(&g);
     else if (is_partial) partial.push_back(&g);
   }
-  return exact.empty() ? partial : exact;
+  if (!exact.empty()) return exact;
+  if (!partial.empty()) return partial;
+  // A name nvidia-smi prints around a known one ("NVIDIA GeForce RTX 4090 Laptop GPU"): the
+  // longest known name it contains word-wise, as detection reads it.
+  if (const Gpu* g = identify(query)) return {g};
+  return {};
 }
 
 const Gpu* ArchData::identify(std::string_view device_name) const {

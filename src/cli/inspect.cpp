@@ -393,7 +393,9 @@ void add_inspect_command(CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand(
       "inspect", "Device code in a .so, a wheel, a directory or an installed torch; --sm judges coverage");
   cmd->add_option("PATH", args->paths, "ELF files (.so, executables, .o), wheels or zips, directories");
+  // One value per --sm (a comma list, repeatable): `--sm 90 lib.so` leaves lib.so a PATH.
   cmd->add_option("--sm", args->sm, "Target compute capabilities to judge, e.g. 90, 8.6,12.0, sm_120")
+      ->allow_extra_args(false)
       ->type_name("LIST");
   cmd->add_flag("--verify", args->verify, "Decompress every entry and cross-check it against its header");
   cmd->add_option("--python", args->python, "Inspect the torch installed for this Python interpreter")->type_name("PY");

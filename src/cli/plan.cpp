@@ -346,8 +346,7 @@ void add_plan_command(CLI::App& app, Context& ctx) {
                 "bad input (an --out or cache directory it cannot use, a tree of another release line), 3 for what "
                 "this host lacks (an expected library, disk or memory, naming the figures)");
   cmd->add_option("--with", args->with, "Plan these too, against the torch of this command: torchvision,torchaudio "
-                  "(as `wheel --with`: each paired with the torch by its recipe; one plan per member)")
-      ->delimiter(',');
+                  "(as `wheel --with`: each paired with the torch by its recipe; one plan per member)");
   add_json_flag(*cmd, ctx);
   cmd->callback([args, &ctx] { run_plan(*args, ctx); });
 }

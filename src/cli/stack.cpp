@@ -114,8 +114,33 @@ bool asks_for_set(const ResolveArgs& args, const std::vector<std::string>& with)
   return !with.empty() || (args.torch_wheel.empty() && is_dependent(args.recipe));
 }
 
-std::vector<StackMember> resolve_set(const ResolveArgs& user, const std::vector<std::string>& with,
+namespace {
+
+// --with torchvision,torchaudio (repeatable): the names, split here so that an item left out
+// ("torchvision,,", "torchvision, ") is a typo said as such, not a recipe named "".
+std::vector<std::string> with_names(const std::vector<std::string>& values) {
+  std::vector<std::string> names;
+  for (const auto& value : values)
+    for (std::size_t from = 0;;) {
+      const std::size_t comma = value.find(',', from);
+      const std::string item = value.substr(from, comma == std::string::npos ? std::string::npos : comma - from);
+      if (text::trim(item).empty() || text::trim(item) != item)
+        throw Failure(Error::bad_input(fmt::format("--with {}: {}; give recipe names separated by commas, e.g. --with "
+                                                   "torchvision,torchaudio",
+                                                   text::quoted(value),
+                                                   text::trim(item).empty() ? "an empty item" : "spaces around a name")));
+      names.push_back(item);
+      if (comma == std::string::npos) break;
+      from = comma + 1;
+    }
+  return names;
+}
+
+}  // namespace
+
+std::vector<StackMember> resolve_set(const ResolveArgs& user, const std::vector<std::string>& with_values,
                                      const Context& ctx) {
+  const std::vector<std::string> with = with_names(with_values);
   // One torch wheel is installed into each dependent's build venv: the set is for one interpreter.
   if (user.python.find(',') != std::string::npos)
     throw Failure(Error::bad_input(fmt::format(

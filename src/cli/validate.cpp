@@ -170,8 +170,10 @@ void add_validate_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--installed", args->installed,
                   "Check a distribution installed in --python's site-packages instead of a wheel file (e.g. torch)")
       ->type_name("DIST");
+  // One value per --sm (a comma list, repeatable): `--sm 90 x.whl` leaves x.whl the WHEEL.
   cmd->add_option("--sm", args->sm, "Target compute capabilities: 90, 9.0, sm_90, 90a, lists 80,90, native")
       ->required()
+      ->allow_extra_args(false)
       ->type_name("LIST");
   cmd->add_option("--python", args->python,
                   "Interpreter for the import test: a path, a name, or X.Y (default: pythonX.Y for the wheel's tag, "

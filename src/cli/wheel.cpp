@@ -490,7 +490,7 @@ void add_wheel_command(CLI::App& app, Context& ctx) {
                 "the differing members when they differ)");
   cmd->add_option("--trace", args->trace, "After the build, write it as Chrome trace JSON (as `report --trace`)");
   cmd->add_option("--with", args->with, "Build these against the torch of this command, after it: torchvision,torchaudio "
-                  "(recipe names, packages or files; each paired with the torch by its recipe)")->delimiter(',');
+                  "(recipe names, packages or files; each paired with the torch by its recipe)");
   add_store_options(*cmd, args->store, true);
   add_json_flag(*cmd, ctx);
   cmd->callback([args, &ctx] {

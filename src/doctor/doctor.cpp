@@ -154,9 +154,14 @@ class Diagnosis {
       std::string lib = f_.torch.lib_inspected ? "lib/ carries no device code"
                         : f_.torch.lib_error.empty() ? "lib/ was not read"
                                                      : "lib/ could not be read: " + f_.torch.lib_error;
-      report_.notes.push_back(fmt::format("cannot tell which archs torch carries: {}, and {}", lib,
-                                          f_.torch.arch_list_missing.empty() ? "it gave no arch list"
-                                                                             : f_.torch.arch_list_missing));
+      // Not knowing is no verdict of "runs": a finding, so the exit is never 0 on it.
+      Finding fd;
+      fd.id = "coverage-unknown";
+      fd.summary = fmt::format("cannot tell whether {} runs on {}: nothing says which archs it carries", torch_text(),
+                               ccs_text(ccs_));
+      fd.evidence = {fmt::format("{} at {}: {}", torch_text(), f_.torch.dir.string(), lib),
+                     f_.torch.arch_list_missing.empty() ? "torch gave no arch list" : f_.torch.arch_list_missing};
+      report_.findings.push_back(std::move(fd));
     } else if (!cov) {
       report_.notes.push_back(fmt::format("lib/ carries no device code{}; judged from {} instead",
                                           f_.torch.lib_error.empty() ? "" : " (" + f_.torch.lib_error + ")",

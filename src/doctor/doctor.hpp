@@ -124,7 +124,8 @@ struct Fix {
 };
 
 struct Finding {
-  std::string id;                  // no-kernel-image, ptx-only, driver-too-old, toolkit-cannot-compile, cpu-only
+  std::string id;                  // no-kernel-image, ptx-only, driver-too-old, toolkit-cannot-compile, cpu-only,
+                                   // coverage-unknown
   std::optional<arch::Cc> cc;      // the target it is about, when one
   std::string summary;             // one line
   std::vector<std::string> evidence;

@@ -189,6 +189,14 @@ Result<Environment> compute(const Request& req, const Inputs& in) {
   auto tc = toolkit_facts(in);
   if (!tc) return tc.error();
   const toolchain::Toolkit& tk = *in.toolkit;
+  // torch.utils.cpp_extension refuses a toolkit of another CUDA major than torch's own.
+  if (in.torch && in.torch->cuda)
+    if (auto torch_cuda = Version::parse(*in.torch->cuda); torch_cuda && torch_cuda->major() != tk.version.major())
+      return Error::missing_tool(fmt::format("torch {} was built with CUDA {}, and the CUDA {} toolkit at {} differs in "
+                                             "major: torch.utils.cpp_extension refuses to build extensions with it; "
+                                             "install a CUDA {}.x toolkit and set CUDA_HOME to it",
+                                             in.torch->version, *in.torch->cuda, tk.release().str(), tk.root.string(),
+                                             torch_cuda->major()));
   // Refuse what this toolkit cannot compile: the extension would silently lack it.
   std::vector<std::string> cannot;
   for (const auto& a : e.archs)

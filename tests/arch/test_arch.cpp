@@ -378,6 +378,15 @@ TEST_CASE("GPU names match case-insensitively and without vendor prefixes", "[gp
   CHECK(data().match_gpus("RTX 30").size() >= 9);
   CHECK(data().match_gpus("Hoper").empty());
   CHECK(data().nearest_gpu_names("H1OO", 3).front() == "H100");
+  // A name as nvidia-smi prints it around a known one (a laptop part of the same chip family).
+  for (const auto& [smi, cc] : std::vector<std::pair<std::string, std::string>>{
+           {"NVIDIA GeForce RTX 4090 Laptop GPU", "8.9"}, {"NVIDIA GeForce RTX 3080 Ti Laptop GPU", "8.6"},
+           {"NVIDIA RTX A5000 Laptop GPU", "8.6"}}) {
+    auto m = data().match_gpus(smi);
+    INFO(smi);
+    REQUIRE(m.size() == 1);
+    CHECK(m.front()->cc.str() == cc);
+  }
 }
 
 TEST_CASE("nvidia-smi names identify the GPU", "[gpus]") {

@@ -86,6 +86,28 @@ TEST_CASE("wheel --python with an empty item is bad input, not the default inter
   }
 }
 
+TEST_CASE("plan with an empty item or spaces in --with is bad input, not a shorter list", "[cli][inputs]") {
+  for (const std::string list : {"torchvision,,", ",torchvision", "torchvision, torchaudio"}) {
+    INFO("--with " << list);
+    auto r = t::archbuild({"plan", "--sm", "90", "--with", list});
+    CHECK(r.status == 2);
+    CHECK((has(r.err, "an empty item") || has(r.err, "spaces around a name")));
+  }
+}
+
+TEST_CASE("inspect and validate: --sm takes one list per use, a path after it stays a path", "[cli][inputs]") {
+  // Before: `inspect --sm 90 lib.so` read lib.so as a second --sm value ("invalid architecture").
+  const std::string so = std::string(ARCHBUILD_SOURCE_DIR) + "/tests/data/binaries/lz4.so";
+  auto r = t::archbuild({"inspect", "--sm", "86", so});
+  INFO(r.err);
+  CHECK(r.status != 2);
+  CHECK_FALSE(has(r.err, "invalid architecture"));
+  auto v = t::archbuild({"validate", "--sm", "90", "/nonexistent/x.whl"});
+  CHECK(v.status == 2);
+  CHECK_FALSE(has(v.err, "invalid architecture"));
+  CHECK(has(v.err, "x.whl"));
+}
+
 TEST_CASE("a --driver with four numbers is no driver version", "[cli][inputs]") {
   auto r = t::archbuild({"install-command", "--sm", "90", "--driver", "570.86.15.1"});
   CHECK(r.status == 2);

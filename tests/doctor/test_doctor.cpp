@@ -492,12 +492,15 @@ TEST_CASE("doctor: judged from the arch list when lib/ has no device code", "[do
   CHECK(contains(r.findings[0].fixes[0].text, "sm_86 on 8.6"));
   CHECK(r.findings[0].fixes.back().command == "archbuild wheel --sm 120,86 --recipe torch-2.9");
   CHECK(any_contains(r.notes, "judged from torch.cuda.get_arch_list()"));
-  // Neither lib/ nor an arch list: nothing to judge, said in a note.
+  // Neither lib/ nor an arch list: nothing to judge is a finding of its own, never "runs on every
+  // target" (before: no finding, exit 0).
   f.torch.arch_list.reset();
   f.torch.arch_list_missing = "torch.cuda.get_arch_list() is empty";
   auto r2 = doctor::diagnose(f, adv.fn());
-  CHECK(r2.findings.empty());
-  CHECK(any_contains(r2.notes, "cannot tell which archs"));
+  REQUIRE(r2.findings.size() == 1);
+  CHECK(r2.findings[0].id == "coverage-unknown");
+  CHECK(contains(r2.findings[0].summary, "cannot tell whether"));
+  CHECK(any_contains(r2.findings[0].evidence, "torch.cuda.get_arch_list() is empty"));
 }
 
 TEST_CASE("doctor: no target, no diagnosis", "[doctor]") {

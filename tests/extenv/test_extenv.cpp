@@ -101,6 +101,20 @@ TEST_CASE("env: the installed torch's version decides the reader, --constraints 
   CHECK(constraints(*none).error().exit == Exit::missing_tool);
 }
 
+TEST_CASE("env: a toolkit of another CUDA major than torch's is refused as cpp_extension refuses it (exit 3)") {
+  auto in = host();  // CUDA 13.0
+  in.torch = TorchSeen{"/usr/bin/python3", "2.7.1+cu128", std::string("12.8")};
+  auto e = compute(request("90"), in);
+  REQUIRE_FALSE(e.ok());
+  CHECK(e.error().exit == Exit::missing_tool);
+  CHECK(contains(e.error().message, "torch 2.7.1+cu128 was built with CUDA 12.8, and the CUDA 13.0 toolkit"));
+  CHECK(contains(e.error().message, "install a CUDA 12.x toolkit"));
+  in.torch = TorchSeen{"/usr/bin/python3", "2.11.0+cu130", std::string("13.0")};
+  CHECK(compute(request("90"), in).ok());
+  in.torch = TorchSeen{"/usr/bin/python3", "2.11.0+cpu", std::nullopt};  // a CPU torch: nothing to compare
+  CHECK(compute(request("90"), in).ok());
+}
+
 TEST_CASE("env: an old torch's reader rejects two-digit majors, cpp_extension never takes 'f'") {
   auto in = host();
   in.torch = TorchSeen{"/usr/bin/python3", "2.5.1+cu124", std::nullopt};
