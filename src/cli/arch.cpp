@@ -5,6 +5,7 @@
 #include "arch/parse.hpp"
 #include "cli/context.hpp"
 #include "core/text.hpp"
+#include "toolchain/toolchain.hpp"
 
 namespace archbuild::cli {
 
@@ -48,6 +49,17 @@ void run_arch(const ArchOptions& o, Context& ctx) {
     throw Failure(Error::bad_input("arch: give at least one architecture, e.g. `archbuild arch 9.0` or "
                                    "`archbuild arch -gencode arch=compute_90,code=sm_90`"));
   auto archs = arch::parse_arch_lists(o.lists, data, po).take();
+  // For a CUDA release that renamed a CC (13.0: 10.1 is 11.0), the list it compiles says the new name.
+  if (po.cuda)
+    if (auto tcs = toolchain::load_shipped(data); tcs)
+      for (const auto& tc : *tcs)
+        if (tc.cuda == *po.cuda)
+          for (auto& a : archs)
+            if (auto r = tc.renamed(a, data)) {
+              note(ctx, fmt::format("note: {} is {} for CUDA {} (renamed; data/gpus.toml)", a.cc_name(), r->cc_name(),
+                                    po.cuda->str()));
+              a = *r;
+            }
   auto torch = arch::to_torch(archs);
   auto cmake = arch::to_cmake(archs);
   auto spack = arch::to_spack(archs);

@@ -1,10 +1,12 @@
 #include "extenv/extenv.hpp"
 
+#include "arch/arch_data.hpp"
 #include <algorithm>
 #include <cctype>
 #include <set>
 
 #include <fmt/format.h>
+
 
 #include "core/text.hpp"
 #include "doctor/doctor.hpp"
@@ -197,6 +199,15 @@ Result<Environment> compute(const Request& req, const Inputs& in) {
                                              "install a CUDA {}.x toolkit and set CUDA_HOME to it",
                                              in.torch->version, *in.torch->cuda, tk.release().str(), tk.root.string(),
                                              torch_cuda->major()));
+  // A CC a later CUDA renamed (10.1, Jetson Thor, is 11.0 from CUDA 13) is built under the name
+  // this toolkit compiles, as cpp_extension's own names (Blackwell+Tegra) follow it.
+  for (auto& a : e.archs) {
+    auto renamed = (*tc)->renamed(a, arch::ArchData::shipped());
+    if (!renamed || !tk.lists(renamed->cc)) continue;
+    e.notes.push_back(fmt::format("{} is {} for CUDA {} (renamed; data/gpus.toml): built as {}", a.cc_name(),
+                                  renamed->cc_name(), tk.release().str(), renamed->sm_name()));
+    a = *renamed;
+  }
   // Refuse what this toolkit cannot compile: the extension would silently lack it.
   std::vector<std::string> cannot;
   for (const auto& a : e.archs)

@@ -31,6 +31,15 @@ bool Toolchain::compiles(const arch::Arch& a) const {
                      [&](const arch::Arch& t) { return t.cc == a.cc && t.variant == a.variant; });
 }
 
+std::optional<arch::Arch> Toolchain::renamed(const arch::Arch& a, const arch::ArchData& data) const {
+  const auto* known = data.find(a.cc);
+  if (!known || !known->renamed_to || compiles(a)) return std::nullopt;
+  arch::Arch r = a;
+  r.cc = *known->renamed_to;
+  if (!compiles(r)) return std::nullopt;
+  return r;
+}
+
 std::optional<std::string> Toolchain::rejects(CompilerKind kind, const Version& v) const {
   const CompilerRange& r = kind == CompilerKind::gcc ? gcc : clang;
   std::string what = kind == CompilerKind::gcc ? "GCC" : "Clang";

@@ -40,6 +40,10 @@ struct Toolchain {
   std::string cu_tag() const;          // "cu128"
   // nvcc compiles this arch (CC and variant; PTX and SASS alike).
   bool compiles(const arch::Arch& a) const;
+  // `a` under the name this release compiles it by when a later CUDA renamed its CC (10.1, Jetson
+  // Thor, is 11.0 from CUDA 13: `renamed_to` in data/gpus.toml); nullopt when `a` needs no new
+  // name here or the new one does not compile either.
+  std::optional<arch::Arch> renamed(const arch::Arch& a, const arch::ArchData& data) const;
   // Why this compiler is not accepted as nvcc's host compiler, or nullopt when it is.
   std::optional<std::string> rejects(CompilerKind kind, const Version& v) const;
 };

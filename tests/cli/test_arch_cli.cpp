@@ -174,3 +174,16 @@ TEST_CASE("a broken data file is one clear line, exit 2", "[cli]") {
   CHECK(r.status == 2);
   CHECK(r.err.find("gpus.toml") != std::string::npos);
 }
+
+TEST_CASE("arch --cuda: a CC that CUDA release renamed is printed by its new name, with a note", "[cli][arm]") {
+  // Jetson Thor's 10.1 is 11.0 from CUDA 13.0 (before: 10.1, which CUDA 13 cannot compile).
+  for (const char* spec : {"10.1", "Blackwell+Tegra"}) {
+    auto r = t::archbuild({"arch", spec, "--cuda", "13.0"});
+    INFO(spec << ": " << r.err);
+    CHECK(r.status == 0);
+    CHECK(r.out == "11.0\n");
+    CHECK(r.err.find("10.1 is 11.0 for CUDA 13.0") != std::string::npos);
+  }
+  auto old = t::archbuild({"arch", "10.1", "--cuda", "12.9"});  // the name CUDA 12 compiles
+  CHECK(old.out == "10.1\n");
+}

@@ -2,6 +2,8 @@
 // compilers, the torch probe's answer) and the shipped recipes and toolchains; the printers.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "arch/parse.hpp"
 #include "extenv/extenv.hpp"
 
@@ -99,6 +101,18 @@ TEST_CASE("env: the installed torch's version decides the reader, --constraints 
   auto none = compute(request("90"), host());
   REQUIRE(none.ok());
   CHECK(constraints(*none).error().exit == Exit::missing_tool);
+}
+
+TEST_CASE("env: Thor's 10.1 is built as 11.0 by a CUDA 13 toolkit, which renamed it", "[arm]") {
+  // Before: "CUDA 13.0 … cannot compile sm_101" for --sm 10.1 or Blackwell+Tegra.
+  for (const char* target : {"10.1", "Blackwell+Tegra"}) {
+    INFO(target);
+    auto e = compute(request(target), host());  // CUDA 13.0
+    REQUIRE(e.ok());
+    CHECK(value(*e, "TORCH_CUDA_ARCH_LIST") == "11.0");
+    CHECK(std::any_of(e->notes.begin(), e->notes.end(),
+                      [](const std::string& n) { return contains(n, "10.1 is 11.0 for CUDA 13.0"); }));
+  }
 }
 
 TEST_CASE("env: a toolkit of another CUDA major than torch's is refused as cpp_extension refuses it (exit 3)") {
