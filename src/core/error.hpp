@@ -1,4 +1,4 @@
-// Errors as values, one message style, each carrying the exit status DESIGN.md documents.
+// Errors as values, one message style, each carrying the exit status docs/commands.md documents.
 #pragma once
 
 #include <stdexcept>
@@ -8,7 +8,7 @@
 
 namespace archbuild {
 
-// Exit statuses shared by every command (DESIGN.md "Command line").
+// Exit statuses shared by every command (docs/commands.md "Every command").
 enum class Exit : int {
   ok = 0,
   not_fine = 1,     // the thing checked is not fine (coverage gap, doctor finding, no match)

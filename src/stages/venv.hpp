@@ -1,4 +1,4 @@
-// The build venv (DESIGN.md "environment"): made from the chosen interpreter with `python -m venv`,
+// The build venv (docs/build.md "The build venv"): made from the chosen interpreter with `python -m venv`,
 // the tree's build requirements installed by pip with the caller's own pip configuration
 // (PIP_INDEX_URL, PIP_FIND_LINKS, pip.conf …). Made before planning, because the versions pip
 // installs shape the binary and so belong in the build key; the plan then only reads the result.

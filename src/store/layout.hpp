@@ -1,4 +1,4 @@
-// The cache directory and every path in it (DESIGN.md "Cache layout"). This is the ONLY place
+// The cache directory and every path in it (docs/architecture.md "Cache layout"). This is the ONLY place
 // that decides where archbuild's files live; other modules get paths from here.
 //
 //   git/<url-hash>.git        bare mirrors (source and submodules); git/<url-hash>.lock

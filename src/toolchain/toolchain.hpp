@@ -1,7 +1,7 @@
 // CUDA toolkits and host compilers: the facts per CUDA release (toolchains/cuda-X.Y.toml) and
 // discovery of what this host has installed.
 //
-// This module starts no process: only run/ does (DESIGN.md). Discovery asks its questions
+// This module starts no process: only run/ does (docs/architecture.md "Invariants"). Discovery asks its questions
 // (`nvcc --version`, `g++ --version`, …) through an injected Probe; the CLI passes
 // run::capture, tests pass a fake or run::capture on fake toolkit trees.
 #pragma once
