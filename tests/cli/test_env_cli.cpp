@@ -224,7 +224,7 @@ std::vector<std::string> strings(const json& j) { return j.get<std::vector<std::
 
 }  // namespace
 
-TEST_CASE("env: the example dependent built with exactly env's output carries exactly those archs") {
+TEST_CASE("env: the example dependent built with exactly env's output carries exactly those archs", "[cli][env][nvcc]") {
   auto w = test::example_wheel("9.0");
   if (!w.skip.empty()) {
     WARN("##archbuild-skip## " << w.skip);

@@ -122,7 +122,7 @@ std::vector<std::string> stage_logs(const fs::path& cache) {
 
 TEST_CASE("pythons: wheel --python with two interpreters builds two wheels in one command with the second from the "
           "compiler cache and a repeat runs nothing",
-          "[cli][wheel][python]") {
+          "[cli][wheel][python][nvcc]") {
   if (auto why = why_not(); !why.empty()) {
     WARN("##archbuild-skip## " << why);
     return;

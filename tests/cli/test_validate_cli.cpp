@@ -239,7 +239,7 @@ TEST_CASE("validate: no nvcc for the smoke kernel is a missing tool (exit 3)", "
   CHECK_THAT(check_of(doc, "smoke")["summary"].get<std::string>(), Catch::Contains("no CUDA toolkit found"));
 }
 
-TEST_CASE("validate: the GPU parts on this host's GPU", "[validate][cli][gpu]") {
+TEST_CASE("validate: the GPU parts on this host's GPU", "[validate][cli][gpu][nvcc]") {
   auto d = test::archbuild({"detect", "--json"});
   if (d.status != 0) {
     WARN("##archbuild-skip## no GPU on this host (" << d.err.substr(0, 200) << ")");

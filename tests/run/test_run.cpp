@@ -639,7 +639,7 @@ TEST_CASE("example minitorch: setup.py build --cmake-only, cmake --build, bdist_
   CHECK(out.find("\n\n") != std::string::npos);  // a CPU build compiles for no architecture
 }
 
-TEST_CASE("example minitorch: kernels compiled for exactly TORCH_CUDA_ARCH_LIST (nvcc)", "[run][example]") {
+TEST_CASE("example minitorch: kernels compiled for exactly TORCH_CUDA_ARCH_LIST (nvcc)", "[run][example][nvcc]") {
   if (auto u = archbuild::test::unusable("/usr/local/cuda/bin/nvcc"); !u.empty()) {
     WARN("##archbuild-skip## " << u);
     return;

@@ -98,6 +98,9 @@ def scan(src, modules):
                     m = INCLUDE.match(line)
                     if not m or '/' not in m.group(1):
                         continue  # a header next to the file: its own module
+                    if m.group(1).startswith('../'):
+                        yield f'{base}/{rel}', n, owner, '..', m.group(1)
+                        continue
                     target = m.group(1).split('/')[0]
                     # A quoted include of something not under src/ is a library's, not a module's.
                     if target == owner or target not in folders:
@@ -146,6 +149,10 @@ def check(src, deps):
         for d in sorted(ds - set(deps)):
             problems.append(f'{m} declares {d}, which is not a module')
     for where, line, owner, target, text in scan(src, deps):
+        if target == '..':
+            problems.append(f'{where}:{line}: #include "{text}" climbs out of its folder: name the module '
+                            f'("module/header.hpp"), so the edge is seen and checked')
+            continue
         if owner == TOP:
             continue
         if owner not in deps:

@@ -71,6 +71,11 @@ with tempfile.TemporaryDirectory(prefix='module-deps-') as tmp:
     check('a module including cli/ fails', tree, m, 1,
           [f'src/stages/pipeline.cpp:{line}: stages -> cli'])
 
+    tree, m = fresh('relative')
+    line = append(os.path.join(tree, 'core', 'text.cpp'), '#include "../plan/plan.hpp"')
+    check('an include that climbs out of its folder fails', tree, m, 1,
+          [f'src/core/text.cpp:{line}: #include "../plan/plan.hpp" climbs out of its folder'])
+
     tree, m = fresh('cli-uses-all')
     append(os.path.join(tree, 'cli', 'plan.cpp'), '#include "extenv/extenv.hpp"')
     append(os.path.join(tree, 'main.cpp'), '#include "mirror/mirror.hpp"')

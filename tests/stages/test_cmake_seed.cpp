@@ -38,7 +38,7 @@ TEST_CASE("cmake seed: the forwarded list values, quoted, after the toolchain fi
 }
 
 TEST_CASE("cmake seed: a tree that forwards its environment as one CMake list keeps the whole CUDA launcher",
-          "[stages]") {
+          "[stages][nvcc]") {
   const std::string nvcc = "/usr/local/cuda/bin/nvcc";
   for (const std::string tool : {"cmake", "ninja"})
     if (t::which(tool).empty()) {
