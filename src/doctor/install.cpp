@@ -191,7 +191,9 @@ InstallAdvice advise_install(const InstallQuery& q, const BuildAdvisor& advisor)
         driver_blocked = fmt::format("torch {} ({}) runs on {} with driver >= {}", r->line.str(), v->cu(),
                                      ccs_text(a.ccs), j.driver_needed);
     }
-    if (vs.empty())
+    if (vs.empty() && !r->recorded)
+      lr.why_not.push_back("no official wheels recorded: only a recipe names this line");
+    else if (vs.empty())
       lr.why_not.push_back(wheels == "x86_64" ? "no arch list recorded for its wheels"
                                               : fmt::format("no {} wheel list recorded", wheels));
     lines.push_back(std::move(lr));

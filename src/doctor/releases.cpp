@@ -159,7 +159,23 @@ Result<Releases> Releases::load(const fs::path& path, const arch::ArchData& data
 }
 
 Result<Releases> Releases::load_shipped(const arch::ArchData& data) {
-  return load(data_root() / "data" / "torch-releases.toml", data);
+  auto out = load(data_root() / "data" / "torch-releases.toml", data);
+  if (!out) return out;
+  auto recipes = recipe::load_shipped();
+  if (!recipes) return recipes.error();
+  out->add_recipe_lines(*recipes);
+  return out;
+}
+
+void Releases::add_recipe_lines(const std::vector<recipe::Recipe>& recipes) {
+  for (const auto& r : recipes) {
+    if (r.package != "torch" || r.abstract || find(r.version)) continue;
+    Release line;
+    line.line = r.version.prefix(2);
+    line.recorded = false;
+    releases.push_back(std::move(line));
+  }
+  std::sort(releases.begin(), releases.end(), [](const Release& a, const Release& b) { return a.line < b.line; });
 }
 
 const Release* Releases::find(const Version& line) const {

@@ -1,6 +1,7 @@
 // The official PyTorch wheels as data (data/torch-releases.toml, each list cited there): per release
 // line its CUDA variants and their arch lists, so that "which official wheel runs on this GPU"
-// is computed with the run-compatibility rule, never written in code.
+// is computed with the run-compatibility rule, never written in code. A line a recipe names and
+// the file does not is a line without official wheels.
 #pragma once
 
 #include <filesystem>
@@ -14,6 +15,7 @@
 #include "arch/compat.hpp"
 #include "core/error.hpp"
 #include "core/version.hpp"
+#include "recipe/recipe.hpp"
 
 namespace archbuild::doctor {
 
@@ -39,6 +41,9 @@ struct Release {
   std::optional<Version> latest;       // the newest patch: 2.7.1 (what install advice pins)
   std::optional<Version> torchvision;  // the matching release line: 0.22
   std::optional<Version> torchaudio;   // 2.7; 2.11 serves 2.11 – 2.14
+  // false: a line only a torch recipe names (recipes/), with no row in torch-releases.toml: no
+  // official wheel recorded (yet), so nothing to install, only to build.
+  bool recorded = true;
 
   // "2.7.1" when the newest patch is recorded, else "2.7.*" (pip's prefix match).
   std::string pin() const;
@@ -55,8 +60,12 @@ struct Releases {
   std::vector<Release> releases;              // oldest line first
 
   static Result<Releases> load(const std::filesystem::path& file, const arch::ArchData& data);
-  // data_root()/data/torch-releases.toml
+  // data_root()/data/torch-releases.toml, and a line without wheels (`recorded` false) for each
+  // torch recipe of data_root()/recipes/ the file has no row for: a new torch line is its recipe,
+  // and the newest line is the newest either knows.
   static Result<Releases> load_shipped(const arch::ArchData& data = arch::ArchData::shipped());
+  // The lines of these torch recipes the releases lack, added without wheels (`recorded` false).
+  void add_recipe_lines(const std::vector<recipe::Recipe>& recipes);
 
   const Release* find(const Version& line) const;           // by X.Y
   std::string index_for(const WheelVariant& v) const;       // the pip index of a variant

@@ -15,6 +15,7 @@
 
 #include "support/process.hpp"
 #include "support/tempdir.hpp"
+#include "support/torch_lines.hpp"
 
 namespace t = archbuild::test;
 namespace fs = std::filesystem;
@@ -182,7 +183,7 @@ TEST_CASE("doctor: RTX 5090 (--sm 120) against a 2.5+cu124-like torch: no kernel
   // then a source build resolution picks.
   CHECK(f["fixes"][0]["kind"] == "official-wheel");
   CHECK(f["fixes"][0]["command"] == h.python.string() +
-                                        " -m pip install torch==2.15.0 \"torchvision==0.30.*\" --index-url " + official_index("cu132"));
+                                        " -m pip install " + t::newest_official().requirements() + " --index-url " + official_index("cu132"));
   const auto& last = f["fixes"].back();
   CHECK(last["kind"] == "build");
   CHECK(has(last["command"].get<std::string>(), "archbuild wheel --sm 120 --recipe torch-2."));
@@ -192,7 +193,7 @@ TEST_CASE("doctor: RTX 5090 (--sm 120) against a 2.5+cu124-like torch: no kernel
   CHECK(r.status == 1);
   CHECK(has(r.out, "finding  no-kernel-image"));
   CHECK(has(r.out, "lib/libtorch_cuda.so carries sm_80 sm_90"));
-  CHECK(has(r.out, "fix 1: install the official torch 2.15 wheel"));
+  CHECK(has(r.out, "fix 1: install the official torch " + t::newest_official().line + " wheel"));
   CHECK(has(r.out, "$ archbuild wheel --sm 120 --recipe torch-2."));
   CHECK(has(r.err, "1 finding: no-kernel-image (12.0)"));
 }
@@ -284,7 +285,7 @@ TEST_CASE("doctor: a CPU-only torch", "[cli][doctor]") {
   REQUIRE(j["findings"].size() == 1);
   CHECK(j["findings"][0]["id"] == "cpu-only");
   CHECK(j["findings"][0]["fixes"][0]["command"] ==
-        h.python.string() + " -m pip install torch==2.15.0 \"torchvision==0.30.*\" --index-url " + official_index("cu132"));
+        h.python.string() + " -m pip install " + t::newest_official().requirements() + " --index-url " + official_index("cu132"));
   auto r = h.doctor({"--sm", "90"});
   CHECK(has(r.out, "CPU only"));
   CHECK(has(r.out, "finding  cpu-only"));
@@ -364,7 +365,7 @@ TEST_CASE("doctor without torch: which official wheel to install, or the build",
     auto pascal = h.json({"--gpu", "GTX 1080 Ti", "--driver", "580.65.06"}, 1);
     CHECK(pascal["options"].empty());
     auto h100 = h.json({"--sm", "90", "--driver", "580.65.06"}, 0);
-    CHECK(h100["options"][0]["torch"] == "2.15.0");
+    CHECK(h100["options"][0]["torch"] == t::newest_official().latest);
   }
   if (aarch64) return;
   SECTION("an RTX 5090 with driver 570: CUDA 12 wheels, not cu130") {
@@ -388,13 +389,14 @@ TEST_CASE("doctor without torch: which official wheel to install, or the build",
     CHECK(j["options"][0]["torch"] == "2.14.0");
     CHECK(j["options"][0]["variant"] == "cu126");
     CHECK(j["options"][0]["runs"][0]["result"] == "compatible-sass");
-    CHECK(has(j["build"]["why"].get<std::string>(), "no official torch 2.15 wheel runs here"));
+    CHECK(has(j["build"]["why"].get<std::string>(), "no official torch " + t::newest_torch().line + " wheel runs here"));
   }
   SECTION("an H100 and an RTX 4090: the release that covers both") {
     auto j = h.json({"--sm", "90", "--gpu", "RTX 4090"}, 0);
-    CHECK(j["options"][0]["torch"] == "2.15.0");
+    CHECK(j["options"][0]["torch"] == t::newest_official().latest);
     CHECK(j["options"][0]["runs"].size() == 2);
-    CHECK(j["build"].is_null());
+    // No build unless a newer line has a recipe and no wheels yet.
+    CHECK(j["build"].is_null() == (t::newest_torch().line == t::newest_official().line));
   }
   SECTION("no official wheel: exit 1 and the archbuild wheel command") {
     // 3.5 (Kepler): no recorded list carries code that runs on it. (11.0, Thor, is an sbsa GPU:
@@ -572,7 +574,7 @@ TEST_CASE("install-command: the build it advises runs on the driver given", "[cl
   if (g["build"]["ok"] == true) {
     CHECK(has(g["build"]["command"].get<std::string>(), "--cuda 12."));
   } else {
-    CHECK(has(g["build"]["detail"].get<std::string>(), "on torch 2.15"));  // only the newest line was asked
+    CHECK(has(g["build"]["detail"].get<std::string>(), "on torch " + t::newest_torch().line));  // only the newest line was asked
   }
 }
 
@@ -581,11 +583,10 @@ TEST_CASE("install-command: a build advised for this machine names its libraries
   // The newest release's lists unknown (a copy of the data without them), so its build is the
   // answer, on this machine, with a driver that starts its CUDA 13 runtime.
   t::TempDir root;
-  for (const char* d : {"data", "toolchains", "recipes"})
-    fs::copy(fs::path(ARCHBUILD_SOURCE_DIR) / d, root / d, fs::copy_options::recursive);
+  t::copy_data_root(root.path());
   const auto releases = root / "data" / "torch-releases.toml";
   std::string text = t::read_file(releases);
-  const std::string lists = "[torch.\"2.15\".arch_list]\n";
+  const std::string lists = "[torch.\"" + t::newest_official().line + "\".arch_list]\n";
   auto at = text.find(lists);
   REQUIRE(at != std::string::npos);
   auto end = text.find("\n[", at + lists.size());

@@ -8,6 +8,7 @@
 
 #include "support/process.hpp"
 #include "support/tempdir.hpp"
+#include "support/torch_lines.hpp"
 
 using namespace archbuild;
 using nlohmann::json;
@@ -16,6 +17,17 @@ namespace fs = std::filesystem;
 namespace {
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// The newest torch recipe (recipes/): what resolution picks when nothing narrows it.
+const test::TorchLine newest = test::newest_torch();
+
+// The recipes `recipes list --json` lists: every file of recipes/, the abstract bases included.
+std::size_t shipped_recipes() {
+  std::size_t n = 0;
+  for (const auto& e : fs::directory_iterator(fs::path(ARCHBUILD_SOURCE_DIR) / "recipes"))
+    n += e.path().extension() == ".toml";
+  return n;
+}
 
 // Whether the resolution's rules hold `id` with this outcome.
 bool has_rule(const nlohmann::json& j, const std::string& id, bool ok) {
@@ -81,11 +93,13 @@ TEST_CASE("archbuild recipes lists and shows the recipes") {
   auto r = test::archbuild({"recipes"});
   REQUIRE(r.status == 0);
   for (const char* name : {"torch-2.4", "torch-2.9", "torch-2.15", "torchvision-0.22", "torchvision-0.29", "torchaudio-2.7", "torchaudio-2.11"}) CHECK(contains(r.out, name));
+  CHECK(contains(r.out, newest.recipe));
   CHECK(contains(r.out, "v2.7.1"));
   CHECK_FALSE(contains(r.out, "torch-common "));  // bases are named on stderr only
 
   auto j = parse(test::archbuild({"recipes", "list", "--json"}));
-  REQUIRE(j["recipes"].size() == 37);
+  CHECK(shipped_recipes() >= 37);
+  REQUIRE(j["recipes"].size() == shipped_recipes());
   CHECK(j["recipes"][0]["package"] == "torch");
 
   auto show = test::archbuild({"recipes", "show", "torch-2.7"});
@@ -158,7 +172,7 @@ TEST_CASE("archbuild resolve --sm 89 picks the newest recipe and the installed t
   REQUIRE(r.status == 0);
   auto j = parse(r);
   CHECK(j["status"] == "ok");
-  CHECK(j["recipe"]["name"] == "torch-2.15");
+  CHECK(j["recipe"]["name"] == newest.recipe);
   CHECK(j["toolkit"]["root"] == (h.tmp.path() / "roots/cuda-13.0").string());
   CHECK(j["toolkit"]["nvcc_version"] == "13.0.88");
   CHECK(j["compiler"]["path"] == (h.tmp.path() / "bin/g++-13").string());
@@ -167,7 +181,7 @@ TEST_CASE("archbuild resolve --sm 89 picks the newest recipe and the installed t
 
   auto human = h.run({"resolve", "--sm", "89"});
   CHECK(human.status == 0);
-  CHECK(contains(human.out, "torch-2.15"));
+  CHECK(contains(human.out, newest.recipe));
   CHECK(contains(human.out, "TORCH_CUDA_ARCH_LIST=8.9"));
   CHECK(contains(human.out, "ok   host-compiler"));
 }
@@ -176,8 +190,8 @@ TEST_CASE("archbuild resolve prefers an installed toolkit, and exits 3 when only
   FakeHost h;
   h.cuda132();
   auto r = parse(h.run({"resolve", "--sm", "90", "--json"}));
-  CHECK(r["recipe"]["name"] == "torch-2.15");
-  CHECK(r["cuda"]["release"] == "13.2");  // installed, though 2.15 prefers 13.0
+  CHECK(r["recipe"]["name"] == newest.recipe);
+  CHECK(r["cuda"]["release"] == "13.2");  // installed, though the newest prefers 13.0
 
   FakeHost only13;
   only13.cuda130();
@@ -192,19 +206,19 @@ TEST_CASE("archbuild resolve prefers an installed toolkit, and exits 3 when only
   CHECK(contains(p.err, "CUDA 13.0 is not installed"));
 }
 
-TEST_CASE("archbuild resolve --sm 90 picks torch 2.15, --sm 107 needs CUDA >= 13.4, Rubin is gated by --cuda") {
+TEST_CASE("archbuild resolve --sm 90 picks the newest torch, --sm 107 needs CUDA >= 13.4, Rubin is gated by --cuda") {
   FakeHost h;
   h.cuda130();
   h.cuda134();
   auto r = parse(h.run({"resolve", "--sm", "90", "--json"}));
   CHECK(r["status"] == "ok");
-  CHECK(r["recipe"]["name"] == "torch-2.15");
+  CHECK(r["recipe"]["name"] == newest.recipe);
   CHECK(r["cuda"]["release"] == "13.0");
 
-  // torch 2.15 builds sm_107 from source with CUDA 13.4 (the only toolkit that compiles it).
+  // The newest torch (2.15 on) builds sm_107 from source with CUDA 13.4 (the only toolkit that compiles it).
   auto rubin = parse(h.run({"resolve", "--sm", "107", "--json"}));
   CHECK(rubin["status"] == "ok");
-  CHECK(rubin["recipe"]["name"] == "torch-2.15");
+  CHECK(rubin["recipe"]["name"] == newest.recipe);
   CHECK(rubin["cuda"]["release"] == "13.4");
   CHECK(rubin["arch_list"]["value"] == "10.7");
   // Before 2.15 no recipe can: refused with the rule and the way out.
@@ -255,7 +269,7 @@ TEST_CASE("archbuild plan: environment, steps, a stable key, and whether it is b
   CHECK(a["env"]["CUDA_HOME"] == (h.tmp.path() / "roots/cuda-13.0").string());
   CHECK(a["env"]["CUDAHOSTCXX"] == (h.tmp.path() / "bin/g++-13").string());
   CHECK(a["env"]["CC"] == (h.tmp.path() / "bin/gcc-13").string());
-  CHECK(a["env"]["PYTORCH_BUILD_VERSION"] == "2.15.0+cu130.sm90");
+  CHECK(a["env"]["PYTORCH_BUILD_VERSION"] == newest.version + "+cu130.sm90");
   CHECK(a["env"].contains("MAX_JOBS"));
   CHECK(a["steps"][0]["argv"][0] == "/fake/python/bin/python3.12");
   CHECK(a["built"] == false);
@@ -343,12 +357,12 @@ TEST_CASE("archbuild plan --sm 90 on this machine's real toolkit and compiler") 
     WARN("##archbuild-skip## " << u);
     return;
   }
-  // Without a recipe: torch 2.15, whose scikit-build-core backend this machine's Python may lack
+  // Without a recipe: the newest torch (2.15: scikit-build-core), whose backend this machine's Python may lack
   // (not a Debian 12 package): then exit 3 naming it, the choice standing.
   auto newest = test::archbuild({"resolve", "--sm", "90", "--python", "/usr/bin/python3", "--json"});
   INFO(newest.err);
   CHECK((newest.status == 0 || (newest.status == 3 && contains(newest.err, "scikit_build_core"))));
-  CHECK(parse(newest)["recipe"]["name"] == "torch-2.15");
+  CHECK(parse(newest)["recipe"]["name"] == ::newest.recipe);
   // Debian's interpreter (setuptools, wheel, build: scripts/install-deps), not a pyenv one; torch
   // 2.13, the newest of the `python -m build` + setuptools era.
   auto r = test::archbuild({"plan", "--sm", "90", "--torch", "2.13", "--python", "/usr/bin/python3", "--json"});
@@ -414,7 +428,7 @@ TEST_CASE("archbuild resolve --platform: Arm platforms, their GPUs, facts and ho
 TEST_CASE("archbuild resolve --platform jetson: CUDA 13 has no L4T toolkit, so CUDA 12 builds a Jetson", "[arm]") {
   FakeHost h;
   h.cuda130();
-  // Only the rule keeps CUDA 13.0 (installed, and torch-2.15's) from a Jetson build.
+  // Only the rule keeps CUDA 13.0 (installed, and the newest torch's) from a Jetson build.
   auto orin = h.run({"resolve", "--sm", "87", "--platform", "jetson", "--json"});
   INFO(orin.err);
   auto j = parse(orin);
@@ -444,4 +458,65 @@ TEST_CASE("archbuild resolve --platform jetson: CUDA 13 has no L4T toolkit, so C
   // What the platform applies is said too, not only in --json's platform.env.
   CHECK(contains(cuda129, "platform sbsa adds CMAKE_SHARED_LINKER_FLAGS=-Wl,-z,max-page-size=0x10000 to the build environment"));
   CHECK(contains(with("13.0"), "-Xfatbin -compress-all --threads 2 -compress-mode=size"));
+}
+
+TEST_CASE("a new torch line is its recipe: torch-2.99 alone in a data root is what resolve, plan, install-command "
+          "and matrix choose") {
+  // recipes/torch-2.99.toml extending the newest, and nothing else: no row in
+  // data/torch-releases.toml (a line without official wheels yet), no code.
+  FakeHost h;
+  h.cuda130();
+  test::TempDir root;
+  test::copy_data_root(root.path());
+  root.write("recipes/torch-2.99.toml", "extends = \"" + newest.recipe +
+                                            "\"\nversion = \"2.99.0\"\n[source]\ntag = \"v2.99.0\"\n");
+  CHECK_FALSE(contains(test::read_file(root / "data/torch-releases.toml"), "\"2.99\""));
+  CHECK(test::newest_torch(root.path()).recipe == "torch-2.99");
+  auto o = h.opts();
+  o.env["ARCHBUILD_DATA_DIR"] = root.path().string();
+  auto run = [&](std::vector<std::string> args) {
+    auto r = test::archbuild(args, o);
+    INFO(r.out.substr(0, 2000) << r.err);
+    return r;
+  };
+
+  auto listed = run({"recipes", "list", "--json"});
+  REQUIRE(listed.status == 0);
+  CHECK(contains(listed.out, "\"torch-2.99\""));
+
+  auto r = run({"resolve", "--sm", "90", "--json"});
+  REQUIRE(r.status == 0);
+  auto rj = parse(r);
+  CHECK(rj["recipe"]["name"] == "torch-2.99");
+  CHECK(rj["cuda"]["release"] == "13.0");
+
+  auto p = run({"plan", "--sm", "90", "--json"});
+  REQUIRE(p.status == 0);
+  auto pj = parse(p);
+  CHECK(pj["resolution"]["recipe"]["name"] == "torch-2.99");
+  CHECK(pj["env"]["PYTORCH_BUILD_VERSION"] == "2.99.0+cu130.sm90");
+
+  // install-command: the official wheels are the newest recorded line's; 2.99 has none, so its
+  // build is advised beside them.
+  auto i = run({"install-command", "--sm", "90", "--driver", "580.65.06", "--json"});
+  REQUIRE(i.status == 0);
+  auto ij = parse(i);
+  REQUIRE_FALSE(ij["options"].empty());
+  CHECK(ij["options"][0]["torch"] == test::newest_official(root.path()).latest);
+  CHECK(contains(ij["ruled_out"].dump(), "torch 2.99: no official wheels recorded"));
+  REQUIRE(ij["build"].is_object());
+  CHECK(ij["build"]["recipe"] == "torch-2.99");
+  CHECK(contains(ij["build"]["command"].get<std::string>(), "--recipe torch-2.99"));
+  CHECK(contains(ij["build"]["why"].get<std::string>(), "no official torch 2.99 wheel runs here"));
+
+  auto m = run({"--cache-dir", (h.tmp / "cache").string(), "matrix", "--sm", "90", "--json"});
+  REQUIRE(m.status == 0);
+  auto mj = parse(m);
+  bool jobs_299 = false;
+  for (const auto& job : mj["include"])
+    if (job["recipe"] == "torch-2.99") {
+      jobs_299 = true;
+      CHECK(job["torch"] == "2.99.0");
+    }
+  CHECK(jobs_299);
 }

@@ -5,11 +5,19 @@
 #include <algorithm>
 
 #include "doctor/install.hpp"
+#include "support/torch_lines.hpp"
 
 using namespace archbuild;
 using arch::Cc;
 
+namespace t = archbuild::test;
+
 namespace {
+
+// The newest torch line (recipes/) and the newest with official wheels (data/torch-releases.toml):
+// the expectations follow the data, so a new line is a new recipe and row, not a test edit.
+const std::string newest = t::newest_torch().line;
+const t::OfficialLine newest_wheels = t::newest_official();
 
 const doctor::Releases& releases() {
   static const doctor::Releases r = doctor::Releases::load_shipped().take();
@@ -43,9 +51,9 @@ struct FakeAdvisor {
       asked.push_back(line ? line->str() : "");
       doctor::BuildSuggestion s;
       s.ok = true;
-      s.recipe = "torch-" + (line ? line->str() : std::string("2.15"));
+      s.recipe = "torch-" + (line ? line->str() : newest);
       s.command = "archbuild wheel --sm " + doctor::sm_option(ccs) + " --recipe " + s.recipe;
-      s.detail = "torch " + (line ? line->str() : std::string("2.15")) + " with CUDA 13.0";
+      s.detail = "torch " + (line ? line->str() : newest) + " with CUDA 13.0";
       return s;
     };
   }
@@ -89,11 +97,11 @@ TEST_CASE("install: an RTX 5090 with driver 570 gets CUDA 12 wheels, never cu130
   CHECK(any_contains(a.ruled_out, "cu126 carries no code for 12.0"));
   // The newest release has no wheel for this host: the build of it is offered too.
   REQUIRE(a.build);
-  CHECK(adv.asked == std::vector<std::string>{"2.15"});
-  CHECK(a.build->command == "archbuild wheel --sm 120 --recipe torch-2.15");
+  CHECK(adv.asked == std::vector<std::string>{newest});
+  CHECK(a.build->command == "archbuild wheel --sm 120 --recipe torch-" + newest);
 }
 
-TEST_CASE("install: a GTX 1080 Ti with driver 580 gets the newest cu126 wheel (sm_60 SASS), and a build for 2.15",
+TEST_CASE("install: a GTX 1080 Ti with driver 580 gets the newest cu126 wheel (sm_60 SASS), and a build of the newest line",
           "[doctor][install]") {
   FakeAdvisor adv;
   auto a = doctor::advise_install(host({Cc{6, 1}}, "580.65.06"), adv.fn());
@@ -109,8 +117,8 @@ TEST_CASE("install: a GTX 1080 Ti with driver 580 gets the newest cu126 wheel (s
   for (const auto& o : a.options) CHECK((o.cu == "cu126" || o.cu == "cu118" || o.cu == "cu121" || o.cu == "cu124"));
   CHECK(any_contains(a.ruled_out, "torch 2.15: cu132 carries no code for 6.1"));
   REQUIRE(a.build);
-  CHECK(a.build_why.find("no official torch 2.15 wheel runs here") != std::string::npos);
-  CHECK(a.build->command == "archbuild wheel --sm 61 --recipe torch-2.15");
+  CHECK(a.build_why.find("no official torch " + newest + " wheel runs here") != std::string::npos);
+  CHECK(a.build->command == "archbuild wheel --sm 61 --recipe torch-" + newest);
 }
 
 TEST_CASE("install: an H100 and an RTX 4090 in one host get the release that covers both", "[doctor][install]") {
@@ -118,16 +126,21 @@ TEST_CASE("install: an H100 and an RTX 4090 in one host get the release that cov
   auto a = doctor::advise_install(host({Cc{9, 0}, Cc{8, 9}}, std::nullopt), adv.fn());
   REQUIRE(a.fits());
   const auto& best = a.options.front();
-  CHECK(best.line == Version{{2, 15}});
+  CHECK(best.line.str() == newest_wheels.line);
   CHECK(best.cu == "cu132");
   REQUIRE(best.verdicts.size() == 2);
   CHECK(best.verdicts[0].result == arch::RunResult::native);
   CHECK(best.verdicts[1].result == arch::RunResult::compatible_sass);  // 8.9 runs sm_86
-  CHECK(best.pip == "pip install torch==2.15.0 \"torchvision==0.30.*\" --index-url " + index_of("cu132"));  // no torchaudio for 2.15
+  CHECK(best.pip == "pip install " + newest_wheels.requirements() + " --index-url " + index_of("cu132"));
   CHECK(best.driver_start == "580");
   CHECK(any_contains(a.notes, "driver not known"));
-  CHECK_FALSE(a.build);  // the newest release fits: no build offered
-  CHECK(adv.asked.empty());
+  if (newest == newest_wheels.line) {
+    CHECK_FALSE(a.build);  // the newest release fits: no build offered
+    CHECK(adv.asked.empty());
+  } else {
+    REQUIRE(a.build);  // a newer line has a recipe and no wheels yet: its build
+    CHECK(adv.asked == std::vector<std::string>{newest});
+  }
 }
 
 TEST_CASE("install: a mixed host where one GPU rules a release out", "[doctor][install]") {
@@ -151,13 +164,13 @@ TEST_CASE("install: no official wheel fits: why, and the build", "[doctor][insta
     CHECK(any_contains(a.ruled_out, "torch 2.15: cu132 carries no code for 11.0"));
     REQUIRE(a.build);
     CHECK(adv.asked == std::vector<std::string>{""});
-    CHECK(a.build->command == "archbuild wheel --sm 110 --recipe torch-2.15");
+    CHECK(a.build->command == "archbuild wheel --sm 110 --recipe torch-" + newest);
     CHECK(a.build_why == "no official wheel runs on 11.0 with driver 580.65.06");
   }
   SECTION("a driver too old for every variant that covers the GPU") {
     auto a = doctor::advise_install(host({Cc{8, 6}}, "450.51"), adv.fn());
     CHECK_FALSE(a.fits());
-    CHECK(any_contains(a.notes, "or update the driver: torch 2.15 (cu132) runs on 8.6 with driver >= 580"));
+    CHECK(any_contains(a.notes, "or update the driver: torch " + newest_wheels.line + " (cu132) runs on 8.6 with driver >= 580"));
     REQUIRE(a.build);
   }
 }
@@ -200,7 +213,7 @@ TEST_CASE("install advice on sbsa: GB10, GB200, GB300 and Thor get the official 
     auto a = doctor::advise_install(on_platform({cc}, "sbsa"), adv.fn());
     REQUIRE(a.fits());
     const auto& best = a.options.front();
-    CHECK(best.line.str() == "2.15");
+    CHECK(best.line.str() == newest_wheels.line);
     CHECK(best.cu == "cu132");
     CHECK(best.arch_list == "8.0;9.0;10.0;11.0;12.0");  // the aarch64 list, not x86_64's
     CHECK(best.sass);
@@ -208,7 +221,7 @@ TEST_CASE("install advice on sbsa: GB10, GB200, GB300 and Thor get the official 
     REQUIRE(best.verdicts[0].image);
     CHECK(best.verdicts[0].image->name() == image);
     CHECK(any_contains(a.notes, "manylinux_*_aarch64"));
-    CHECK_FALSE(a.build);
+    CHECK(bool(a.build) == (newest != newest_wheels.line));  // a build only of a newer line without wheels
   }
   // Thor: no x86_64 list carries sm_110 (nor PTX for it), so only the platform makes it run.
   auto x86 = doctor::advise_install(host({Cc{11, 0}}, "580.95.05"), adv.fn());
@@ -220,7 +233,7 @@ TEST_CASE("install advice on a Jetson: no pip wheel, the build command", "[docto
   auto a = doctor::advise_install(on_platform({Cc{8, 7}}, "jetson"), adv.fn());
   CHECK_FALSE(a.fits());
   REQUIRE(a.build);
-  CHECK(a.build->command == "archbuild wheel --sm 87 --recipe torch-2.15");
+  CHECK(a.build->command == "archbuild wheel --sm 87 --recipe torch-" + newest);
   CHECK_THAT(a.build_why, Catch::Contains("no pip wheel runs on platform jetson") &&
                               Catch::Contains("CUDA libraries come from the system"));
   // Without the platform, the x86_64 lists would offer a wheel through sm_86 SASS: the bug.
@@ -331,4 +344,36 @@ TEST_CASE("install: the build advised runs on the driver: the newest CUDA it sta
   auto unknown = doctor::build_for_driver(adv, {Cc{11, 0}}, std::nullopt, std::nullopt, releases(), toolchains());
   CHECK(unknown.ok);
   CHECK(asked.size() == 1);
+}
+
+TEST_CASE("install: a torch line with a recipe and no row in torch-releases.toml is the newest line, without wheels",
+          "[doctor][install]") {
+  // What a new recipe alone makes of the release data: its line, no wheel to advise, its build.
+  recipe::Recipe next;
+  next.name = "torch-2.99";
+  next.package = "torch";
+  next.version = Version{{2, 99, 0}};
+  auto q = host({Cc{9, 0}}, "580.65.06");
+  q.releases.add_recipe_lines({next});
+  const auto* line = q.releases.find(Version{{2, 99}});
+  REQUIRE(line);
+  CHECK_FALSE(line->recorded);
+  CHECK(line->variants.empty());
+  CHECK(q.releases.releases.back().line == Version{{2, 99}});
+  // A line the file has is not added twice.
+  const auto before = q.releases.releases.size();
+  recipe::Recipe known = next;
+  known.version = Version{{2, 7, 1}};
+  q.releases.add_recipe_lines({known});
+  CHECK(q.releases.releases.size() == before);
+
+  FakeAdvisor adv;
+  auto a = doctor::advise_install(q, adv.fn());
+  REQUIRE(a.fits());
+  CHECK(a.options.front().line.str() == newest_wheels.line);  // the wheels are the newest recorded ones
+  CHECK(any_contains(a.ruled_out, "torch 2.99: no official wheels recorded: only a recipe names this line"));
+  REQUIRE(a.build);  // and the newest line is built
+  CHECK(adv.asked == std::vector<std::string>{"2.99"});
+  CHECK(a.build->command == "archbuild wheel --sm 90 --recipe torch-2.99");
+  CHECK(a.build_why.find("no official torch 2.99 wheel runs here") != std::string::npos);
 }

@@ -8,15 +8,20 @@
 #include <set>
 
 #include "arch/parse.hpp"
+#include "core/text.hpp"
 #include "plan/plan.hpp"
 #include "plan/resolve.hpp"
 #include "support/tempdir.hpp"
+#include "support/torch_lines.hpp"
 
 using namespace archbuild;
 using namespace archbuild::plan;
 namespace fs = std::filesystem;
 
 namespace {
+
+// The newest torch recipe (recipes/): what resolution picks when nothing narrows it.
+const std::string newest = test::newest_torch().recipe;
 
 Version V(const char* s) { return *Version::parse(s); }
 
@@ -96,7 +101,11 @@ TEST_CASE("resolve --sm 120 --torch 2.5: CUDA too old and a parser without two-d
   CHECK(r.status == Exit::bad_input);
   CHECK(contains(r.message, "rule toolkit-arch: sm_120 needs CUDA >= 12.8 [torch-2.5 with CUDA 12.4, 12.1, 11.8]"));
   CHECK(contains(r.message, "rule arch-syntax: the TORCH_CUDA_ARCH_LIST parser rejects two-digit majors (12.0)"));
-  CHECK(contains(r.message, "Way out: --torch 2.7 or newer (2.7, 2.8, 2.9, 2.10, 2.11, 2.12, 2.13, 2.14, 2.15 can)"));
+  std::vector<std::string> can;  // every line from 2.7 on, the newest included
+  for (const auto& l : test::torch_lines())
+    if (V(l.line.c_str()) >= V("2.7")) can.push_back(l.line);
+  CHECK(can.size() >= 9);
+  CHECK(contains(r.message, "Way out: --torch 2.7 or newer (" + text::join(can, ", ") + " can)"));
   CHECK(has_rule(r, "toolkit-arch", false, "sm_120 needs CUDA >= 12.8"));
   CHECK(has_rule(r, "arch-syntax", false, "of torch-2.5"));
 }
@@ -134,7 +143,7 @@ TEST_CASE("resolve --sm 89 resolves to the newest recipe, with the installed too
   auto r = resolve(request("89"), inputs(host_130()));
   INFO(r.message);
   REQUIRE(r.status == Exit::ok);
-  CHECK(r.recipe.name == "torch-2.15");
+  CHECK(r.recipe.name == newest);
   CHECK(r.toolchain.cuda == V("13.0"));
   REQUIRE(r.toolkit);
   CHECK(r.toolkit->root == "/usr/local/cuda-13.0");
@@ -152,14 +161,14 @@ TEST_CASE("an installed toolkit is preferred within the newest recipe") {
   h.toolkits = {toolkit("13.2", "13.2.51", "/usr/local/cuda-13.2")};
   auto r = resolve(request("90"), inputs(h));
   REQUIRE(r.status == Exit::ok);
-  CHECK(r.recipe.name == "torch-2.15");
+  CHECK(r.recipe.name == newest);
   CHECK(r.toolchain.cuda == V("13.2"));  // not 13.0, its first preference, which is not installed
 
   // An installed toolkit never makes an older recipe win: 12.6 is for torch <= 2.14.
   h.toolkits = {toolkit("12.6", "12.6.85", "/usr/local/cuda-12.6")};
   auto old = resolve(request("90"), inputs(h));
   CHECK(old.status == Exit::missing_tool);
-  CHECK(old.recipe.name == "torch-2.15");
+  CHECK(old.recipe.name == newest);
   CHECK(contains(old.message, "or use the installed CUDA 12.6: --torch 2.14 --cuda 12.6"));
 }
 
@@ -168,7 +177,7 @@ TEST_CASE("only a missing toolkit stands in the way: exit 3, the choice, and how
   h.toolkits.clear();
   auto r = resolve(request("90"), inputs(h));
   CHECK(r.status == Exit::missing_tool);
-  CHECK(r.recipe.name == "torch-2.15");
+  CHECK(r.recipe.name == newest);
   CHECK(r.toolchain.cuda == V("13.0"));
   CHECK_FALSE(r.toolkit);
   CHECK(contains(r.message, "CUDA 13.0 is not installed"));
@@ -187,11 +196,11 @@ TEST_CASE("only a missing toolkit stands in the way: exit 3, the choice, and how
   }
 }
 
-TEST_CASE("resolve --sm 90 with no recipe: torch 2.15 (the newest) with the installed CUDA 13.0") {
+TEST_CASE("resolve --sm 90 with no recipe: the newest torch with the installed CUDA 13.0") {
   auto r = resolve(request("90"), inputs(host_130()));
   INFO(r.message);
   REQUIRE(r.status == Exit::ok);
-  CHECK(r.recipe.name == "torch-2.15");
+  CHECK(r.recipe.name == newest);
   CHECK(r.recipe.driver == recipe::Driver::scikit_build_core);
   CHECK(r.toolchain.cuda == V("13.0"));
   REQUIRE(r.toolkit);
@@ -199,13 +208,13 @@ TEST_CASE("resolve --sm 90 with no recipe: torch 2.15 (the newest) with the inst
   CHECK(r.arch_list == "9.0");
 }
 
-TEST_CASE("resolve --sm 107 (Rubin): torch 2.15 with CUDA >= 13.4, the arch passed as the number 10.7") {
+TEST_CASE("resolve --sm 107 (Rubin): the newest torch with CUDA >= 13.4, the arch passed as the number 10.7") {
   auto h = host_130();
   h.toolkits.push_back(toolkit("13.4", "13.4.92", "/usr/local/cuda-13.4"));
   auto r = resolve(request("107"), inputs(h));
   INFO(r.message);
   REQUIRE(r.status == Exit::ok);
-  CHECK(r.recipe.name == "torch-2.15");
+  CHECK(r.recipe.name == newest);
   CHECK(r.toolchain.cuda >= V("13.4"));
   REQUIRE(r.toolkit);
   CHECK(r.toolkit->root == "/usr/local/cuda-13.4");
@@ -406,7 +415,8 @@ TEST_CASE("recipe selection: names, packages, files, abstract bases") {
   CHECK(one->front().name == "torch-2.6");
   auto torch = select_recipes(std::nullopt);
   REQUIRE(torch.ok());
-  CHECK(torch->size() == 12);
+  CHECK(torch->size() == test::torch_lines().size());  // every torch line, none of the bases
+  CHECK(torch->size() >= 12);
   auto base = select_recipes(std::string("torch-common"));
   REQUIRE_FALSE(base.ok());
   CHECK(contains(base.error().message, "abstract"));
@@ -754,7 +764,7 @@ TEST_CASE("build key: any change of an input gives a new key") {
   // The recipe's own values: tag, commit, env, driver, build number.
   test::TempDir tmp;
   auto variant = [&](const std::string& name, const std::string& body) {
-    auto f = tmp.write(name + ".toml", "extends = \"torch-2.15\"\n" + body);
+    auto f = tmp.write(name + ".toml", "extends = \"" + newest + "\"\n" + body);  // the recipe `base` chose
     return plan_for(request("90"), inputs(h, f.string()));
   };
   CHECK(variant("same", "")->key == base);  // a copy of the recipe elsewhere: same build
