@@ -5,7 +5,9 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <set>
 
+#include "recipe/driver.hpp"
 #include "recipe/recipe.hpp"
 #include "support/tempdir.hpp"
 
@@ -252,6 +254,32 @@ TEST_CASE("the example project's recipe loads and has no url of its own") {
   CHECK(r->version_env == "PYTORCH_BUILD_VERSION");
 }
 
+// recipe/driver.hpp: one entry per driver, found by name, each with steps and a stage that
+// configures; the named handles are the entries of those names.
+TEST_CASE("drivers: one table entry each, looked up by name") {
+  std::vector<std::string> names;
+  for (const auto& d : recipe::drivers()) {
+    const recipe::DriverSpec& s = recipe::driver_spec(d);
+    INFO(s.name);
+    names.push_back(s.name);
+    auto again = recipe::driver_named(s.name);
+    REQUIRE(again);
+    CHECK(*again == d);
+    CHECK_FALSE(s.steps.empty());
+    CHECK(s.makes_wheel == !s.wheel_stage.empty());
+    CHECK(std::any_of(s.steps.begin(), s.steps.end(), [&](const recipe::StepSpec& st) { return st.stage == s.configure_stage; }));
+  }
+  CHECK(std::set<std::string>(names.begin(), names.end()).size() == names.size());
+  CHECK(recipe::to_string(recipe::Driver::setup_py) == "setup-py");
+  CHECK(recipe::to_string(recipe::Driver::python_build) == "python-build");
+  CHECK(recipe::to_string(recipe::Driver::scikit_build_core) == "scikit-build-core");
+  CHECK(recipe::to_string(recipe::Driver::cmake) == "cmake");
+  CHECK(recipe::Driver() == recipe::Driver::setup_py);
+  CHECK_FALSE(recipe::driver_named("setuppy"));
+  CHECK(recipe::driver_spec(recipe::Driver::cmake).tools == std::vector<std::string>{"cmake", "ninja"});
+  CHECK_FALSE(recipe::driver_spec(recipe::Driver::cmake).runs_python);
+}
+
 TEST_CASE("a minimal recipe loads with its defaults") {
   test::TempDir tmp;
   auto r = recipe::load_file(tmp.write("demo.toml", kGood), recipe::Search{{tmp.path()}});
@@ -362,6 +390,10 @@ TEST_CASE("strict loading: each error names file:line:column and what was expect
     auto m = load_error(tmp, t);
     CHECK(m.find(f + ":12:10:") == 0);
     CHECK(m.find("did you mean 'setup-py'") != std::string::npos);
+    // Every driver of the table, with what it runs.
+    CHECK(m.find("expected setup-py (setup.py build --cmake-only / bdist_wheel), python-build (python -m build "
+                 "--wheel), scikit-build-core (python -m build --wheel with the scikit-build-core backend)") !=
+          std::string::npos);
   }
   SECTION("pinned commit must be 40 hex digits") {
     std::string t = kGood;
