@@ -87,6 +87,32 @@ const std::vector<DriverSpec>& table() {
       d.builds.refusal_otherwise = "there is no top CMakeLists.txt";
       v.push_back(d);
     }
+    {
+      DriverSpec d;  // meson-python projects (numpy, scipy): build-backend mesonpy
+      d.name = "meson-python";
+      d.summary = "python -m build --wheel with the meson-python backend";
+      // mesonpy comes into the build venv from the tree's [build-system].requires.
+      d.python_modules = {"build"};
+      d.tools = {"meson", "ninja"};  // meson-python runs `meson` and finds ninja on PATH
+      d.steps = pep517_steps();
+      d.wheel_stage = "build";
+      d.configure_stage = "build";
+      d.stage_notes = pep517_notes("Meson");
+      // meson-python builds in a temporary directory unless told (nothing would resume, ccache
+      // would see new paths every time); 0.12 (Debian 12) names the setting builddir, later
+      // releases build-dir with builddir kept (mesonpy/__init__.py: _project).
+      d.config_settings = {
+          {"builddir", "{build_dir}", "meson-python builds in a temporary directory otherwise"},
+          {"setup-args", "--native-file=$ARCHBUILD_MESON_NATIVE_FILE",
+           "archbuild's compiler launchers as Meson's c, cpp and cuda (stages/meson_native.hpp); meson expands the variable"}};
+      d.launchers = LauncherRoute::meson_native_file;
+      // `meson setup` makes meson-private/ first and build.ninja last (mesonbuild/msetup.py). Its
+      // native file in the source tree makes meson-python run `meson setup --reconfigure`, which
+      // refuses a build directory without a finished configure: removed with the build tree.
+      d.half_configured = {"meson-private", {"build.ninja"}, {".mesonpy-native-file.ini"}};
+      d.builds.backends = {"mesonpy"};
+      v.push_back(d);
+    }
     return v;
   }();
   return t;

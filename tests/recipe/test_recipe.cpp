@@ -278,6 +278,23 @@ TEST_CASE("drivers: one table entry each, looked up by name") {
   CHECK_FALSE(recipe::driver_named("setuppy"));
   CHECK(recipe::driver_spec(recipe::Driver::cmake).tools == std::vector<std::string>{"cmake", "ninja"});
   CHECK_FALSE(recipe::driver_spec(recipe::Driver::cmake).runs_python);
+  // A driver that is not CMake-shaped: its launchers go through a Meson native file.
+  auto meson = recipe::driver_named("meson-python");
+  REQUIRE(meson);
+  CHECK(recipe::driver_spec(*meson).launchers == recipe::LauncherRoute::meson_native_file);
+  CHECK(recipe::driver_spec(*meson).half_configured.marker == "meson-private");
+  CHECK(recipe::driver_spec(*meson).builds.backends == std::vector<std::string>{"mesonpy"});
+  CHECK_THAT(recipe::drivers_expected_text(),
+             Catch::EndsWith(", cmake or meson-python (python -m build --wheel with the meson-python backend)"));
+}
+
+TEST_CASE("the meson-python fixture's recipe loads") {
+  auto r = recipe::load(std::string(ARCHBUILD_SOURCE_DIR) + "/tests/fixtures/minimeson/recipe.toml");
+  INFO((r ? "" : r.error().message));
+  REQUIRE(r.ok());
+  CHECK(recipe::to_string(r->driver) == "meson-python");
+  CHECK(recipe::python_modules(*r) == std::vector<std::string>{"build"});
+  CHECK(r->arch.env == "MINIMESON_CUDA_ARCHITECTURES");
 }
 
 TEST_CASE("a minimal recipe loads with its defaults") {
