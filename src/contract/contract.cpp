@@ -11,6 +11,7 @@
 
 #include "core/text.hpp"
 #include "core/toml_load.hpp"
+#include "recipe/driver.hpp"
 
 namespace archbuild::contract {
 
@@ -471,18 +472,35 @@ std::string requirement_text(const Requirement& r) {
   return s;
 }
 
-// The drivers (recipe build.driver values) that can build a tree of this kind.
+// Whether the tree has a file a driver needs (recipe::Builds::needs_file).
+bool has_file(const Contract& c, const std::string& file) {
+  if (file.empty()) return true;
+  if (file == "setup.py") return c.has_setup_py;
+  if (file == "pyproject.toml") return c.has_pyproject;
+  if (file == "CMakeLists.txt") return c.has_cmakelists;
+  return false;
+}
+
+// The drivers (recipe build.driver values) that can build this tree, as their entries say
+// (recipe::Builds): those naming its backend, then those first for its kind, then the others.
 std::vector<recipe::Driver> drivers_for(const Contract& c) {
-  using D = recipe::Driver;
-  switch (c.kind) {
-    case Backend::scikit_build_core: return {D::scikit_build_core, D::python_build};
-    case Backend::setuptools:
-      return c.has_setup_py ? std::vector<D>{D::setup_py, D::python_build} : std::vector<D>{D::python_build};
-    case Backend::other: return {D::python_build};
-    case Backend::cmake_only: return {D::cmake};
-    case Backend::none: return {};
+  const std::string kind(to_string(c.kind));
+  auto names = [](const std::vector<std::string>& list, const std::string& x) {
+    return std::find(list.begin(), list.end(), x) != list.end();
+  };
+  std::vector<recipe::Driver> out;
+  auto add_where = [&](auto&& pred) {
+    for (const auto& d : recipe::drivers()) {
+      const auto& b = recipe::driver_spec(d).builds;
+      if (pred(b) && has_file(c, b.needs_file) && std::find(out.begin(), out.end(), d) == out.end()) out.push_back(d);
+    }
+  };
+  if (c.kind != Backend::none) {
+    if (c.backend) add_where([&](const recipe::Builds& b) { return names(b.backends, *c.backend); });
+    add_where([&](const recipe::Builds& b) { return names(b.first_for, kind); });
+    add_where([&](const recipe::Builds& b) { return names(b.also_for, kind); });
   }
-  return {};
+  return out;
 }
 
 std::string drivers_text(const Contract& c) {
@@ -594,13 +612,15 @@ Finding driver_matches_backend(const Contract& c, const Expectation& e) {
     return {rule, true, Exit::ok, fmt::format("driver {} builds a {} tree", driver, to_string(c.kind))};
   std::string where = c.backend ? c.backend_where.str() : c.has_pyproject ? "pyproject.toml" : "the tree";
   std::string what = c.backend ? "the build backend is " + *c.backend : "the tree has no build backend";
+  // Why not, as the driver's entry says it (recipe::Builds).
+  const auto& builds = recipe::driver_spec(e.driver).builds;
   std::string why;
-  if (e.driver == recipe::Driver::setup_py && c.kind == Backend::scikit_build_core)
-    why = "setup.py's build commands fail in this era";
-  else if (e.driver == recipe::Driver::setup_py && !c.has_setup_py)
-    why = "there is no setup.py to run";
-  else if (e.driver == recipe::Driver::cmake)
-    why = "there is no top CMakeLists.txt";
+  if (auto by_kind = builds.refusal_by_kind.find(std::string(to_string(c.kind))); by_kind != builds.refusal_by_kind.end())
+    why = by_kind->second;
+  else if (!has_file(c, builds.needs_file))
+    why = builds.refusal_without_file;
+  else if (!builds.refusal_otherwise.empty())
+    why = builds.refusal_otherwise;
   else
     why = fmt::format("the {} driver cannot build a {} tree", driver, to_string(c.kind));
   return {rule, false, Exit::bad_input,
@@ -643,7 +663,7 @@ Finding cmake_new_enough(const Contract& c, const Expectation& e) {
 // seconds, after the venv and the fetch.
 Finding skbuild_metadata_accepted(const Contract& c, const Expectation& e) {
   const std::string rule = "skbuild-metadata";
-  if (e.driver != recipe::Driver::scikit_build_core || !c.skbuild || !c.skbuild->legacy_metadata)
+  if (!recipe::driver_spec(e.driver).skbuild_settings || !c.skbuild || !c.skbuild->legacy_metadata)
     return {rule, true, Exit::ok, "no provisional [tool.scikit-build.metadata] provider"};
   const ScikitBuild& b = *c.skbuild;
   std::string table = fmt::format("[tool.scikit-build.metadata.{}]", *b.legacy_metadata);

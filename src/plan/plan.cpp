@@ -13,6 +13,7 @@
 
 #include "core/sha256.hpp"
 #include "core/text.hpp"
+#include "recipe/driver.hpp"
 
 namespace archbuild::plan {
 
@@ -195,7 +196,7 @@ struct Pep517Settings {
   std::vector<std::string> notes;
 };
 
-// The config settings the scikit-build-core driver passes: only what the tree's
+// The config settings a driver with skbuild_settings passes (scikit-build-core): only what the tree's
 // [tool.scikit-build] leaves open, since scikit-build-core takes a config setting over the tree's
 // table and its [[tool.scikit-build.overrides]] alike (contract::ScikitBuild). PyTorch >= 2.14
 // sets build-dir = "build" itself and leaves cmake.build-type unset on purpose: overrides map
@@ -208,10 +209,8 @@ struct Pep517Settings {
 // is taken from the working directory, which `python -m build` makes the source tree
 // (scikit-build/scikit-build-core@dd7671e4:src/scikit_build_core/build/wheel.py), so the key
 // holds the relative form.
-Pep517Settings pep517_config_settings(recipe::Driver d, const std::optional<contract::ScikitBuild>& tree,
-                                      const std::string& build_dir) {
+Pep517Settings skbuild_config_settings(const std::optional<contract::ScikitBuild>& tree, const std::string& build_dir) {
   Pep517Settings out{{}, build_dir, {}};
-  if (d != recipe::Driver::scikit_build_core) return out;
   if (tree && tree->build_dir) {
     if (std::string why = build_dir_unusable(*tree->build_dir); why.empty()) {
       fs::path own = fs::path(*tree->build_dir).lexically_normal();
@@ -235,15 +234,42 @@ Pep517Settings pep517_config_settings(recipe::Driver d, const std::optional<cont
   return out;
 }
 
-std::vector<std::string> pep517_args(const std::string& wheel_dir,
-                                     const std::vector<std::pair<std::string, std::string>>& settings) {
-  std::vector<std::string> a{"-m", "build", "--wheel", "--no-isolation", "--outdir", wheel_dir};
-  for (const auto& [name, value] : settings) {
-    a.push_back("-C");
-    a.push_back(fmt::format("{}={}", name, value));
+// The driver's step arguments for this plan: "{build_dir}" and "{wheel_dir}" are the plan's,
+// "{config_settings}" is -C NAME=VALUE for each config setting (recipe/driver.hpp).
+std::vector<std::string> step_args(const std::vector<std::string>& args, const PlanData& p) {
+  std::vector<std::string> out;
+  for (const auto& a : args) {
+    if (a == "{build_dir}") {
+      out.push_back(p.build_dir);
+    } else if (a == "{wheel_dir}") {
+      out.push_back(p.wheel_dir);
+    } else if (a == "{config_settings}") {
+      for (const auto& [name, value] : p.config_settings) {
+        out.push_back("-C");
+        out.push_back(fmt::format("{}={}", name, value));
+      }
+    } else {
+      out.push_back(a);
+    }
   }
-  a.push_back(".");
-  return a;
+  return out;
+}
+
+// The driver's config settings: what the tree's [tool.scikit-build] leaves open where the driver
+// reads it, then the ones it always passes (their "{build_dir}" the plan's).
+void plan_config_settings(const recipe::DriverSpec& d, const PlanOptions& options, PlanData& p) {
+  if (d.skbuild_settings) {
+    auto pep = skbuild_config_settings(options.skbuild, p.build_dir);
+    p.build_dir = pep.build_dir;
+    p.config_settings = std::move(pep.settings);
+    p.config_notes = std::move(pep.notes);
+  }
+  for (const auto& c : d.config_settings) {
+    std::string value = c.value;
+    if (auto at = value.find("{build_dir}"); at != std::string::npos) value.replace(at, 11, p.build_dir);
+    p.config_settings.push_back({c.name, value});
+    p.config_notes.push_back(fmt::format("{}: passed: {}", c.name, c.why));
+  }
 }
 
 // The recipe's libraries (plan/libraries.hpp) decided from the gathered facts; their switches
@@ -603,45 +629,22 @@ Result<Plan> make_plan(const Resolution& res, const PlanOptions& options) {
     f.commit = it->second.commit;
   }
 
-  // Steps per driver era (setup.py commands before torch 2.9, PEP 517 through python -m build after, scikit-build-core where pyproject.toml names it; recipe::Driver).
+  // The driver's steps (recipe/driver.hpp: setup.py commands before torch 2.9, PEP 517 through
+  // python -m build after, scikit-build-core where pyproject.toml names it, …).
+  const recipe::DriverSpec& driver = recipe::driver_spec(r.driver);
   const fs::path py = options.venv ? options.venv->python : res.python->path;
   auto tool = [&](const std::string& t) -> fs::path {
+    if (t == "python") return py;
     if (t == "cmake" && options.venv && !options.venv->cmake.empty()) return options.venv->cmake;
     auto it = res.tools.find(t);
     return it == res.tools.end() ? fs::path(t) : it->second;
   };
-  switch (r.driver) {
-    case recipe::Driver::setup_py:
-      p.steps.push_back({"configure", "python", py, {"setup.py", "build", "--cmake-only"}, "."});
-      p.steps.push_back({"build", "cmake", tool("cmake"), {"--build", p.build_dir}, "."});
-      p.steps.push_back({"package", "python", py, {"setup.py", "bdist_wheel"}, "."});
-      p.wheel_dir = r.wheel_dir;
-      p.wheel_stage = "package";
-      break;
-    case recipe::Driver::python_build:
-    case recipe::Driver::scikit_build_core:
-      p.wheel_dir = r.wheel_dir;
-      {
-        auto pep = pep517_config_settings(r.driver, options.skbuild, p.build_dir);
-        p.build_dir = pep.build_dir;
-        p.config_settings = std::move(pep.settings);
-        p.config_notes = std::move(pep.notes);
-      }
-      p.steps.push_back({"build", "python", py, pep517_args(p.wheel_dir, p.config_settings), "."});
-      // One PEP 517 call configures, compiles and packages: no step of its own before or after.
-      p.wheel_stage = "build";
-      p.configure_stage = "build";
-      p.stage_notes["configure"] = "the backend configures in the build step (python -m build runs CMake)";
-      p.stage_notes["package"] = "the build step made the wheel; this stage normalizes and stores it";
-      break;
-    case recipe::Driver::cmake:
-      p.steps.push_back({"configure", "cmake", tool("cmake"),
-                         {"-S", ".", "-B", p.build_dir, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release"}, "."});
-      p.steps.push_back({"build", "cmake", tool("cmake"), {"--build", p.build_dir}, "."});
-      p.wheel_dir.clear();
-      p.stage_notes["package"] = "the cmake driver makes no wheel";
-      break;
-  }
+  p.wheel_dir = driver.makes_wheel ? r.wheel_dir : std::string();
+  plan_config_settings(driver, options, p);
+  for (const auto& s : driver.steps) p.steps.push_back({s.stage, s.tool, tool(s.tool), step_args(s.args, p), "."});
+  p.wheel_stage = driver.wheel_stage;
+  p.configure_stage = driver.configure_stage;
+  for (const auto& [stage, note] : driver.stage_notes) p.stage_notes[stage] = note;
 
   // The key: everything that shapes the wheel, nothing that only locates things.
   json k;

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/text.hpp"
+#include "recipe/driver.hpp"
 
 namespace archbuild::plan {
 
@@ -380,8 +381,7 @@ std::vector<std::string> required_tools(const recipe::Recipe& r) {
   auto need = [&](const char* t) {
     if (std::find(out.begin(), out.end(), t) == out.end()) out.emplace_back(t);
   };
-  if (r.driver == recipe::Driver::setup_py || r.driver == recipe::Driver::cmake) need("cmake");
-  if (r.driver == recipe::Driver::cmake) need("ninja");  // -G Ninja
+  for (const auto& t : recipe::driver_spec(r.driver).tools) need(t.c_str());
   return out;
 }
 

@@ -14,6 +14,7 @@
 #include "core/toml_load.hpp"
 #include "plan/libraries.hpp"
 #include "plan/library_probe.hpp"
+#include "recipe/driver.hpp"
 #include "recipe/library_spec.hpp"
 #include "run/interrupt.hpp"
 #include "source/local.hpp"
@@ -129,7 +130,7 @@ std::optional<contract::FileAccess> tree_files(const plan::Resolution& r, const 
 void ensure_mirrored(const plan::Resolution& r, const plan::SourceChoice& sc, const store::Layout& layout, bool offline,
                      const Services& s) {
   if (sc.kind != plan::SourceChoice::Kind::recipe_tag || r.url().empty()) return;
-  if (r.recipe.driver == recipe::Driver::cmake) return;
+  if (!recipe::driver_spec(r.recipe.driver).runs_python) return;
   std::string ref = r.recipe.source.commit.value_or(r.recipe.source.tag);
   if (source::open_commit_files(layout.git_mirror(r.url()), ref)) return;
   auto info = source::resolve_ref(r.url(), ref, mirror_slot(layout, r.url()), source_options(offline, s));
@@ -570,7 +571,7 @@ Result<Prepared> prepare(const plan::Resolution& r, const Request& q, const Cach
     std::string venv_note;
     if (!q.no_venv_because.empty()) {
       venv_note = q.no_venv_because;
-    } else if (r.recipe.driver == recipe::Driver::cmake || !r.python) {
+    } else if (!recipe::driver_spec(r.recipe.driver).runs_python || !r.python) {
       venv_note = "none: the cmake driver runs no Python";
     } else if (!stops.empty()) {
       venv_note = "not made: the tree contradicts the recipe (below)";

@@ -10,32 +10,13 @@
 #include "core/path_kind.hpp"
 #include "core/text.hpp"
 #include "core/toml_load.hpp"
+#include "recipe/driver.hpp"
 
 namespace archbuild::recipe {
 
 namespace fs = std::filesystem;
 
 std::string_view to_string(WheelLayout l) { return l == WheelLayout::host ? "host" : "official"; }
-
-std::string_view to_string(Driver d) {
-  switch (d) {
-    case Driver::setup_py: return "setup-py";
-    case Driver::python_build: return "python-build";
-    case Driver::scikit_build_core: return "scikit-build-core";
-    case Driver::cmake: return "cmake";
-  }
-  return "?";
-}
-
-const std::vector<std::string>& default_python_modules(Driver d) {
-  static const std::map<Driver, std::vector<std::string>> defaults = {
-      {Driver::setup_py, {"setuptools", "wheel"}},
-      {Driver::python_build, {"build", "setuptools", "wheel"}},
-      {Driver::scikit_build_core, {"build", "scikit_build_core"}},
-      {Driver::cmake, {}},
-  };
-  return defaults.at(d);
-}
 
 std::uint64_t nvcc_job_mb(const CompileMemory& m, unsigned threads) {
   return m.cuda_mb + m.cuda_thread_mb * (std::max(1u, threads) - 1);
@@ -334,17 +315,15 @@ class RecipeReader {
   std::optional<Error> read_build(const toml::table& t, Recipe& r) {
     tomlx::TableReader rd(t, file_, "[build]");
     if (auto v = rd.string("driver", !partial_)) {
-      if (*v == "setup-py") r.driver = Driver::setup_py;
-      else if (*v == "python-build") r.driver = Driver::python_build;
-      else if (*v == "scikit-build-core") r.driver = Driver::scikit_build_core;
-      else if (*v == "cmake") r.driver = Driver::cmake;
-      else {
-        auto near = text::nearest(*v, {"setup-py", "python-build", "scikit-build-core", "cmake"}, 1);
-        return rd.error_at("driver", fmt::format("build.driver \"{}\" is not a driver{}; expected setup-py "
-                                                 "(setup.py build --cmake-only / bdist_wheel), python-build "
-                                                 "(python -m build --wheel), scikit-build-core (python -m build --wheel with "
-                                                 "the scikit-build-core backend) or cmake",
-                                                 *v, near.empty() ? "" : " (did you mean '" + near[0] + "'?)"));
+      if (auto d = driver_named(*v)) {
+        r.driver = *d;
+      } else {
+        std::vector<std::string> names;
+        for (const auto& known : drivers()) names.emplace_back(to_string(known));
+        auto near = text::nearest(*v, names, 1);
+        return rd.error_at("driver", fmt::format("build.driver \"{}\" is not a driver{}; expected {}", *v,
+                                                 near.empty() ? "" : " (did you mean '" + near[0] + "'?)",
+                                                 drivers_expected_text()));
       }
     }
     if (auto v = rd.strings("tools")) {

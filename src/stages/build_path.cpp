@@ -15,8 +15,10 @@ bool has_any(const std::string& s, std::string_view chars) { return s.find_first
 std::optional<std::size_t> source_index(const std::vector<std::string>& argv) {
   for (std::size_t i = 1; i + 1 < argv.size(); ++i)
     if (argv[i] == "-c" || argv[i] == "-dc" || argv[i] == "--compile" || argv[i] == "--device-c") return i + 1;
+  // Not an option: the rewrite's own -Xcudafe=--orig_src_path_name=….cu ends in .cu too (a compile
+  // and link in one, as Meson's compiler checks run nvcc, has no -c to find the source by).
   for (std::size_t i = argv.size(); i-- > 1;)
-    if (fs::path(argv[i]).extension() == ".cu") return i;
+    if (!argv[i].starts_with("-") && fs::path(argv[i]).extension() == ".cu") return i;
   return std::nullopt;
 }
 

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "core/text.hpp"
+#include "recipe/driver.hpp"
 #include "stages/feature_summary.hpp"
 #include "stages/stage.hpp"
 
@@ -16,10 +17,22 @@ namespace archbuild::stages {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-Result<Ok> configure_stage(Context& ctx, const run::StageInfo& info, bool first_of_run) {
+namespace {
+
+// The build tree and what the backend keeps in the source tree about it (the driver's
+// half_configured.state_files: meson-python's native file, which makes it reconfigure a tree).
+void remove_build_tree(Context& ctx) {
   std::error_code ec;
+  fs::remove_all(ctx.src / ctx.plan->build_dir, ec);
+  for (const auto& f : recipe::driver_spec(ctx.plan->resolution.recipe.driver).half_configured.state_files)
+    fs::remove(ctx.src / f, ec);
+}
+
+}  // namespace
+
+Result<Ok> configure_stage(Context& ctx, const run::StageInfo& info, bool first_of_run) {
   // A configure that failed half-way leaves a CMakeCache that setup.py would trust.
-  if (first_of_run) fs::remove_all(ctx.src / ctx.plan->build_dir, ec);
+  if (first_of_run) remove_build_tree(ctx);
   auto run = run_steps(ctx, info);
   if (!run) return run.error();
   json extra = {{"launchers", ctx.launchers()}};
@@ -28,19 +41,22 @@ Result<Ok> configure_stage(Context& ctx, const run::StageInfo& info, bool first_
   return finish_stage(ctx, info, *run, extra);
 }
 
-// A build tree whose CMake configure did not finish: CMakeCache.txt is written even when the
-// configure fails, the generator's file only when it succeeds. Removed, since a backend that
-// finds CMakeCache.txt may skip configuring (setup.py does) and build a broken tree.
+// A build tree whose configure did not finish (the driver's half_configured): CMake writes
+// CMakeCache.txt even when the configure fails, the generator's file only when it succeeds.
+// Removed, since a backend that finds the marker may skip configuring (setup.py does) and build
+// a broken tree.
 void remove_half_configured(Context& ctx) {
   std::error_code ec;
+  const auto& half = recipe::driver_spec(ctx.plan->resolution.recipe.driver).half_configured;
   fs::path dir = ctx.src / ctx.plan->build_dir;
-  if (!fs::exists(dir / "CMakeCache.txt", ec)) return;
-  for (const char* generated : {"build.ninja", "Makefile"})
+  if (half.marker.empty() || !fs::exists(dir / half.marker, ec)) return;
+  for (const auto& generated : half.finished)
     if (fs::exists(dir / generated, ec)) return;
   ctx.reporter.message(run::Level::info,
-                       fmt::format("{}: CMakeCache.txt without build.ninja (its configure did not finish): removing it "
-                                   "so the build configures afresh", dir.string()));
-  fs::remove_all(dir, ec);
+                       fmt::format("{}: {} without {} (its configure did not finish): removing it "
+                                   "so the build configures afresh",
+                                   dir.string(), half.marker, half.finished.empty() ? "its generator's file" : half.finished.front()));
+  remove_build_tree(ctx);
 }
 
 // The feature summary of the configure log against the plan's libraries: each the plan found

@@ -5,9 +5,12 @@
 
 #include "run/admission.hpp"
 #include "stages/build_path.hpp"
+#include "recipe/driver.hpp"
 #include "stages/cmake_seed.hpp"
+#include "stages/meson_native.hpp"
 #include "stages/stage.hpp"
 #include "store/atomic_file.hpp"
+#include "store/launch_files.hpp"
 
 namespace archbuild::stages {
 
@@ -132,12 +135,29 @@ Result<Ok> write_cmake_seed(Context& ctx) {
   return Ok{};
 }
 
+// For a driver whose compiles get the launchers from a Meson native file
+// (recipe::LauncherRoute::meson_native_file): the file, rewritten each run from the launchers
+// above, and the variable the driver's config setting names it by.
+Result<Ok> write_meson_native_file(Context& ctx) {
+  if (recipe::driver_spec(ctx.plan->resolution.recipe.driver).launchers != recipe::LauncherRoute::meson_native_file) return Ok{};
+  const fs::path path = store::meson_native_file(ctx.layout, ctx.key);
+  std::error_code ec;
+  fs::create_directories(path.parent_path(), ec);
+  auto file = store::AtomicFile::open(path);
+  if (!file) return file.error();
+  if (auto w = file->write(meson_native_text(ctx.env)); !w) return w.error();
+  if (auto c = file->commit(); !c) return c.error();
+  ctx.env[std::string(meson_native_file_var)] = path.string();
+  return Ok{};
+}
+
 }  // namespace
 
 Result<Ok> prepare_environment(Context& ctx) {
   ctx.env = step_environment(ctx.plan, ctx.options);
   add_build_path_env(ctx);
   if (auto r = write_admission_config(ctx); !r) return r;
+  if (auto r = write_meson_native_file(ctx); !r) return r;
   return write_cmake_seed(ctx);
 }
 

@@ -7,6 +7,7 @@
 #include "core/path_kind.hpp"
 #include "core/sha256.hpp"
 #include "core/text.hpp"
+#include "store/launch_files.hpp"
 
 namespace archbuild::store {
 
@@ -146,6 +147,9 @@ std::filesystem::path Layout::peaks_file(std::string_view package, std::string_v
 }
 std::filesystem::path Layout::admission_dir(std::string_view key) const { return build_dir(key) / "admission"; }
 std::filesystem::path Layout::cmake_seed(std::string_view key) const { return build_dir(key) / "cmake-seed.cmake"; }
+std::filesystem::path meson_native_file(const Layout& layout, std::string_view key) {
+  return layout.build_dir(key) / "meson-native.ini";
+}
 std::filesystem::path Layout::compiles_file(std::string_view key) const { return log_dir(key) / "compiles.tsv"; }
 std::filesystem::path Layout::ninja_log_copy(std::string_view key) const { return log_dir(key) / "ninja_log"; }
 std::filesystem::path Layout::ninja_graph(std::string_view key) const { return log_dir(key) / "ninja.dot"; }

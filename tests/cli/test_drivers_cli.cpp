@@ -10,6 +10,11 @@
 // requires scikit-build-core>=1.0): Debian 12 packages no scikit-build-core and the tests run
 // offline, so the test builds tests/support/scikit-build-core-standin into a wheelhouse and passes
 // it with --find-links; the build venv installs it as it would the real one.
+//
+// meson-python (tests/fixtures/minimeson, build-backend mesonpy) is the driver that is not
+// CMake-shaped: its C++ and CUDA compiles get archbuild's launchers through a Meson native file,
+// so the compiler cache counts them and memory admission records them. The build venv finds
+// meson-python among the interpreter's own packages (Debian 12: python3-mesonpy), offline.
 #include <catch2/catch.hpp>
 
 #include <signal.h>
@@ -24,6 +29,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "run/admission.hpp"
 #include "support/process.hpp"
 #include "support/tempdir.hpp"
 
@@ -52,6 +58,10 @@ bool can_build(const Case& c, std::string& why) {
     why = kPython + " lacks the `build` module (Debian: python3-build)";
   else if (c.driver == "scikit-build-core" && t::run(kPython, {"-c", "import setuptools, wheel, pip, venv"}).status != 0)
     why = kPython + " lacks setuptools, wheel, pip or venv (the stand-in's wheel is made with them)";
+  else if (c.driver == "meson-python" && t::which("meson").empty())
+    why = "meson not on PATH (Debian: meson)";
+  else if (c.driver == "meson-python" && t::run(kPython, {"-c", "import mesonpy"}).status != 0)
+    why = kPython + " lacks mesonpy (Debian: python3-mesonpy)";
   return why.empty();
 }
 
@@ -175,6 +185,10 @@ void check_plan(const Case& c, const json& p) {
     const std::vector<std::string> setting{"-C", "build-dir=build"};
     CHECK(std::search(argv.begin(), argv.end(), setting.begin(), setting.end()) != argv.end());
     CHECK(p["key_inputs"]["config_settings"] == p["config_settings"]);
+  } else if (c.driver == "meson-python") {
+    // meson-python's build dir kept in the tree; the launchers' native file by variable (no path in the key).
+    CHECK(p["config_settings"] == json::parse(R"([{"name": "builddir", "value": "build"},
+                                                  {"name": "setup-args", "value": "--native-file=$ARCHBUILD_MESON_NATIVE_FILE"}])"));
   } else {
     CHECK(p["config_settings"].empty());
   }
@@ -345,6 +359,68 @@ TEST_CASE("drivers: scikit-build-core --env DEBUG=1 reaches the tree's overrides
   text << log.rdbuf();
   CHECK(text.str().find("CMake build type Debug (from override #1 (env DEBUG is true))") != std::string::npos);
   CHECK(sass_of(j["wheel"]) == std::vector<std::string>{"sm_90"});
+}
+
+// The driver that is not CMake-shaped: meson-python builds minimeson (a C++ extension module and a
+// CUDA kernel) and its compiles still go through archbuild's launchers: the compiler cache counts
+// them (misses on the first key, hits on a second key of the same sources) and memory admission
+// records each C++ and CUDA compile with its measured peak.
+TEST_CASE("drivers: meson-python end to end, its compiles through the compiler cache and admission", "[cli][drivers][nvcc]") {
+  const Case c{"meson-python", "minimeson", "minimeson/recipe.toml"};
+  std::string why;
+  if (!can_build(c, why) || t::which("ccache").empty()) {
+    WARN("##archbuild-skip## " << (why.empty() ? "no ccache on PATH" : why));
+    return;
+  }
+  Workspace w(c);
+  check_plan(c, w.plan());
+  t::RunOptions o = long_run();
+  o.unset_env = {"CCACHE_DIR"};  // the cache directory's own ccache/: its counters are this test's
+  auto build = [&](const std::string& out, std::vector<std::string> extra) {
+    auto args = w.wheel_args(out);
+    args.insert(args.end(), {"--memory-budget", "2G"});
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto r = t::archbuild(args, o);
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    return json::parse(r.out);
+  };
+  json j = build("out", {});
+  INFO(j.dump(2));
+  CHECK(j["ok"] == true);
+  CHECK(j["stages_run"] == json(kAllStages));
+  const std::string key = j["key"];
+  const std::string wheel = j["wheel"];
+  CHECK(fs::path(wheel).filename().string().rfind("minimeson-0.1.0+cu130.sm90-", 0) == 0);
+  CHECK(sass_of(wheel) == std::vector<std::string>{"sm_90"});
+  CHECK(j["validation"]["valid"] == true);
+  CHECK(fs::exists(w.tree(key) / "build" / "build.ninja"));  // meson-python's builddir, in the key's tree
+  // The compiler cache saw the compiles.
+  REQUIRE(j["compiler_cache"].is_object());
+  CHECK(j["compiler_cache"]["misses"].get<long>() >= 2);
+  // Admission launched, measured and recorded the C++ and the CUDA compile.
+  std::vector<archbuild::run::CompileRecord> records = archbuild::run::read_records(w.dir / "cache" / "logs" / key / "compiles.tsv");
+  auto record_of = [&](const std::string& source) -> const archbuild::run::CompileRecord* {
+    for (const auto& r : records)
+      if (r.source == source) return &r;
+    return nullptr;
+  };
+  const auto* cxx = record_of("csrc/module.cpp");
+  const auto* cuda = record_of("csrc/kernels.cu");
+  REQUIRE(cxx);
+  REQUIRE(cuda);
+  CHECK(cxx->lang == "CXX");
+  CHECK(cuda->lang == "CUDA");
+  CHECK(cxx->peak_kb > 0);
+  CHECK(cuda->peak_kb > 0);
+  CHECK(cxx->exit_code == 0);
+  CHECK(cuda->exit_code == 0);
+
+  // A second key of the same sources: its compiles are the cache's hits.
+  json second = build("out2", {"--env", "MINIMESON_SECOND_KEY=1"});
+  REQUIRE(second["key"] != key);
+  REQUIRE(second["compiler_cache"].is_object());
+  CHECK(second["compiler_cache"]["hits"].get<long>() >= 2);
 }
 
 TEST_CASE("drivers: setup-py resumes after kill -9 mid-build", "[cli][drivers][nvcc]") { resume_after_kill(kSetupPy); }

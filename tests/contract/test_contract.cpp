@@ -6,6 +6,7 @@
 #include <map>
 
 #include "contract/contract.hpp"
+#include "recipe/driver.hpp"
 
 using namespace archbuild;
 using namespace archbuild::contract;
@@ -289,6 +290,16 @@ TEST_CASE("checks: the recipe's driver against the tree's backend (exit 2)", "[c
   CHECK(finding(check(setuptools, expect(recipe::Driver::python_build)), "driver-backend").ok);
   CHECK_FALSE(finding(check(setuptools, expect(recipe::Driver::scikit_build_core)), "driver-backend").ok);
   CHECK_FALSE(finding(check(read({{"setup.py", ""}}), expect(recipe::Driver::cmake)), "driver-backend").ok);
+
+  // A backend a driver's entry names (recipe/driver.cpp): that driver first, then python-build,
+  // which builds any PEP 517 backend.
+  auto meson = read({{"pyproject.toml", "[build-system]\nbuild-backend = \"mesonpy\"\nrequires = [\"meson-python\"]\n"},
+                     {"meson.build", "project('x', 'cpp')\n"}});
+  CHECK(to_json(meson)["backend"]["drivers"] == nlohmann::json{"meson-python", "python-build"});
+  CHECK(finding(check(meson, expect(*recipe::driver_named("meson-python"))), "driver-backend").ok);
+  auto refused = finding(check(setuptools, expect(*recipe::driver_named("meson-python"))), "driver-backend");
+  CHECK_FALSE(refused.ok);
+  CHECK_THAT(refused.message, Catch::Contains("the meson-python driver cannot build a setuptools tree"));
 }
 
 TEST_CASE("checks: a provisional metadata provider of the tree's own without experimental (exit 2)", "[contract]") {

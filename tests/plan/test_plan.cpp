@@ -527,6 +527,32 @@ TEST_CASE("the plan: environment, steps per driver era, version label, jobs") {
   CHECK(j["jobs"]["rule"].get<std::string>().find("4 GiB per nvcc job") != std::string::npos);
 }
 
+TEST_CASE("the meson-python driver: python -m build, builddir and the launchers' native file by variable, keyed") {
+  auto file = std::string(ARCHBUILD_SOURCE_DIR) + "/tests/fixtures/minimeson/recipe.toml";
+  auto host = host_130();
+  host.tools["meson"] = "/usr/bin/meson";
+  auto req = request("90");
+  req.source_url = "file:///srv/git/minimeson";
+  Plan p = plan_for(req, inputs(host, file));
+  REQUIRE(p->steps.size() == 1);
+  CHECK(p->steps[0].stage == "build");
+  CHECK(p->steps[0].args == std::vector<std::string>{"-m", "build", "--wheel", "--no-isolation", "--outdir", "dist", "-C",
+                                                     "builddir=build", "-C",
+                                                     "setup-args=--native-file=$ARCHBUILD_MESON_NATIVE_FILE", "."});
+  CHECK(p->wheel_stage == "build");
+  CHECK(p->configure_stage == "build");
+  CHECK(p.to_json()["stage_notes"]["configure"] == "the backend configures in the build step (python -m build runs Meson)");
+  CHECK(p->key_inputs["driver"] == "meson-python");
+  CHECK(p->key_inputs["config_settings"][1] ==
+        nlohmann::json{{"name", "setup-args"}, {"value", "--native-file=$ARCHBUILD_MESON_NATIVE_FILE"}});
+  CHECK(p.to_json()["config_settings_notes"][0] == "builddir: passed: meson-python builds in a temporary directory otherwise");
+  CHECK(p.environment().at("MINIMESON_CUDA_ARCHITECTURES") == "90-real");  // SASS only, as --sm 90 asks
+  CHECK(p.environment().at("MINIMESON_BUILD_VERSION") == "0.1.0+cu130.sm90");
+  // The tools meson-python runs, found by resolution.
+  CHECK(p->resolution.tools.count("meson") == 1);
+  CHECK(p->resolution.tools.count("ninja") == 1);
+}
+
 TEST_CASE("the scikit-build-core driver: python -m build with a persistent build-dir, every setting keyed") {
   auto file = std::string(ARCHBUILD_SOURCE_DIR) + "/tests/fixtures/minitorch-skbuild/recipe.toml";
   auto req = request("90");

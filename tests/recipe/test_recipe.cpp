@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <filesystem>
 #include <optional>
+#include <set>
 
+#include "recipe/driver.hpp"
 #include "recipe/recipe.hpp"
 #include "support/tempdir.hpp"
 #include "support/torch_lines.hpp"
@@ -267,6 +269,49 @@ TEST_CASE("the example project's recipe loads and has no url of its own") {
   CHECK(r->version_env == "PYTORCH_BUILD_VERSION");
 }
 
+// recipe/driver.hpp: one entry per driver, found by name, each with steps and a stage that
+// configures; the named handles are the entries of those names.
+TEST_CASE("drivers: one table entry each, looked up by name") {
+  std::vector<std::string> names;
+  for (const auto& d : recipe::drivers()) {
+    const recipe::DriverSpec& s = recipe::driver_spec(d);
+    INFO(s.name);
+    names.push_back(s.name);
+    auto again = recipe::driver_named(s.name);
+    REQUIRE(again);
+    CHECK(*again == d);
+    CHECK_FALSE(s.steps.empty());
+    CHECK(s.makes_wheel == !s.wheel_stage.empty());
+    CHECK(std::any_of(s.steps.begin(), s.steps.end(), [&](const recipe::StepSpec& st) { return st.stage == s.configure_stage; }));
+  }
+  CHECK(std::set<std::string>(names.begin(), names.end()).size() == names.size());
+  CHECK(recipe::to_string(recipe::Driver::setup_py) == "setup-py");
+  CHECK(recipe::to_string(recipe::Driver::python_build) == "python-build");
+  CHECK(recipe::to_string(recipe::Driver::scikit_build_core) == "scikit-build-core");
+  CHECK(recipe::to_string(recipe::Driver::cmake) == "cmake");
+  CHECK(recipe::Driver() == recipe::Driver::setup_py);
+  CHECK_FALSE(recipe::driver_named("setuppy"));
+  CHECK(recipe::driver_spec(recipe::Driver::cmake).tools == std::vector<std::string>{"cmake", "ninja"});
+  CHECK_FALSE(recipe::driver_spec(recipe::Driver::cmake).runs_python);
+  // A driver that is not CMake-shaped: its launchers go through a Meson native file.
+  auto meson = recipe::driver_named("meson-python");
+  REQUIRE(meson);
+  CHECK(recipe::driver_spec(*meson).launchers == recipe::LauncherRoute::meson_native_file);
+  CHECK(recipe::driver_spec(*meson).half_configured.marker == "meson-private");
+  CHECK(recipe::driver_spec(*meson).builds.backends == std::vector<std::string>{"mesonpy"});
+  CHECK_THAT(recipe::drivers_expected_text(),
+             Catch::EndsWith(", cmake or meson-python (python -m build --wheel with the meson-python backend)"));
+}
+
+TEST_CASE("the meson-python fixture's recipe loads") {
+  auto r = recipe::load(std::string(ARCHBUILD_SOURCE_DIR) + "/tests/fixtures/minimeson/recipe.toml");
+  INFO((r ? "" : r.error().message));
+  REQUIRE(r.ok());
+  CHECK(recipe::to_string(r->driver) == "meson-python");
+  CHECK(recipe::python_modules(*r) == std::vector<std::string>{"build"});
+  CHECK(r->arch.env == "MINIMESON_CUDA_ARCHITECTURES");
+}
+
 TEST_CASE("a minimal recipe loads with its defaults") {
   test::TempDir tmp;
   auto r = recipe::load_file(tmp.write("demo.toml", kGood), recipe::Search{{tmp.path()}});
@@ -377,6 +422,10 @@ TEST_CASE("strict loading: each error names file:line:column and what was expect
     auto m = load_error(tmp, t);
     CHECK(m.find(f + ":12:10:") == 0);
     CHECK(m.find("did you mean 'setup-py'") != std::string::npos);
+    // Every driver of the table, with what it runs.
+    CHECK(m.find("expected setup-py (setup.py build --cmake-only / bdist_wheel), python-build (python -m build "
+                 "--wheel), scikit-build-core (python -m build --wheel with the scikit-build-core backend)") !=
+          std::string::npos);
   }
   SECTION("pinned commit must be 40 hex digits") {
     std::string t = kGood;

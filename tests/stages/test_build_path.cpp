@@ -28,6 +28,15 @@ TEST_CASE("relative sources, -dc, and a last *.cu without -c are found", "[build
   CHECK(out.at(4) == "-Xcompiler=-ffile-prefix-map=/t/=/archbuild/src");
 }
 
+// Meson's compiler check compiles and links in one nvcc call (no -c): the source the launcher
+// records is the .cu argument, not the rewrite's own option that ends in .cu.
+TEST_CASE("a compile and link in one: the source is the .cu argument, not an option ending in .cu", "[build_path]") {
+  Args check = {"nvcc", "-w", "-cudart", "static", "/t/build/meson-private/sanitycheckcuda.cu", "-o", "x.exe"};
+  auto rewritten = stages::cuda_compile_args(check, "/t/build/meson-private", "/t");
+  CHECK(rewritten.at(7) == "-Xcudafe=--orig_src_path_name=/archbuild/src/build/meson-private/sanitycheckcuda.cu");
+  CHECK(stages::compile_source(rewritten, "/t/build/meson-private", "/t") == "build/meson-private/sanitycheckcuda.cu");
+}
+
 TEST_CASE("what the launcher leaves alone", "[build_path]") {
   Args version = {"nvcc", "--version"};
   CHECK(stages::cuda_compile_args(version, "/t", "/t") == version);

@@ -21,6 +21,7 @@
 #include "stages/reproducible.hpp"
 #include "binary/elf.hpp"
 #include "store/key_record.hpp"
+#include "store/launch_files.hpp"
 #include "store/layout.hpp"
 #include "mirror/make_wheel.hpp"
 #include "support/process.hpp"
@@ -65,7 +66,7 @@ plan::Plan plan_for(const std::string& targets, const std::string& url, const st
   c.found_by = "test";
   h.compilers = {c};
   h.pythons = {toolchain::Python{"/usr/bin/python3", V("3.11.2"), "test"}};
-  h.tools = {{"cmake", "/usr/bin/cmake"}, {"ninja", "/usr/bin/ninja"}};
+  h.tools = {{"cmake", "/usr/bin/cmake"}, {"ninja", "/usr/bin/ninja"}, {"meson", "/usr/bin/meson"}};
   if (cmake) h.tool_versions["cmake"] = *cmake;
   plan::Inputs in;
   in.recipes = plan::select_recipes(!recipe_file.empty() ? recipe_file
@@ -573,6 +574,94 @@ TEST_CASE("PEP 517 drivers: a half-configured tree is removed before the build s
       REQUIRE(seen->size() == 1);
       CHECK(seen->front() == finished);  // kept only when its configure had finished
       CHECK((e.progress.str().find("its configure did not finish") != std::string::npos) == !finished);
+    }
+  }
+}
+
+namespace {
+
+// `python -m build` over meson-python as it would run: `meson setup` makes build/meson-private
+// first and build/build.ninja when it finishes, meson-python keeps its native file in the tree.
+run::ScriptedResponse meson_build(bool configure_finishes = true, bool wheel = true, int exit_status = 0) {
+  run::ScriptedResponse r;
+  r.lines = {"+ meson setup", "[1/3] Compiling C++ object m.o", "[2/3] Compiling Cuda object k.o", "[3/3] Linking"};
+  r.exit_status = exit_status;
+  r.effect = [=](const run::Command& c) {
+    fs::create_directories(c.cwd / "build" / "meson-private");
+    std::ofstream(c.cwd / ".mesonpy-native-file.ini") << "[binaries]\npython = '/usr/bin/python3'\n";
+    if (configure_finishes) std::ofstream(c.cwd / "build" / "build.ninja") << "# generated\n";
+    if (wheel) test::make_wheel(c.cwd / "dist", "minimeson", "0.1.0+cu130.sm90", "minimeson");
+  };
+  return r;
+}
+
+std::string file_text(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+TEST_CASE("meson-python: archbuild's launchers reach Meson through the native file its config setting names",
+          "[stages][drivers]") {
+  Env e;
+  e.options.archbuild_exe = "/opt/archbuild/bin/archbuild";
+  e.options.compiler_cache.kind = "ccache";
+  e.options.compiler_cache.program = "/usr/bin/ccache";
+  e.options.compiler_cache.dir = e.dir / "ccache";
+  auto plan = plan_for("9.0", example_url("minimeson"), "minimeson");
+  run::ScriptedRunner runner;
+  runner.on(is_pep517_build, meson_build()).strict();
+  auto r = stages::run_pipeline(plan, e.layout, runner, *e.reporter, e.options);
+  INFO((r ? "" : r.error().message) << e.progress.str());
+  REQUIRE(r.ok());
+  auto calls = runner.calls();  // and ccache --print-stats, before and after
+  auto it = std::find_if(calls.begin(), calls.end(), is_pep517_build);
+  REQUIRE(it != calls.end());
+  const run::Command& build = *it;
+  CHECK(build.argv == std::vector<std::string>{"/usr/bin/python3", "-m", "build", "--wheel", "--no-isolation", "--outdir",
+                                               "dist", "-C", "builddir=build", "-C",
+                                               "setup-args=--native-file=$ARCHBUILD_MESON_NATIVE_FILE", "."});
+  REQUIRE(build.env.count("ARCHBUILD_MESON_NATIVE_FILE"));
+  const fs::path native = build.env.at("ARCHBUILD_MESON_NATIVE_FILE");
+  CHECK(native == store::meson_native_file(e.layout, plan->key));
+  // The chains CMake would get, each followed by the compiler.
+  fs::path tree = fs::weakly_canonical(e.layout.source_dir(plan->key));
+  const std::string text = file_text(native);
+  INFO(text);
+  CHECK(text.find("\ncuda = ['/opt/archbuild/bin/archbuild', 'cuda-launch', '--tree', '" + tree.string() +
+                  "', '--', '/usr/bin/ccache', '/usr/local/cuda-13.0/bin/nvcc']\n") != std::string::npos);
+  CHECK(text.find("\ncpp = ['/usr/bin/ccache', '/usr/bin/g++-12']\n") != std::string::npos);
+  CHECK(r->filename == "minimeson-0.1.0+cu130.sm90-py3-none-any.whl");
+}
+
+TEST_CASE("meson-python: a half-configured Meson tree and meson-python's native file are removed before the build step",
+          "[stages][drivers]") {
+  for (bool finished : {false, true}) {
+    DYNAMIC_SECTION((finished ? "configure finished, build failed" : "configure failed")) {
+      Env e;
+      auto plan = plan_for("9.0", example_url("minimeson"), "minimeson");
+      run::ScriptedRunner failing;
+      failing.on(is_pep517_build, meson_build(finished, false, 1));
+      REQUIRE_FALSE(stages::run_pipeline(plan, e.layout, failing, *e.reporter, e.options).ok());
+      auto seen = std::make_shared<std::vector<bool>>();
+      run::ScriptedResponse probe = meson_build();
+      auto inner = probe.effect;
+      probe.effect = [seen, inner](const run::Command& c) {
+        seen->push_back(fs::exists(c.cwd / "build" / "meson-private"));
+        seen->push_back(fs::exists(c.cwd / ".mesonpy-native-file.ini"));
+        inner(c);
+      };
+      run::ScriptedRunner runner;
+      runner.on(is_pep517_build, probe);
+      auto again = stages::run_pipeline(plan, e.layout, runner, *e.reporter, e.options);
+      INFO((again ? "" : again.error().message) << e.progress.str());
+      REQUIRE(again.ok());
+      CHECK(*seen == std::vector<bool>{finished, finished});  // kept only when its configure had finished
+      CHECK((e.progress.str().find("meson-private without build.ninja (its configure did not finish)") !=
+             std::string::npos) == !finished);
     }
   }
 }
