@@ -29,7 +29,8 @@ std::optional<Version> cuda_release(const std::string& value) {
   if (value.empty()) return std::nullopt;
   auto v = Version::parse(value);
   if (!v || v->size() != 2)
-    throw Failure(Error::bad_input(fmt::format("--cuda {}: expected a CUDA release X.Y, e.g. 13.0", text::quoted(value))));
+    // The wording tests pin: resolve's "--cuda '13'", matrix's "expected a CUDA release X.Y".
+    throw Failure(Error::bad_input(fmt::format("--cuda '{}': expected a CUDA release X.Y, e.g. 13.0", value)));
   return v;
 }
 
