@@ -3,6 +3,7 @@
 
 #include "arch/arch_data.hpp"
 #include "arch/parse.hpp"
+#include "app/inputs.hpp"
 #include "cli/context.hpp"
 #include "core/text.hpp"
 #include "toolchain/toolchain.hpp"
@@ -40,11 +41,7 @@ nlohmann::json arch_json(const std::vector<arch::Arch>& archs) {
 void run_arch(const ArchOptions& o, Context& ctx) {
   const auto& data = arch::ArchData::shipped();
   arch::ParseOptions po{grammar_of(o.parser), {}};
-  if (!o.cuda.empty()) {
-    po.cuda = Version::parse(o.cuda);
-    if (!po.cuda || po.cuda->size() != 2)
-      throw Failure(Error::bad_input(fmt::format("--cuda {}: expected MAJOR.MINOR like 13.4", text::quoted(o.cuda))));
-  }
+  po.cuda = app::cuda_release(o.cuda);
   if (o.lists.empty())
     throw Failure(Error::bad_input("arch: give at least one architecture, e.g. `archbuild arch 9.0` or "
                                    "`archbuild arch -gencode arch=compute_90,code=sm_90`"));

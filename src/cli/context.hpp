@@ -9,18 +9,15 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "app/session.hpp"
 #include "core/error.hpp"
 
 namespace archbuild::cli {
 
-struct Context {
-  std::optional<std::filesystem::path> cache_dir;  // --cache-dir
-  std::string color = "auto";                      // --color auto|always|never
-  int verbosity = 0;                               // -v / -q
-  bool json = false;                               // --json (global or per command)
-  Exit exit = Exit::ok;                            // set by the command that ran
-
-  bool color_enabled() const;
+// The shared options (--cache-dir, --color, -v/-q, --json) are the app's Session, which the
+// operations are given; the command adds its exit status.
+struct Context : app::Session {
+  Exit exit = Exit::ok;  // set by the command that ran
 };
 
 // Adds the per-command --json flag (same meaning as the global one).
@@ -43,9 +40,9 @@ const CLI::Validator& name_check();
 void print_json(const nlohmann::json& doc);
 // Human text for results on stdout; notes, warnings and errors on stderr.
 void out(const std::string& line);
-void note(const Context& ctx, const std::string& line);
-void warn(const Context& ctx, const std::string& line);
-void error_line(const Context& ctx, const std::string& line);
+using app::error_line;
+using app::note;
+using app::warn;
 
 // Every command registers itself with one of these (defined in cli/<command>.cpp).
 void add_arch_command(CLI::App& app, Context& ctx);

@@ -3,7 +3,7 @@
 
 #include "arch/arch_data.hpp"
 #include "cli/context.hpp"
-#include "cli/host.hpp"
+#include "app/inputs.hpp"
 #include "core/text.hpp"
 #include "detect/detect.hpp"
 
@@ -58,7 +58,7 @@ nlohmann::json detection_json(const detect::Detection& d) {
 
 void run_detect(const std::string& source, Context& ctx) {
   const auto& data = arch::ArchData::shipped();
-  detect::Detection d = detect_host(data, source);
+  detect::Detection d = app::detect_host(data, source);
   const std::string none =
       d.gpus.empty() ? fmt::format("no GPU found on this host ({})", text::join(d.tried, "; ")) : std::string();
   if (ctx.json) {

@@ -5,18 +5,13 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <memory>
-#include <set>
 
 #include "arch/arch_data.hpp"
 #include "binary/inspect.hpp"
 #include "cli/context.hpp"
-#include "cli/host.hpp"
 #include "cli/install_advice.hpp"
 #include "core/text.hpp"
 #include "doctor/doctor.hpp"
-#include "plan/resolve.hpp"
-#include "run/capture.hpp"
 #include "toolchain/toolchain.hpp"
 
 namespace archbuild::cli {
@@ -29,118 +24,6 @@ struct DoctorArgs {
   std::string python;
   TargetArgs targets;
 };
-
-// Runs the probe script with PY. The working directory is "/" so that a `torch` folder in the
-// user's current directory (a PyTorch checkout) does not shadow the installed one.
-// nullopt: the interpreter runs but has no torch (then install advice is what helps).
-std::optional<doctor::TorchFacts> probe_torch(const std::string& python) {
-  auto exe = run::find_program(python);
-  if (!exe)
-    throw Failure(Error::missing_tool(fmt::format("{}: no such interpreter{}", python,
-                                                  python.find('/') == std::string::npos ? " on PATH (give --python PY)"
-                                                                                        : "")));
-  run::CaptureOptions o;
-  o.cwd = "/";
-  o.timeout = std::chrono::seconds(180);  // importing torch initialises CUDA: seconds, sometimes more
-  auto ran = run::capture({fs::absolute(*exe).string(), "-c", doctor::kTorchProbeScript}, o).take();
-  if (doctor::probe_found_no_torch(ran.out)) return std::nullopt;
-  auto facts = doctor::parse_torch_probe(ran.out, ran.status, python);
-  if (ran.timed_out) {
-    // What was read before the import hung still counts; lib/ is read without it.
-    if (!facts) throw Failure(Error::missing_tool(fmt::format("{}: the torch probe did not finish in 180 s", python)));
-    if (!facts->arch_list) {
-      facts->import_error = "`import torch` did not finish in 180 s";
-      facts->arch_list_missing = "torch cannot be imported: " + *facts->import_error;
-    }
-  }
-  if (!facts && ran.status != 0) {
-    auto lines = text::split_any(text::trim(ran.err), "\n");
-    throw Failure(Error::missing_tool(facts.error().message +
-                                      (lines.empty() ? "" : ": " + text::trim(lines.back()))));
-  }
-  return std::move(facts).take();
-}
-
-// No torch to examine: which official wheel to install for the targets, or the build.
-void advise_without_torch(const std::string& python, const HostTargets& h, const doctor::Facts& f, Context& ctx) {
-  doctor::InstallQuery q;
-  q.targets = h.targets;
-  q.driver = h.driver;
-  q.driver_source = h.driver_source;
-  q.releases = f.releases;
-  q.toolchains = f.toolchains;
-  q.pip = python + " -m pip";
-  q.platform = h.platform;
-  q.platform_why = h.platform_why;
-  q.platform_is_this_machine = h.platform_is_this_machine;
-  auto advice = doctor::advise_install(
-      q, make_build_advisor(f.toolchains, std::nullopt, h.platform_is_this_machine ? "" : h.platform->name, h.jetpack,
-                            h.jetpack_missing));
-  std::string none = fmt::format("no torch is installed for {}", python);
-  if (ctx.json) {
-    auto doc = install_advice_json(advice, h);
-    doc["python"] = python;
-    doc["torch"] = nullptr;
-    doc["install"] = doc["options"];
-    print_json(doc);
-  } else {
-    const std::string where = h.platform_is_this_machine || !h.platform ? std::string("here")
-                                                                         : "on the " + h.platform->name + " host";
-    out(none + (h.targets.empty() ? "" : ": the official wheels that run " + where + ", newest first"));
-    if (!h.targets.empty()) print_install_advice(advice, h, ctx);
-  }
-  ctx.exit = install_advice_exit(advice, h);
-  if (h.targets.empty())
-    error_line(ctx, none + "; " + h.no_targets_reason);
-  else if (!advice.fits())
-    error_line(ctx, none + "; " + advice.build_why + ": only a build helps");
-}
-
-void inspect_lib(doctor::TorchFacts& t) {
-  fs::path lib = t.dir / "lib";
-  std::error_code ec;
-  if (t.dir.empty() || !fs::is_directory(lib, ec)) {
-    t.lib_error = fmt::format("{} has no lib/ folder", t.dir.string());
-    return;
-  }
-  auto got = binary::inspect_path(lib);
-  if (!got) {
-    t.lib_error = got.error().message;
-    return;
-  }
-  t.lib_inspected = true;
-  t.lib_files = std::move(got->files);
-}
-
-// The toolkit torch.utils.cpp_extension would build with: CUDA_HOME, CUDA_PATH, the nvcc on
-// PATH, /usr/local/cuda (its _find_cuda_home order).
-void find_toolkit(doctor::Facts& f) {
-  auto env = toolchain::HostEnv::current();
-  std::optional<std::pair<fs::path, std::string>> root;
-  for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
-    if (auto v = env.get(var); v && !root) root = {fs::path(*v), var};
-  if (!root)
-    if (auto nvcc = env.find_program("nvcc")) root = {nvcc->parent_path().parent_path(), "nvcc on PATH"};
-  std::error_code ec;
-  if (!root && fs::is_directory("/usr/local/cuda", ec)) root = {fs::path("/usr/local/cuda"), "/usr/local/cuda"};
-  if (!root) {
-    f.toolkit_missing = "no CUDA toolkit (CUDA_HOME unset, no nvcc on PATH, no /usr/local/cuda): needed only to build "
-                        "CUDA extensions";
-    return;
-  }
-  toolchain::HostEnv only;
-  only.vars["CUDA_HOME"] = root->first.string();
-  only.roots.clear();
-  std::vector<std::string> notes;
-  auto found = toolchain::discover_toolkits(only, tool_probe(), &notes);
-  if (found.empty()) {
-    f.toolkit_missing = fmt::format("{} = {}: no working CUDA toolkit there{}", root->second, root->first.string(),
-                                    notes.empty() ? "" : " (" + text::join(notes, "; ") + ")");
-    return;
-  }
-  f.toolkit = found.front();
-  f.toolkit->found_by = root->second;
-}
 
 std::string rel(const doctor::TorchFacts& t, const std::string& p) {
   fs::path r = fs::path(p).lexically_relative(t.dir);
@@ -267,39 +150,37 @@ void print_report(const doctor::Facts& f, const doctor::Report& r, const Context
   }
 }
 
-void run_doctor(const DoctorArgs& a, Context& ctx) {
-  const auto& data = arch::ArchData::shipped();
-  doctor::Facts f;
-  // Bad --sm / --gpu / --driver is bad input (exit 2) before anything runs.
-  auto h = gather_targets(a.targets, data);
-  f.targets = h.targets;
-  f.no_targets_reason = h.no_targets_reason;
-  f.driver_version = h.driver;
-  f.driver_source = h.driver_source;
-  f.driver_missing = h.driver_missing;
-  f.releases = doctor::Releases::load_shipped(data).take();
-  f.toolchains = toolchain::load_shipped(data).take();
-  if (h.platform) f.official_wheels = h.platform->official_wheels;
-
-  const std::string python = a.python.empty() ? "python3" : a.python;
-  auto torch = probe_torch(python);  // no interpreter: exit 3
-  if (!torch) {
-    advise_without_torch(python, h, f, ctx);
-    return;
-  }
-  f.torch = std::move(*torch);
-  f.pip = python + " -m pip";
-  inspect_lib(f.torch);
-  find_toolkit(f);
-
-  std::optional<Version> py_release;
-  if (!a.python.empty() && f.torch.python_version) py_release = f.torch.python_version->prefix(2);
-  auto report = doctor::diagnose(
-      f, make_build_advisor(f.toolchains, py_release, h.platform_is_this_machine ? "" : h.platform->name, h.jetpack,
-                            h.jetpack_missing));
-
+// No torch to examine: which official wheel to install for the targets, or the build.
+void print_without_torch(const app::Diagnosis& d, Context& ctx) {
+  const app::InstallAnswer& answer = *d.install;
+  const HostTargets& h = answer.host;
+  std::string none = fmt::format("no torch is installed for {}", d.python);
   if (ctx.json) {
-    auto doc = report_json(f, report, python);
+    auto doc = install_advice_json(answer);
+    doc["python"] = d.python;
+    doc["torch"] = nullptr;
+    doc["install"] = doc["options"];
+    print_json(doc);
+  } else {
+    const std::string where = h.platform_is_this_machine || !h.platform ? std::string("here")
+                                                                         : "on the " + h.platform->name + " host";
+    out(none + (h.targets.empty() ? "" : ": the official wheels that run " + where + ", newest first"));
+    if (!h.targets.empty()) print_install_advice(answer, ctx);
+  }
+  ctx.exit = answer.exit();
+  if (h.targets.empty())
+    error_line(ctx, none + "; " + h.no_targets_reason);
+  else if (!answer.advice.fits())
+    error_line(ctx, none + "; " + answer.advice.build_why + ": only a build helps");
+}
+
+void run_doctor(const DoctorArgs& a, Context& ctx) {
+  const app::Diagnosis d = app::diagnose(a.python, a.targets);
+  if (d.install) return print_without_torch(d, ctx);
+  const doctor::Facts& f = d.facts;
+  const doctor::Report& report = *d.report;
+  if (ctx.json) {
+    auto doc = report_json(f, report, d.python);
     // As every command's failing document: "error" and "exit".
     if (f.targets.empty()) {
       doc["error"] = f.no_targets_reason;

@@ -7,12 +7,11 @@
 #include <fmt/format.h>
 
 #include "cli/context.hpp"
-#include "cli/host.hpp"
-#include "cli/install_advice.hpp"
+#include "app/inputs.hpp"
+#include "app/torch.hpp"
 #include "doctor/doctor.hpp"
 #include "extenv/extenv.hpp"
 #include "plan/resolve.hpp"
-#include "run/capture.hpp"
 #include "store/atomic_file.hpp"
 
 namespace archbuild::cli {
@@ -29,19 +28,6 @@ struct EnvArgs {
   std::string python = "python3";
 };
 
-// The torch the interpreter would import, from its version file (no import).
-std::optional<extenv::TorchSeen> torch_version_seen(const std::string& python) {
-  auto exe = run::find_program(python);
-  if (!exe)
-    throw Failure(Error::missing_tool(fmt::format("--python {}: no such interpreter{}", python,
-                                                  python.find('/') == std::string::npos ? " on PATH" : "")));
-  run::CaptureOptions o;
-  o.cwd = "/";  // a `torch` folder in the current directory must not shadow the installed one
-  o.timeout = std::chrono::seconds(60);
-  auto ran = run::capture({fs::absolute(*exe).string(), "-c", doctor::kTorchProbeScript, "--no-import"}, o).take();
-  return extenv::parse_torch_probe(ran.out, python).take();
-}
-
 // --for NAME|FILE|PACKAGE: a recipe; a package name means its newest recipe.
 recipe::Recipe project_recipe(const std::string& arg) {
   auto rs = plan::select_recipes(arg);
@@ -55,11 +41,8 @@ recipe::Recipe project_recipe(const std::string& arg) {
 
 void run_env(const EnvArgs& a, Context& ctx) {
   const auto& data = arch::ArchData::shipped();
-  auto targets = parse_targets(a.sm, data);
-  if (!targets)
-    throw Failure(Error{targets.error().exit, targets.error().message.starts_with("--sm")
-                                                  ? targets.error().message
-                                                  : "--sm: " + targets.error().message});
+  auto targets = app::sm_targets(a.sm, data);
+  if (!targets) throw Failure(targets.error());
   extenv::Request req;
   req.targets = *targets;
   if (!a.project.empty()) req.project = project_recipe(a.project);
@@ -68,11 +51,11 @@ void run_env(const EnvArgs& a, Context& ctx) {
   in.recipes = recipe::load_shipped().take();
   in.toolchains = toolchain::load_shipped(data).take();
   auto host_env = toolchain::HostEnv::current();
-  auto probe = tool_probe();
+  auto probe = app::tool_probe();
   auto toolkits = toolchain::discover_toolkits(host_env, probe);
   if (!toolkits.empty()) in.toolkit = toolkits.front();
   in.compilers = toolchain::discover_compilers(host_env, probe);
-  in.torch = torch_version_seen(a.python);
+  in.torch = app::torch_version_seen(a.python);
   in.host = plan::HostResources::current();
 
   auto env = extenv::compute(req, in).take();

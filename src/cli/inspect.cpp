@@ -10,11 +10,11 @@
 #include "arch/arch_data.hpp"
 #include "arch/parse.hpp"
 #include "binary/inspect.hpp"
+#include "app/torch.hpp"
 #include "cli/context.hpp"
 #include "core/heap.hpp"
 #include "core/path_kind.hpp"
 #include "core/text.hpp"
-#include "run/capture.hpp"
 #include "validate/coverage.hpp"
 
 namespace archbuild::cli {
@@ -30,43 +30,6 @@ struct InspectArgs {
   bool verify = false;
   unsigned threads = 0;
 };
-
-// The lib/ folder of the torch that `python` would import, found without importing it (an
-// import may need a GPU driver and takes seconds).
-fs::path torch_lib_dir(const std::string& python) {
-  static constexpr const char* kScript =
-      "import importlib.util as u; s = u.find_spec('torch'); "
-      "print(s.submodule_search_locations[0] if s and s.submodule_search_locations else '')";
-  // A path that is there but is no file (a folder, a FIFO, a device, a loop of links) is bad
-  // input (exit 2), said before anything runs; an interpreter that is missing or does not run
-  // is a missing tool (exit 3).
-  if (python.find('/') != std::string::npos) {
-    auto kind = paths::classify(python).kind;
-    if (kind != paths::Kind::missing && kind != paths::Kind::dangling_link)
-      paths::expect_regular_file(python, "--python").take();
-  }
-  auto started = run::capture({python, "-c", kScript});
-  if (!started) {  // cannot start it: exit 3, the path quoted (a newline in it stays on the line)
-    std::string why = started.error().message;
-    if (why.starts_with(python + ": ")) why.erase(0, python.size() + 2);
-    throw Failure(Error{started.error().exit, fmt::format("--python {}: {}", text::quoted(python), why)});
-  }
-  auto ran = std::move(*started);
-  if (ran.status != 0) {
-    auto lines = text::split_any(text::trim(ran.err), "\n");
-    throw Failure(Error::missing_tool(fmt::format("--python {}: could not look for torch (exit {}){}",
-                                                  text::quoted(python), ran.status,
-                                                  lines.empty() ? "" : ": " + text::trim(lines.back()))));
-  }
-  std::string dir = text::trim(ran.out);
-  if (dir.empty())
-    throw Failure(Error::missing_tool(
-        fmt::format("no torch is installed for {} (install one, or give a wheel or a directory instead)", python)));
-  fs::path lib = fs::path(dir) / "lib";
-  if (!fs::is_directory(lib))
-    throw Failure(Error::missing_tool(fmt::format("the torch of {} at {} has no lib/ folder", python, dir)));
-  return lib;
-}
 
 std::vector<std::string> names_of(const std::vector<binary::ImageCount>& images, binary::EntryKind kind) {
   std::vector<std::string> out;
@@ -312,7 +275,7 @@ void run_inspect(const InspectArgs& args, Context& ctx) {
     targets = validate::target_ccs(arch::parse_arch_lists(args.sm, arch::ArchData::shipped()).take());
 
   std::vector<fs::path> inputs(args.paths.begin(), args.paths.end());
-  if (!args.python.empty()) inputs.push_back(torch_lib_dir(args.python));
+  if (!args.python.empty()) inputs.push_back(app::torch_lib_dir(args.python));
   if (inputs.empty())
     throw Failure(Error::bad_input("inspect: nothing to inspect (give a file, a wheel, a directory or --python PY)"));
 

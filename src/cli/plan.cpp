@@ -10,7 +10,7 @@
 
 #include "cli/resolve_common.hpp"
 #include "cli/store_common.hpp"
-#include "cli/stack.hpp"
+#include "app/planning.hpp"
 #include "contract/contract.hpp"
 #include "core/text.hpp"
 #include "source/source.hpp"
@@ -24,132 +24,27 @@ namespace archbuild::cli {
 namespace {
 
 struct PlanArgs {
-  ResolveArgs resolve;
-  unsigned jobs = 0;
-  bool offline = false;
-  bool check = false;  // --check: exit 3 where `wheel` would stop before starting
-  std::string out = "dist";  // --out DIR: where `wheel` would put the wheel (checked as it checks it)
-  std::vector<std::string> with;  // --with torchvision,torchaudio: the set (cli/stack)
-  // Why no build venv is made for this plan (a dependent whose torch is not built yet); empty: made.
-  std::string no_venv_because;
-  StoreArgs store;  // --store URL: whether the shared build store has the key (docs/store.md)
+  app::PlanArgs plan;
+  bool check = false;             // --check: exit 3 where `wheel` would stop before starting
+  std::vector<std::string> with;  // --with torchvision,torchaudio: the set (app/set)
 };
 
-// One plan shown: its document (printed by the caller under --json; humans got their block), and
-// the wheel its key already built.
-struct Planned {
-  nlohmann::json doc;
-  std::optional<store::WheelRef> built_wheel;
-};
-
-struct Built {
-  std::optional<std::filesystem::path> manifest;  // keys/<key>.json, when the cache dir is known
-  bool manifest_exists = false;
-  std::optional<store::WheelRef> wheel;           // the finished wheel it records, present in the cache
-  std::string problem;                            // why it could not be told
-};
-
-// Whether the key is built: its manifest (keys/<key>.json) records a finished wheel. Read only;
-// store/ decides where the cache is and what its files say.
-Built built_state(const Context& ctx, const std::string& key) {
-  Built b;
-  auto dir = store::choose_cache_dir(ctx.cache_dir);
-  if (!dir) {
-    b.problem = dir.error().message;
-    return b;
-  }
-  store::Layout layout(dir->dir);
-  store::KeyRecord rec(layout, key);
-  b.manifest = rec.path();
-  b.manifest_exists = rec.exists();
-  if (b.manifest_exists) {
-    auto w = rec.wheel();
-    std::error_code ec;
-    if (!w) b.problem = w.error().message;
-    else if (*w && std::filesystem::is_regular_file(layout.wheel((*w)->sha256), ec)) b.wheel = *w;
-  }
-  return b;
+// --check's verdict: every reason `wheel` would stop, as error lines, and the first one's status.
+void check_verdict(const app::PlanView& v, Context& ctx) {
+  if (!v.check()) return;
+  for (const auto& st : v.stops) error_line(ctx, st.error.message);
+  ctx.exit = v.check()->exit;
 }
 
-// The plan of a resolution, shown: the human block on stdout, or its document returned (--json).
-// --check's verdict goes to ctx.exit.
-Planned plan_resolved(const PlanArgs& args, const plan::Resolution& resolved, const plan::PlanOptions& budget, Context& ctx) {
-  // The one answer: what prepare() says would stop `wheel` is what `plan` shows and --check
-  // exits with (the first stop's status, as `wheel` would).
-  prepare::Request q = prepare_request(args.resolve, budget, args.jobs, args.offline, false);
-  q.no_venv_because = args.no_venv_because;
-  prepare::Prepared prep = prepare_from_args(resolved, q, args.resolve, ctx).take();
-  const plan::Plan& p = prep.plan;
+// The human block of one plan on stdout.
+void print_plan(const app::PlanView& v, Context& ctx) {
+  const plan::Plan& p = v.prep.plan;
   const plan::Resolution& r = p->resolution;  // the tree's release line may have chosen another recipe
-  const prepare::TreeContract& tree = prep.tree;
-  const plan::HostCheck& host = prep.host;
-  const std::vector<std::string>& fetch_notes = prep.fetch_notes;
-  if (!p->venv && prep.venv_note.starts_with("cannot be made")) warn(ctx, "build venv " + prep.venv_note);
-  Built built = built_state(ctx, p->key);
-  if (!built.problem.empty()) warn(ctx, "cannot tell whether the key is built: " + built.problem);
-  // The shared build store: a key it has is pulled by `wheel`, which then stops at nothing.
-  std::optional<StoreLookup> in_store;
-  std::optional<remote::BuildStore> build_store = open_store(args.store);
-  if (build_store) in_store = look_up(*build_store, p->key);
-  bool pullable = in_store && in_store->state == StoreLookup::State::present;
-  // `wheel` stops first, built key or not, where a required store cannot be read (cli/wheel.cpp),
-  // with the same message and status.
-  std::vector<prepare::Stop> stops = prep.stops;
-  const bool store_stop =
-      in_store && in_store->state == StoreLookup::State::unreachable && build_store->config().required;
-  if (store_stop)
-    stops.insert(stops.begin(), prepare::Stop{"store-required", Error::missing_tool(fmt::format("--store-required: {}", in_store->problem))});
-  // Before all of them, built key or not: the cache directory and --out (`wheel` checks them first).
-  const std::vector<prepare::Stop> launch = launch_stops(ctx, args.out);
-  stops.insert(stops.begin(), launch.begin(), launch.end());
-  const bool nothing_to_build = launch.empty() && !store_stop && (built.wheel || pullable);
-  std::vector<Error> blockers;
-  for (const auto& st : stops) blockers.push_back(st.error);
-  Planned shown;
-  shown.built_wheel = built.wheel;
-  auto finish = [&] {
-    if (!args.check || blockers.empty() || nothing_to_build) return;
-    for (const auto& b : blockers) error_line(ctx, b.message);
-    ctx.exit = blockers.front().exit;  // `wheel` stops at the first, with its status
-  };
-
-  if (ctx.json) {
-    auto doc = p.to_json();
-    doc["built"] = built.wheel.has_value();
-    doc["manifest"] = built.manifest ? nlohmann::json(built.manifest->string()) : nlohmann::json(nullptr);
-    doc["manifest_exists"] = built.manifest_exists;
-    doc["wheel"] = built.wheel ? nlohmann::json{{"sha256", built.wheel->sha256}, {"filename", built.wheel->filename},
-                                                {"size", built.wheel->size}}
-                               : nlohmann::json(nullptr);
-    nlohmann::json c = {{"available", tree.contract.has_value()}};
-    if (tree.contract) {
-      c.update(contract::to_json(*tree.contract));
-      c["commit"] = tree.commit;
-      c["checks"] = contract::to_json(tree.findings);
-    } else {
-      c["note"] = tree.note;
-    }
-    doc["contract"] = c;
-    doc["host_check"] = host.to_json();
-    nlohmann::json b = nlohmann::json::array();
-    for (const auto& e : blockers) b.push_back(e.message);
-    doc["ready"] = blockers.empty();
-    doc["blockers"] = b;
-    nlohmann::json stops_doc = nlohmann::json::array();
-    for (const auto& st : stops)
-      stops_doc.push_back({{"rule", st.rule}, {"exit", static_cast<int>(st.error.exit)}, {"message", st.error.message}});
-    doc["stops"] = stops_doc;
-    doc["would_exit"] = nothing_to_build || stops.empty() ? 0 : static_cast<int>(stops.front().error.exit);
-    doc["store"] = in_store ? in_store->to_json(*build_store) : nlohmann::json(nullptr);
-    // Before the tree is fetched the key lacks the build venv's versions: `wheel` looks up the final one.
-    if (in_store) doc["store"]["key_final"] = p->venv.has_value();
-    doc["fetch_notes"] = fetch_notes;
-    doc["notes"] = prep.notes;
-    if (!p->venv) doc["build_venv_note"] = prep.venv_note;
-    shown.doc = std::move(doc);
-    finish();
-    return shown;
-  }
+  const prepare::TreeContract& tree = v.prep.tree;
+  const plan::HostCheck& host = v.prep.host;
+  const std::vector<std::string>& fetch_notes = v.prep.fetch_notes;
+  const app::BuiltState& built = v.built;
+  const std::string& venv_note = v.prep.venv_note;
   const auto& rc = r.recipe;
   out(fmt::format("plan       {} {} from {}", rc.package, p->version, rc.name));
   out(fmt::format("recipe     {}", rc.file.string()));
@@ -179,7 +74,7 @@ Planned plan_resolved(const PlanArgs& args, const plan::Resolution& resolved, co
     out(fmt::format("  in the key    {}", shaping.empty() ? "(none of numpy, cmake, ninja, setuptools, scikit-build-core, torch)"
                                                           : text::join(shaping, ", ")));
   } else {
-    out("build venv " + prep.venv_note);
+    out("build venv " + venv_note);
   }
   out(fmt::format("arch list  {}={}", rc.arch.env, r.arch_list));
   out(fmt::format("jobs       {}", p->jobs.rule()));
@@ -208,10 +103,10 @@ Planned plan_resolved(const PlanArgs& args, const plan::Resolution& resolved, co
                   host.mem_available_gib,
                   host.job_memory_gib > 0 ? fmt::format(", {} jobs x {:g} GiB needed", host.jobs, host.job_memory_gib)
                                           : std::string()));
-  if (in_store)
-    out("store      " + in_store->line(*build_store, p->key) +
+  if (v.in_store)
+    out("store      " + v.in_store->line(*v.store, p->key) +
         (p->venv ? "" : " (this key is provisional until the tree is fetched; `wheel` looks up the final one)"));
-  for (const auto& b : blockers) out("would stop " + b.message);
+  for (const auto& st : v.stops) out("would stop " + st.error.message);
   out("steps (cwd relative to the source tree):");
   for (const auto& s : p->steps) out(fmt::format("  {:<10} [{}] {}", s.stage, s.cwd, text::join(s.argv(), " ")));
   if (!p->fetches.empty()) {
@@ -252,67 +147,47 @@ Planned plan_resolved(const PlanArgs& args, const plan::Resolution& resolved, co
   }
   if (ctx.verbosity > 0) print_resolution(r, ctx);
   for (const auto& n : r.notes) note(ctx, "note: " + n);
-  for (const auto& n : prep.notes) note(ctx, "note: " + n);
-  finish();
-  return shown;
+  for (const auto& n : v.prep.notes) note(ctx, "note: " + n);
 }
 
-// `plan --with` (or a dependent's recipe on its own): the set resolved as `wheel` resolves it
-// (cli/stack), then each member planned, torch first. A dependent's key holds the torch wheel it
-// is built against: when torch's key is built, its wheel in the cache is that wheel; else the
-// dependent's build venv is not made (pip would fetch another torch) and its key is provisional.
+// `plan --with` (or a dependent's recipe on its own): each member of the set planned (app::plan_set).
 void plan_set(const PlanArgs& args, const plan::PlanOptions& budget, Context& ctx) {
-  std::vector<StackMember> set = resolve_set(args.resolve, args.with, ctx);  // a refused pair throws (exit 2)
   nlohmann::json plans = nlohmann::json::array();
-  std::optional<std::filesystem::path> torch_wheel;
   Exit worst = Exit::ok;
-  for (const auto& m : set) {
-    PlanArgs a = args;
-    a.resolve = m.args;
-    a.with.clear();
-    const recipe::Recipe& rc = m.resolution.recipe;
-    std::string pairing = m.role == "dependent" ? pairing_text(m, set.front()) : "";
-    if (m.role == "dependent") {
-      if (torch_wheel)
-        a.resolve.torch_wheel = torch_wheel->string();
-      else
-        a.no_venv_because = fmt::format("made once {} is built: its wheel is installed into it and its sha256 is in "
-                                        "this key (the key shown is provisional until then)",
-                                        set.front().resolution.recipe.name);
-    }
-    if (!ctx.json) {
-      if (m.role == "torch") out(fmt::format("== torch      {} {} ({})", rc.package, rc.version.str(), rc.name));
-      else out(fmt::format("== dependent  {} {} ({}): {}", rc.package, rc.version.str(), rc.name, pairing));
-    }
-    Context mctx = ctx;
-    mctx.exit = Exit::ok;
-    Planned shown = plan_resolved(a, m.resolution, budget, mctx);
-    worst = std::max(worst, mctx.exit);
-    if (m.role == "torch" && shown.built_wheel) {
-      // Under its own name, as pip needs it for the dependents' build venvs.
-      auto dir = store::choose_cache_dir(ctx.cache_dir).take();
-      auto named = store::named_wheel(store::Layout(dir.dir), shown.built_wheel->sha256, shown.built_wheel->filename);
-      if (named) torch_wheel = *named;
-      else warn(ctx, "torch's built wheel cannot be named in the cache: " + named.error().message);
-    }
-    if (!ctx.json) continue;
-    nlohmann::json entry = std::move(shown.doc);
-    entry["role"] = m.role;
-    if (m.role == "dependent") {
-      entry["pairs_with"] = pairing_json(m, set.front());
-      entry["torch_wheel"] = a.resolve.torch_wheel.empty() ? nlohmann::json(nullptr) : nlohmann::json(a.resolve.torch_wheel);
-    }
-    plans.push_back(std::move(entry));
-  }
+  app::plan_set(
+      args.plan, args.with, budget, ctx, [&ctx](const plan::Resolution& r) { print_resolution(r, ctx); },
+      [&](const app::MemberPlan& mp) {
+        const app::SetMember& m = mp.member;
+        const recipe::Recipe& rc = m.resolution.recipe;
+        const bool dependent = m.role == app::SetMember::Role::dependent;
+        Context mctx = ctx;
+        mctx.exit = Exit::ok;
+        if (!ctx.json) {
+          if (!dependent) out(fmt::format("== torch      {} {} ({})", rc.package, rc.version.str(), rc.name));
+          else out(fmt::format("== dependent  {} {} ({}): {}", rc.package, rc.version.str(), rc.name, app::pairing_text(m, mp.torch)));
+          print_plan(mp.view, mctx);
+        }
+        if (args.check) check_verdict(mp.view, mctx);
+        worst = std::max(worst, mctx.exit);
+        if (!ctx.json) return;
+        nlohmann::json entry = mp.view.to_json();
+        entry["role"] = m.role_name();
+        if (dependent) {
+          entry["pairs_with"] = app::pairing_json(m, mp.torch);
+          entry["torch_wheel"] = mp.args.resolve.torch_wheel.empty() ? nlohmann::json(nullptr)
+                                                                      : nlohmann::json(mp.args.resolve.torch_wheel);
+        }
+        plans.push_back(std::move(entry));
+      });
   ctx.exit = worst;
   if (ctx.json) print_json({{"ok", worst == Exit::ok}, {"plans", plans}});
 }
 
 void run_plan(const PlanArgs& args, Context& ctx) {
   plan::PlanOptions budget;  // bad input first, before anything is resolved
-  memory_budget_from_args(args.resolve, budget);
-  if (asks_for_set(args.resolve, args.with)) return plan_set(args, budget, ctx);
-  plan::Resolution r = resolve_from_args(args.resolve, ctx);
+  app::memory_budget_from_args(args.plan.resolve, budget);
+  if (app::asks_for_set(args.plan.resolve, args.with)) return plan_set(args, budget, ctx);
+  plan::Resolution r = app::resolve_from_args(args.plan.resolve, ctx);
   if (r.status != Exit::ok) {
     if (ctx.json)
       print_json({{"resolution", plan::to_json(r)}, {"error", r.message}, {"exit", static_cast<int>(r.status)}});
@@ -322,8 +197,10 @@ void run_plan(const PlanArgs& args, Context& ctx) {
     ctx.exit = r.status;
     return;
   }
-  Planned shown = plan_resolved(args, r, budget, ctx);
-  if (ctx.json) print_json(shown.doc);
+  const app::PlanView v = app::plan_one(args.plan, r, budget, ctx);
+  if (ctx.json) print_json(v.to_json());
+  else print_plan(v, ctx);
+  if (args.check) check_verdict(v, ctx);
 }
 
 }  // namespace
@@ -332,13 +209,13 @@ void add_plan_command(CLI::App& app, Context& ctx) {
   auto args = std::make_shared<PlanArgs>();
   auto* cmd = app.add_subcommand(
       "plan", "Resolve, then show the full build: environment, each step's argv, the build key and whether it is built");
-  add_resolve_options(*cmd, args->resolve);
-  add_plan_options(*cmd, args->resolve);
-  add_store_options(*cmd, args->store, false);
-  cmd->add_option("--jobs", args->jobs, "Parallel jobs (default: from cores and memory, ~4 GiB per nvcc job)")
+  add_resolve_options(*cmd, args->plan.resolve);
+  add_plan_options(*cmd, args->plan.resolve);
+  add_store_options(*cmd, args->plan.store, false);
+  cmd->add_option("--jobs", args->plan.jobs, "Parallel jobs (default: from cores and memory, ~4 GiB per nvcc job)")
       ->check(CLI::Range(1u, 4096u));
-  cmd->add_flag("--offline", args->offline, "Resolve --ref with the cache's git mirrors only, and give the build venv's pip no index (--find-links only); never connect");
-  cmd->add_option("--out", args->out,
+  cmd->add_flag("--offline", args->plan.offline, "Resolve --ref with the cache's git mirrors only, and give the build venv's pip no index (--find-links only); never connect");
+  cmd->add_option("--out", args->plan.out,
                   "The directory `wheel --out` would put the wheel in (default: dist): checked as `wheel` checks it")
       ->type_name("DIR");
   cmd->add_flag("--check", args->check,

@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "cli/context.hpp"
-#include "cli/report_trace.hpp"
+#include "app/build.hpp"
 #include "core/text.hpp"
 #include "stages/pipeline.hpp"
 #include "store/atomic_file.hpp"
@@ -43,21 +43,6 @@ std::string full_key(const store::Layout& layout, const std::string& given) {
 
 }  // namespace
 
-Result<Ok> write_build_trace(const store::Layout& layout, const std::string& key, unsigned jobs,
-                             const std::filesystem::path& file) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(file, ec))
-    return Error::bad_input(fmt::format("--trace {}: is a directory; name the file to write, e.g. {}",
-                                        text::quoted(file.string()), text::quoted((file / "trace.json").string())));
-  auto input = stages::load_report_input(layout, key, jobs);
-  if (!input) return input.error();
-  auto trace = stages::chrome_trace(*input, fmt::format("archbuild build {}", key.substr(0, 16)));
-  auto written = store::write_file_atomic(std::filesystem::absolute(file), trace.dump());
-  // Where the user asked it written is theirs: a file that cannot be written there is bad input.
-  if (!written) return Error::bad_input(fmt::format("--trace {}: {}", text::quoted(file.string()), written.error().message));
-  return written;
-}
-
 namespace {
 
 void run_report(const ReportArgs& args, Context& ctx) {
@@ -71,7 +56,7 @@ void run_report(const ReportArgs& args, Context& ctx) {
   auto report = stages::build_report(input, args.top);
   report["key"] = key;
   if (!args.trace.empty()) {
-    if (auto w = write_build_trace(layout, key, jobs, args.trace); !w) throw Failure(w.error());
+    if (auto w = app::write_build_trace(layout, key, jobs, args.trace); !w) throw Failure(w.error());
     report["trace"] = args.trace;
     if (!ctx.json) note(ctx, fmt::format("trace written to {} (open it in https://ui.perfetto.dev or chrome://tracing)", args.trace));
   }

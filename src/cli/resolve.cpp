@@ -7,7 +7,7 @@ namespace archbuild::cli {
 namespace {
 
 void run_resolve(const ResolveArgs& args, Context& ctx) {
-  plan::Resolution r = resolve_from_args(args, ctx);
+  plan::Resolution r = app::resolve_from_args(args, ctx);
   if (ctx.json) {
     auto doc = plan::to_json(r);
     // As every command's failing document: "error" and "exit" beside the resolution's own.

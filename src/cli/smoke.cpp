@@ -7,7 +7,7 @@
 
 #include "arch/arch_data.hpp"
 #include "cli/context.hpp"
-#include "cli/host.hpp"
+#include "app/inputs.hpp"
 #include "cli/validate_common.hpp"
 #include "core/text.hpp"
 
@@ -24,8 +24,8 @@ struct SmokeArgs {
 };
 
 void run_smoke(const SmokeArgs& a, Context& ctx) {
-  auto targets = sm_option(a.sm);
-  auto cuda = cuda_option(a.cuda);
+  auto targets = app::sm_targets(a.sm).take();
+  auto cuda = app::cuda_release(a.cuda);
   auto setup = smoke_setup(targets, cuda, false, ctx).take();  // no toolkit: exit 3; none can: exit 2
   setup.require_gpu = a.require_gpu;
   setup.run = !a.no_run;

@@ -10,7 +10,7 @@
 
 #include "arch/arch_data.hpp"
 #include "cli/context.hpp"
-#include "cli/host.hpp"
+#include "app/inputs.hpp"
 #include "cli/validate_common.hpp"
 #include "core/heap.hpp"
 #include "core/path_kind.hpp"
@@ -90,7 +90,7 @@ void run_installed(const ValidateArgs& a, const std::vector<arch::Arch>& targets
     o.script = import_script();
     o.gpus = host_gpus();
   }
-  if (!a.cuda.empty()) o.cuda = cuda_option(a.cuda)->str();
+  if (!a.cuda.empty()) o.cuda = app::cuda_release(a.cuda)->str();
   auto report = validate::validate_installed(a.installed, targets, o, capture_exec()).take();
   if (a.no_import) {
     validate::Check c = skipped("import", "not run (--no-import)", false);
@@ -101,11 +101,11 @@ void run_installed(const ValidateArgs& a, const std::vector<arch::Arch>& targets
 
 void run_validate(const ValidateArgs& a, Context& ctx) {
   use_huge_pages_for_heap();  // reads the wheel's binaries as inspect does (cli/inspect.cpp)
-  auto targets = sm_option(a.sm);
+  auto targets = app::sm_targets(a.sm).take();
   if (a.wheel.empty() == a.installed.empty())
     throw Failure(Error::bad_input("give either WHEEL or --installed DIST (not both)"));
   if (!a.installed.empty()) return run_installed(a, targets, ctx);
-  auto cuda = cuda_option(a.cuda);
+  auto cuda = app::cuda_release(a.cuda);
   fs::path wheel = a.wheel;
   // Said by what the path is (a folder, a FIFO, a device), before anything is opened or run.
   paths::expect_regular_file(wheel, "validate: wheel").take();

@@ -21,6 +21,7 @@
 #include "source/source.hpp"
 #include "stages/pipeline.hpp"
 #include "stages/venv.hpp"
+#include "store/wheels.hpp"
 
 namespace archbuild::prepare {
 
@@ -29,6 +30,17 @@ namespace fs = std::filesystem;
 std::optional<Error> Prepared::first_stop() const {
   if (stops.empty()) return std::nullopt;
   return stops.front().error;
+}
+
+std::vector<Stop> launch_stops(const std::optional<fs::path>& cache_dir, const fs::path& out) {
+  std::vector<Stop> stops;
+  if (auto dir = store::choose_cache_dir(cache_dir); !dir) stops.push_back({"cache-dir", dir.error()});
+  if (auto c = store::check_out_dir(fs::absolute(out)); !c) stops.push_back({"out", c.error()});
+  return stops;
+}
+
+Stop store_required_stop(const std::string& problem) {
+  return {"store-required", Error::missing_tool(fmt::format("--store-required: {}", problem))};
 }
 
 // ---- the parts -------------------------------------------------------------------------------
@@ -439,6 +451,18 @@ ReleaseLine release_line_rule(const std::optional<std::string>& tree_version, co
         "(--allow-release-mismatch)", both, tl.str(), tl.str()))};
   }
   return out;
+}
+
+std::optional<Version> recipe_line_of_tree(const Prepared& p, const Request& q) {
+  if (q.allow_release_mismatch) return std::nullopt;
+  if (std::none_of(p.stops.begin(), p.stops.end(), [](const Stop& s) { return s.rule == "release-line"; }))
+    return std::nullopt;
+  auto release = contract::release_part(p.plan->version.substr(0, p.plan->version.find('+')));
+  if (!release || release->size() < 2) return std::nullopt;
+  Version line = line_of(*release);
+  if (std::none_of(q.recipe_lines.begin(), q.recipe_lines.end(), [&](const Version& v) { return line_of(v) == line; }))
+    return std::nullopt;
+  return line;
 }
 
 // ---- the tree's own downloads -----------------------------------------------------------------

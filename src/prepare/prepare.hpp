@@ -96,6 +96,22 @@ struct Prepared {
   std::optional<Error> first_stop() const;
 };
 
+// What `wheel` checks before it prepares anything, in its order: the cache directory (one a build
+// can use: store::choose_cache_dir) and the --out directory (store::check_out_dir). `plan` shows
+// them first among its stops and --check exits with the first, a built key or not, so both
+// commands stop at the same first reason with the same message and status.
+std::vector<Stop> launch_stops(const std::optional<std::filesystem::path>& cache_dir, const std::filesystem::path& out);
+
+// A shared build store the command must read (--store-required) that cannot be read: `wheel`
+// stops there before anything else of the key (`plan`, `matrix` say the same), built key or not.
+Stop store_required_stop(const std::string& problem);
+
+// --ref without --recipe or --torch: the tree's release line differs from the recipe's (the
+// release-line stop) and recipes of the tree's line exist (request.recipe_lines), so that line's
+// recipe is the one to resolve and prepare again. nullopt: the plan's recipe stands (it fits,
+// the mismatch is allowed, or no recipe of that line exists and the stop says what to do).
+std::optional<Version> recipe_line_of_tree(const Prepared& prepared, const Request& request);
+
 // The whole preparation. Errors are what no plan can be shown for (bad input such as an --env
 // item without '=', a recipe pin file the tree lacks, a --ref that does not exist).
 Result<Prepared> prepare(const plan::Resolution& resolution, const Request& request, const Cache& cache,

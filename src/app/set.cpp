@@ -1,36 +1,19 @@
-#include "cli/stack.hpp"
+#include "app/set.hpp"
 
 #include <algorithm>
 #include <filesystem>
-#include <iostream>
-#include <sstream>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "core/text.hpp"
 #include "plan/resolve.hpp"
 
-namespace archbuild::cli {
+namespace archbuild::app {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
-
-// stdout while a member runs: its document (or its human lines) is gathered, not printed.
-class CapturedStdout {
- public:
-  CapturedStdout() : old_(std::cout.rdbuf(buf_.rdbuf())) {}
-  ~CapturedStdout() { std::cout.rdbuf(old_); }
-  CapturedStdout(const CapturedStdout&) = delete;
-  CapturedStdout& operator=(const CapturedStdout&) = delete;
-  std::string text() const { return buf_.str(); }
-
- private:
-  std::ostringstream buf_;
-  std::streambuf* old_;
-};
 
 bool is_dependent(const std::string& recipe_arg) {
   if (recipe_arg.empty()) return false;  // the torch recipes
@@ -39,23 +22,23 @@ bool is_dependent(const std::string& recipe_arg) {
                                             [](const recipe::Recipe& r) { return r.torch.has_value(); });
 }
 
-void throw_unless_ok(const plan::Resolution& r, const Context& ctx) {
+void throw_unless_ok(const plan::Resolution& r, const Session& s, const ShowRefusal& refused) {
   if (r.status == Exit::ok) return;
-  if (!ctx.json) print_resolution(r, ctx);  // --json: the one document main prints
+  if (!s.json && refused) refused(r);  // --json: the one document the command prints
   throw Failure({r.status, r.message});
 }
 
-plan::Resolution resolve_or_throw(const ResolveArgs& a, const Context& ctx) {
-  plan::Resolution r = resolve_from_args(a, ctx);
-  throw_unless_ok(r, ctx);
+plan::Resolution resolve_or_throw(const ResolveArgs& a, const Session& s, const ShowRefusal& refused) {
+  plan::Resolution r = resolve_from_args(a, s);
+  throw_unless_ok(r, s, refused);
   return r;
 }
 
 // torch's resolution: a refusal throws; a missing tool is left for after the pairing (the choice
 // of recipe stands, and a mismatched pair is bad input whatever is installed).
-plan::Resolution resolve_torch(const ResolveArgs& a, const Context& ctx) {
-  plan::Resolution r = resolve_from_args(a, ctx);
-  if (r.status == Exit::bad_input) throw_unless_ok(r, ctx);
+plan::Resolution resolve_torch(const ResolveArgs& a, const Session& s, const ShowRefusal& refused) {
+  plan::Resolution r = resolve_from_args(a, s);
+  if (r.status == Exit::bad_input) throw_unless_ok(r, s, refused);
   return r;
 }
 
@@ -99,23 +82,6 @@ std::string paired_through(const recipe::Recipe& dep, const recipe::Recipe& torc
   return dep.torch && dep.torch->prefix(2) == torch.version.prefix(2) ? "torch" : "torch_also";
 }
 
-// The wheel a member's output names: "wheel" of its document, else its last line (human output).
-std::string wheel_of(const std::string& output, const json& doc) {
-  if (doc.is_object() && doc.contains("wheel") && doc["wheel"].is_string()) return doc["wheel"];
-  std::string last;
-  for (const auto& line : text::split_any(output, "\n"))
-    if (text::trim(line).ends_with(".whl")) last = text::trim(line);
-  return last;
-}
-
-}  // namespace
-
-bool asks_for_set(const ResolveArgs& args, const std::vector<std::string>& with) {
-  return !with.empty() || (args.torch_wheel.empty() && is_dependent(args.recipe));
-}
-
-namespace {
-
 // --with torchvision,torchaudio (repeatable): the names, split here so that an item left out
 // ("torchvision,,", "torchvision, ") is a typo said as such, not a recipe named "".
 std::vector<std::string> with_names(const std::vector<std::string>& values) {
@@ -136,29 +102,35 @@ std::vector<std::string> with_names(const std::vector<std::string>& values) {
   return names;
 }
 
+using Role = SetMember::Role;
+
 }  // namespace
 
-std::vector<StackMember> resolve_set(const ResolveArgs& user, const std::vector<std::string>& with_values,
-                                     const Context& ctx) {
+bool asks_for_set(const ResolveArgs& args, const std::vector<std::string>& with) {
+  return !with.empty() || (args.torch_wheel.empty() && is_dependent(args.recipe));
+}
+
+std::vector<SetMember> resolve_set(const ResolveArgs& user, const std::vector<std::string>& with_values, const Session& s,
+                                   const ShowRefusal& refused) {
   const std::vector<std::string> with = with_names(with_values);
   // One torch wheel is installed into each dependent's build venv: the set is for one interpreter.
   if (user.python.find(',') != std::string::npos)
     throw Failure(Error::bad_input(fmt::format(
         "--python {}: {} builds the set (torch, then what builds against it) for one interpreter; give --python "
         "one interpreter (and run once per interpreter)", user.python, with.empty() ? "--recipe " + user.recipe : "--with")));
-  std::vector<StackMember> set;
+  std::vector<SetMember> set;
   if (with.empty()) {
     // A dependent on its own: the user's options are its own; torch comes from its recipe.
-    plan::Resolution dep = resolve_or_throw(user, ctx);
+    plan::Resolution dep = resolve_or_throw(user, s, refused);
     ResolveArgs ta = torch_args_for(user, dep.recipe);
-    plan::Resolution torch = resolve_torch(ta, ctx);
+    plan::Resolution torch = resolve_torch(ta, s, refused);
     auto paired = plan::pair_with_torch({dep.recipe}, torch.recipe,
                                         fmt::format("{} (torch_recipe {})", dep.recipe.name, torch.recipe.name));
     if (!paired) throw Failure(paired.error());
-    throw_unless_ok(torch, ctx);
-    set.push_back({"torch", ta, torch, "", ""});
+    throw_unless_ok(torch, s, refused);
+    set.push_back({Role::torch, ta, torch, "", ""});
     ResolveArgs da = dependent_args(user, torch, dep.recipe, true);
-    set.push_back({"dependent", da, resolve_or_throw(da, ctx), paired_through(dep.recipe, torch.recipe),
+    set.push_back({Role::dependent, da, resolve_or_throw(da, s, refused), paired_through(dep.recipe, torch.recipe),
                    dep.recipe.torch_recipe ? "torch_recipe" : "torch"});
     return set;
   }
@@ -168,7 +140,7 @@ std::vector<StackMember> resolve_set(const ResolveArgs& user, const std::vector<
         "--recipe torch-2.14 --with torchvision), or drop --with to build {} and its torch", user.recipe, user.recipe)));
   ResolveArgs ta = user;
   ta.torch_wheel.clear();
-  plan::Resolution torch = resolve_torch(ta, ctx);
+  plan::Resolution torch = resolve_torch(ta, s, refused);
   std::vector<recipe::Recipe> deps;
   for (const auto& name : with) {
     auto candidates = plan::select_recipes(name);
@@ -178,17 +150,17 @@ std::vector<StackMember> resolve_set(const ResolveArgs& user, const std::vector<
     if (std::none_of(deps.begin(), deps.end(), [&](const recipe::Recipe& d) { return d.file == dep->file; }))
       deps.push_back(std::move(*dep));  // named twice: built once
   }
-  throw_unless_ok(torch, ctx);
-  set.push_back({"torch", ta, torch, "", ""});
+  throw_unless_ok(torch, s, refused);
+  set.push_back({Role::torch, ta, torch, "", ""});
   for (const auto& dep : deps) {
     ResolveArgs da = dependent_args(user, torch, dep, false);
     da.torch_wheel.clear();
-    set.push_back({"dependent", da, resolve_or_throw(da, ctx), paired_through(dep, torch.recipe), ""});
+    set.push_back({Role::dependent, da, resolve_or_throw(da, s, refused), paired_through(dep, torch.recipe), ""});
   }
   return set;
 }
 
-json pairing_json(const StackMember& dependent, const StackMember& torch) {
+json pairing_json(const SetMember& dependent, const SetMember& torch) {
   const recipe::Recipe& d = dependent.resolution.recipe;
   const recipe::Recipe& t = torch.resolution.recipe;
   json also = json::array();
@@ -200,7 +172,7 @@ json pairing_json(const StackMember& dependent, const StackMember& torch) {
           {"torch_from", dependent.torch_from.empty() ? json("--recipe") : json(dependent.torch_from)}};
 }
 
-std::string pairing_text(const StackMember& dependent, const StackMember& torch) {
+std::string pairing_text(const SetMember& dependent, const SetMember& torch) {
   const recipe::Recipe& d = dependent.resolution.recipe;
   const recipe::Recipe& t = torch.resolution.recipe;
   std::string through = dependent.paired_through == "torch"
@@ -210,79 +182,78 @@ std::string pairing_text(const StackMember& dependent, const StackMember& torch)
   return fmt::format("pairs with {} ({} {}) through {}", t.name, t.package, t.version.str(), through);
 }
 
-bool run_stack_if_asked(const ResolveArgs& args, const std::vector<std::string>& with, Context& ctx,
-                        const BuildMember& build) {
-  if (!asks_for_set(args, with)) return false;
-  std::vector<StackMember> set = resolve_set(args, with, ctx);
-  if (ctx.verbosity >= 0) {
+SetOutcome build_set(const BuildArgs& args, const std::vector<std::string>& with, const Session& s, const Show& show,
+                     const ShowRefusal& refused) {
+  SetOutcome set;
+  set.members = resolve_set(args.resolve, with, s, refused);
+  const auto& members = set.members;
+  if (s.verbosity >= 0) {
     std::vector<std::string> names;
-    for (const auto& m : set) names.push_back(fmt::format("{} {}", m.resolution.recipe.package, m.resolution.recipe.version.str()));
-    note(ctx, fmt::format("the set: {} (CUDA {}, Python {}), built in this order", text::join(names, ", "),
-                          set.front().resolution.toolchain.cuda.str(), set.front().resolution.python->version.str()));
+    for (const auto& m : members) names.push_back(fmt::format("{} {}", m.resolution.recipe.package, m.resolution.recipe.version.str()));
+    note(s, fmt::format("the set: {} (CUDA {}, Python {}), built in this order", text::join(names, ", "),
+                        members.front().resolution.toolchain.cuda.str(), members.front().resolution.python->version.str()));
   }
-
   json wheels = json::array();
   Exit worst = Exit::ok;
   std::string torch_wheel, first_error;
-  std::size_t index = 0;
-  for (auto& m : set) {
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    const SetMember& m = members[i];
     const recipe::Recipe& rc = m.resolution.recipe;
     // Humans: which member the stage lines and "built"/"reused" that follow are about.
-    if (!ctx.json && ctx.verbosity >= 0)
-      note(ctx, fmt::format("[{}/{}] {} {} {} ({}){}", ++index, set.size(), m.role, rc.package, rc.version.str(),
-                            rc.name, m.role == "dependent" ? ": " + pairing_text(m, set.front()) : ""));
-    json entry = {{"role", m.role}, {"recipe", rc.name}, {"package", rc.package}};
-    if (m.role == "dependent") {
-      entry["pairs_with"] = pairing_json(m, set.front());
+    if (!s.json && s.verbosity >= 0)
+      note(s, fmt::format("[{}/{}] {} {} {} ({}){}", i + 1, members.size(), m.role_name(), rc.package, rc.version.str(),
+                          rc.name, m.role == Role::dependent ? ": " + pairing_text(m, members.front()) : ""));
+    MemberBuild b;
+    b.member = i;
+    b.entry = {{"role", m.role_name()}, {"recipe", rc.name}, {"package", rc.package}};
+    BuildArgs a = args;
+    a.resolve = m.args;
+    if (m.role == Role::dependent) {
+      b.entry["pairs_with"] = pairing_json(m, members.front());
       if (torch_wheel.empty()) {
-        entry["ok"] = false;
-        entry["error"] = "not built: the torch it builds against was not built";
-        wheels.push_back(entry);
+        b.entry["ok"] = false;
+        b.entry["error"] = "not built: the torch it builds against was not built";
+        wheels.push_back(b.entry);
+        set.builds.push_back(std::move(b));
         continue;
       }
-      m.args.torch_wheel = torch_wheel;
+      a.resolve.torch_wheel = torch_wheel;
     }
-    Context mctx = ctx;
-    mctx.exit = Exit::ok;
-    std::string output;
-    std::optional<Error> failed;
-    {
-      CapturedStdout capture;
-      try {
-        build(m.args, mctx);
-      } catch (const Failure& f) {
-        failed = f.error;
+    // Each member as `wheel` builds one recipe: its own budget and store, so bad input in them is
+    // that member's failure.
+    json doc;
+    try {
+      plan::PlanOptions budget;
+      memory_budget_from_args(a.resolve, budget);
+      std::optional<remote::BuildStore> build_store = open_store(a.store);
+      b.outcome = build(a, m.resolution, budget, build_store, s, show);
+      doc = b.outcome->doc;
+      if (b.outcome->error) {
+        b.error = b.outcome->error;
+        error_line(s, b.error->message);
       }
-      output = capture.text();
+    } catch (const Failure& f) {
+      b.error = f.error;
+      if (!s.json) error_line(s, f.error.message);
+      doc = {{"ok", false}, {"error", f.error.message}, {"exit", static_cast<int>(f.error.exit)}};
     }
-    json doc = ctx.json ? json::parse(output, nullptr, false) : json();
-    if (!ctx.json) std::cout << output;
-    if (failed) {
-      if (!ctx.json) error_line(ctx, failed->message);
-      mctx.exit = failed->exit;
-      if (!doc.is_object()) doc = {{"ok", false}, {"error", failed->message}, {"exit", static_cast<int>(failed->exit)}};
+    b.entry.update(doc);
+    if (b.error) {
+      worst = std::max(worst, b.error->exit);
+      if (first_error.empty()) first_error = fmt::format("{}: {}", rc.name, b.error->message);
     }
-    if (doc.is_object()) entry.update(doc);
-    if (static_cast<int>(mctx.exit) > static_cast<int>(worst)) worst = mctx.exit;
-    if (mctx.exit != Exit::ok && first_error.empty())
-      first_error = fmt::format("{}: {}", m.resolution.recipe.name,
-                                failed ? failed->message : doc.is_object() ? doc.value("error", "failed") : "failed");
-    std::string wheel = mctx.exit == Exit::ok ? wheel_of(output, doc) : "";
-    if (m.role == "torch" && !wheel.empty() && fs::exists(wheel)) torch_wheel = fs::absolute(wheel).string();
-    wheels.push_back(entry);
+    if (m.role == Role::torch && !b.wheel().empty() && fs::exists(b.wheel())) torch_wheel = fs::absolute(b.wheel()).string();
+    wheels.push_back(b.entry);
+    set.builds.push_back(std::move(b));
   }
-  ctx.exit = worst;
-  if (ctx.json) {
-    json doc = {{"ok", worst == Exit::ok}, {"wheels", wheels}};
-    if (worst != Exit::ok) {
-      doc["error"] = first_error;
-      doc["exit"] = static_cast<int>(worst);
-    }
-    print_json(doc);
-  } else if (worst != Exit::ok) {
-    error_line(ctx, "the set is incomplete: " + first_error);
+  set.doc = {{"ok", worst == Exit::ok}, {"wheels", wheels}};
+  if (worst != Exit::ok) {
+    set.error = Error{worst, first_error};
+    set.doc["error"] = first_error;
+    set.doc["exit"] = static_cast<int>(worst);
+    if (!s.json) error_line(s, "the set is incomplete: " + first_error);
   }
-  return true;
+  return set;
 }
 
-}  // namespace archbuild::cli
+}  // namespace archbuild::app

@@ -1,0 +1,137 @@
+#include "app/validation.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "app/inputs.hpp"
+#include "arch/arch_data.hpp"
+#include "core/data_dir.hpp"
+#include "core/text.hpp"
+#include "doctor/releases.hpp"
+#include "run/capture.hpp"
+#include "run/interrupt.hpp"
+#include "toolchain/toolchain.hpp"
+
+namespace archbuild::app {
+
+namespace fs = std::filesystem;
+
+validate::Exec capture_exec() {
+  return [](const validate::Command& c) -> Result<validate::Outcome> {
+    run::CaptureOptions o;
+    o.env = c.env;
+    o.cwd = c.cwd;
+    o.timeout = c.timeout;
+    // Asked to stop (Ctrl-C in `wheel`'s validate stage): nothing more is started, and what ran
+    // is not judged (pip's KeyboardInterrupt is no finding); the stage reports the interrupt.
+    if (run::interrupt_requested()) return Error::build_failed("interrupted");
+    auto r = run::capture(c.argv, o);
+    if (!r) return r.error();
+    if (r->interrupted || run::interrupt_requested()) return Error::build_failed("interrupted");
+    return validate::Outcome{r->timed_out ? -1 : r->status, r->timed_out, std::move(r->out), std::move(r->err)};
+  };
+}
+
+validate::Gpus host_gpus() {
+  auto d = detect_host(arch::ArchData::shipped());
+  validate::Gpus g;
+  g.driver_version = d.driver_version;
+  std::vector<std::string> unusable;
+  for (const auto& x : d.gpus) {
+    if (x.cuda_select.empty()) {
+      unusable.push_back(fmt::format("{} (GPU {}) has MIG enabled and no MIG device, so CUDA cannot use it", x.name,
+                                     x.index));
+      continue;
+    }
+    g.gpus.push_back({x.index, x.name, x.cc, x.cuda_select, x.pci_order});
+  }
+  if (g.gpus.empty()) {
+    auto why = unusable.empty() ? d.tried : unusable;
+    g.why_none = why.empty() ? "no detection source answered" : text::join(why, "; ");
+  }
+  return g;
+}
+
+namespace {
+
+fs::path shipped_file(const fs::path& rel, const char* what) {
+  fs::path p = data_root() / rel;
+  std::error_code ec;
+  if (!fs::is_regular_file(p, ec))
+    throw Failure(Error::missing_tool(fmt::format(
+        "{} is missing at {} (a broken installation? ARCHBUILD_DATA_DIR points elsewhere?)", what, p.string())));
+  return p;
+}
+
+}  // namespace
+
+fs::path smoke_source() { return shipped_file(fs::path("data") / "smoke" / "smoke.cu", "the smoke kernel source"); }
+
+fs::path import_script() {
+  return shipped_file(fs::path("data") / "validate" / "import_check.py", "the import test script");
+}
+
+Result<validate::SmokeSetup> smoke_setup(const std::vector<arch::Arch>& targets, const std::optional<Version>& cuda,
+                                         bool cuda_is_preference, const Session& s) {
+  auto env = toolchain::HostEnv::current();
+  auto probe = s.probe ? s.probe : tool_probe();
+  std::vector<std::string> notes;
+  auto toolkits = toolchain::discover_toolkits(env, probe, &notes);
+  auto compilers = toolchain::discover_compilers(env, probe, &notes);
+  if (s.verbosity > 0)
+    for (const auto& n : notes) note(s, "discovery: " + n);
+  auto facts = toolchain::load_shipped();
+  if (!facts) return facts.error();
+  auto choice = validate::choose_toolkit(toolkits, *facts, compilers, cuda, cuda_is_preference, targets);
+  if (!choice) return choice.error();
+  for (const auto& n : choice->notes) note(s, "note: " + n);
+  validate::SmokeSetup setup;
+  setup.nvcc = choice->toolkit.nvcc;
+  if (choice->compiler) setup.host_compiler = choice->compiler->path;
+  setup.toolkit = fmt::format("CUDA {} at {}", choice->toolkit.version.str(), choice->toolkit.root.string());
+  if (choice->compiler) setup.toolkit += fmt::format(" with {}", choice->compiler->name());
+  setup.source = smoke_source();
+  setup.release = choice->toolkit.release().str();
+  for (const auto& f : *facts) {
+    if (f.cuda != choice->toolkit.release()) continue;
+    validate::DriverNeed need{f.min_driver, f.min_driver_text, std::nullopt, "", f.file.filename().string()};
+    if (auto releases = doctor::Releases::load_shipped()) {
+      need.floor = releases->minor_compat_driver(f.cuda.major());
+      if (need.floor) need.floor_text = releases->minor_compat.at(f.cuda.major());
+    }
+    setup.driver = need;
+  }
+  return setup;
+}
+
+Result<fs::path> find_python(const std::string& python, const std::optional<Version>& wheel_python) {
+  if (!python.empty()) {
+    std::string name = python;
+    if (auto v = Version::parse(python); v && v->size() == 2) name = "python" + v->str();
+    if (auto p = run::find_program(name)) return *p;
+    return Error::missing_tool(fmt::format("--python {}: not found or not executable", python));
+  }
+  if (wheel_python) {
+    if (auto p = run::find_program("python" + wheel_python->str())) return *p;
+  }
+  if (auto p = run::find_program("python3")) return *p;
+  return Error::missing_tool(
+      fmt::format("no {}python3 on PATH for the import test: install Python{} or give --python",
+                  wheel_python ? "python" + wheel_python->str() + " or " : "",
+                  wheel_python ? " " + wheel_python->str() : ""));
+}
+
+void import_beside_torch(const plan::Plan& plan, validate::ImportSetup& imp) {
+  if (plan->venv && !plan->venv->wheels.empty()) {
+    for (const auto& w : plan->venv->wheels) imp.local_wheels.push_back(w.file);
+    // The distribution's module: torch for torch, minitorch for minitorch.
+    std::string module = plan->venv->wheels.front().name;
+    std::replace(module.begin(), module.end(), '-', '_');
+    imp.script_args.insert(imp.script_args.end(), {"--also", module});
+  }
+  const auto& rc = plan->resolution.recipe;
+  if (!rc.cuda_op.empty()) imp.script_args.insert(imp.script_args.end(), {"--op-what", rc.cuda_op_what, "--op", rc.cuda_op});
+}
+
+}  // namespace archbuild::app
