@@ -111,11 +111,14 @@ int main(int argc, char** argv) {
       cli::print_json({{"error", text::printable(f.error.message)}, {"exit", static_cast<int>(f.error.exit)}});
     return static_cast<int>(f.error.exit);
   } catch (const std::exception& e) {
-    const std::string message = std::string("internal error: ") + e.what();
+    // Not bad input: no rule decided this. Its own status, and a request for a report, so that a
+    // script never takes archbuild's bug for its own mistake.
+    const std::string message = std::string("internal error: ") + e.what() +
+                                " (a bug in archbuild: please report it with the command line and `archbuild --version`)";
     cli::error_line(ctx, message);
     if (ctx.json || json_asked(argc, argv))
-      cli::print_json({{"error", text::printable(message)}, {"exit", static_cast<int>(Exit::bad_input)}});
-    return static_cast<int>(Exit::bad_input);
+      cli::print_json({{"error", text::printable(message)}, {"exit", static_cast<int>(Exit::internal)}});
+    return static_cast<int>(Exit::internal);
   }
   return static_cast<int>(ctx.exit);
 }

@@ -15,6 +15,8 @@ enum class Exit : int {
   bad_input = 2,    // bad usage or bad input
   missing_tool = 3, // a needed tool or device is missing
   build_failed = 4, // a build stage failed
+  internal = 70,    // archbuild's own fault (an exception no rule turned into an Error): report it.
+                    // 70 is sysexits.h's EX_SOFTWARE, so it cannot be read as any input's fault.
 };
 
 struct Error {

@@ -315,3 +315,20 @@ TEST_CASE("a FIFO as the torch wheel or in a mirror's pages is refused without b
   CHECK(v.status != -1);  // ended, not killed by the harness's limit
   CHECK(v.status != 0);
 }
+
+// An exception no rule turned into an Error is archbuild's own fault: it exits 70 (EX_SOFTWARE),
+// never 2 ("bad input"), and asks for a report. The trigger is a known gap (nlohmann-json refuses
+// a non-UTF-8 file name inside a --json document); when that is fixed, give this test another.
+TEST_CASE("an internal error has its own status (70) and asks for a report, in text and --json", "[cli][paths]") {
+  test::TempDir tmp;
+  const fs::path elf = tmp / "lib\xff.so";
+  fs::copy_file(ARCHBUILD_EXE, elf);
+  auto r = test::archbuild({"inspect", "--json", elf.string()});
+  INFO(r.err);
+  CHECK(r.status == 70);
+  CHECK(r.err.find("internal error: ") != std::string::npos);
+  CHECK(r.err.find("please report it") != std::string::npos);
+  const auto doc = json::parse(r.out);
+  CHECK(doc.at("exit") == 70);
+  CHECK(doc.at("error").get<std::string>().find("please report it") != std::string::npos);
+}

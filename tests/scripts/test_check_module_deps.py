@@ -81,21 +81,22 @@ with tempfile.TemporaryDirectory(prefix='module-deps-') as tmp:
     append(os.path.join(tree, 'main.cpp'), '#include "mirror/mirror.hpp"')
     check('cli/ and main.cpp may include every module', tree, m, 0, [])
 
+    # 'newmod': a name no module of the real tree has (the copy holds every real one).
     tree, m = fresh('new-module-without-block')
-    os.makedirs(os.path.join(tree, 'app'))
-    with open(os.path.join(tree, 'app', 'build.cpp'), 'w', encoding='utf-8') as f:
+    os.makedirs(os.path.join(tree, 'newmod'))
+    with open(os.path.join(tree, 'newmod', 'build.cpp'), 'w', encoding='utf-8') as f:
         f.write('#include "core/error.hpp"\n')
     check('a folder of src/ with sources and no archbuild_module block fails', tree, m, 1,
-          ['src/app/ holds sources but is not a module'])
+          ['src/newmod/ holds sources but is not a module'])
 
     tree, m = fresh('new-module')
-    os.makedirs(os.path.join(tree, 'app'))
-    with open(os.path.join(tree, 'app', 'build.cpp'), 'w', encoding='utf-8') as f:
+    os.makedirs(os.path.join(tree, 'newmod'))
+    with open(os.path.join(tree, 'newmod', 'build.cpp'), 'w', encoding='utf-8') as f:
         f.write('#include "core/error.hpp"\n#include "stages/pipeline.hpp"\n')
     with open(m, 'a', encoding='utf-8') as f:
-        f.write('app: core\n')
+        f.write('newmod: core\n')
     check('a new module (its line in the map) is checked like the others', tree, m, 1,
-          ['src/app/build.cpp:2: app -> stages'])
+          ['src/newmod/build.cpp:2: newmod -> stages'])
 
     tree, m = fresh('unused-declaration')
     with open(m, 'w', encoding='utf-8') as f:
@@ -120,10 +121,10 @@ with tempfile.TemporaryDirectory(prefix='module-deps-') as tmp:
     check('an edge in the module-deps block that is not declared fails', tree, m, 1,
           ['in the ```module-deps block, but src/CMakeLists.txt declares "plan: '], bad_doc)
     with open(m, 'a', encoding='utf-8') as f:
-        f.write('app: core prepare\n')
+        f.write('newmod: core prepare\n')
     check('a declared module the document lacks fails, naming its line and row', tree, m, 1,
-          ['module app is missing from the ```module-deps block (src/CMakeLists.txt declares "app: core prepare")',
-           'module app is missing from the ```module-layers block (its row: 7)'], doc)
+          ['module newmod is missing from the ```module-deps block (src/CMakeLists.txt declares "newmod: core prepare")',
+           'module newmod is missing from the ```module-layers block (its row: 7)'], doc)
 
 if failures:
     print(f'{len(failures)} case(s) failed')
