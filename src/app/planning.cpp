@@ -46,7 +46,7 @@ PlanView plan_one(const PlanArgs& args, const plan::Resolution& resolved, const 
   q.no_venv_because = args.no_venv_because;
   PlanView v{prepare_from_args(resolved, q, args.resolve, s).take()};
   const plan::Plan& p = v.prep.plan;
-  if (!p->venv && v.prep.venv_note.starts_with("cannot be made")) warn(s, "build venv " + v.prep.venv_note);
+  if (!p->venv && v.prep.venv_failed) warn(s, "build venv " + v.prep.venv_note);
   v.built = built_state(s, p->key);
   if (!v.built.problem.empty()) warn(s, "cannot tell whether the key is built: " + v.built.problem);
   // The shared build store: a key it has is pulled by `wheel`, which then stops at nothing.

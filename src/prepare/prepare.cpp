@@ -333,6 +333,7 @@ TreeContract read_tree_contract(const plan::Resolution& r, const plan::SourceCho
   TreeContract t;
   auto files = tree_files(r, sc, cache);
   if (!files) {
+    t.awaits_fetch = true;
     if (!cache.layout)
       t.note = "fetch to see the tree's contract (no cache directory: " + cache.missing_because + ")";
     else
@@ -593,6 +594,7 @@ Result<Prepared> prepare(const plan::Resolution& r, const Request& q, const Cach
     }
 
     std::string venv_note;
+    bool venv_failed = false;
     if (!q.no_venv_because.empty()) {
       venv_note = q.no_venv_because;
     } else if (!recipe::driver_spec(r.recipe.driver).runs_python || !r.python) {
@@ -602,7 +604,7 @@ Result<Prepared> prepare(const plan::Resolution& r, const Request& q, const Cach
     } else if (!cache.layout) {
       venv_note = "unknown (no cache directory: " + cache.missing_because + ")";
     } else if (!tree.contract) {
-      venv_note = tree.note.starts_with("fetch to see")
+      venv_note = tree.awaits_fetch
                       ? "decided once the tree is fetched (its build requirements are read from it): the key shown "
                         "does not hold the venv's versions yet"
                       : "the tree's contract cannot be read: " + tree.note;
@@ -610,7 +612,10 @@ Result<Prepared> prepare(const plan::Resolution& r, const Request& q, const Cach
       VenvOutcome v = build_venv(r, *tree.contract, q, *cache.layout, s);
       opts.venv = v.venv;
       venv_note = v.note;
-      if (v.stop) stops.push_back({"build-venv", *v.stop});
+      if (v.stop) {
+        venv_failed = true;
+        stops.push_back({"build-venv", *v.stop});
+      }
     }
 
     auto facts = gather_libraries(r, opts.env, venv_site_packages(opts.venv));
@@ -632,6 +637,7 @@ Result<Prepared> prepare(const plan::Resolution& r, const Request& q, const Cach
     if (!made) return made.error();
     Prepared p{std::move(*made)};
     p.venv_note = venv_note;
+    p.venv_failed = venv_failed;
     p.fetch_notes = std::move(fr.notes);
     p.notes = std::move(notes);
 

@@ -81,11 +81,13 @@ struct TreeContract {
   std::string commit;  // the commit read (empty for a local tree)
   std::string origin;  // the folder, or "<url>@<commit12>"
   std::string note;    // why there is none: not in the cache yet, or the tree's own error
+  bool awaits_fetch = false;  // none because the tree is not here yet (not the tree's own error)
 };
 
 struct Prepared {
   plan::Plan plan;
   std::string venv_note;                 // why there is no build venv, when there is none
+  bool venv_failed = false;              // the venv was tried and could not be made (a stop)
   std::vector<std::string> fetch_notes;  // pins not resolved yet, and why
   std::vector<std::string> notes;        // what the user should know (a tree ahead of the recipes)
   TreeContract tree;
