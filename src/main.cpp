@@ -1,5 +1,10 @@
 // CLI11 wiring only: each command lives in cli/<command>.cpp.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <iostream>
 #include <iterator>
 #include <string_view>
@@ -64,9 +69,50 @@ bool json_asked(int argc, char** argv) {
   return false;
 }
 
+// A standard stream the caller closed (`>&-`) is given /dev/full (stdout, stderr) or /dev/null
+// (stdin) before anything is opened: the next file archbuild opened would otherwise take its
+// number, and the output meant for stdout would be written into it (a lock, a wheel). Writes to
+// /dev/full fail, so the output's loss is then said and the status says so. True: stdout was closed.
+bool fill_closed_std_streams() {
+  bool stdout_closed = false;
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (::fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+    if (fd == 1) stdout_closed = true;
+    int opened = ::open(fd == 0 ? "/dev/null" : "/dev/full", fd == 0 ? O_RDONLY : O_WRONLY);
+    if (opened >= 0 && opened != fd) {
+      ::dup2(opened, fd);
+      ::close(opened);
+    }
+  }
+  return stdout_closed;
+}
+
+// What the command printed must have reached stdout: a write that failed (`> /dev/full`, a closed
+// stdout) is not success. Exit 3 (the device the output needs is
+// missing), said on stderr; a command that already failed keeps its own status.
+int with_output_written(int status, bool stdout_closed) {
+  errno = 0;
+  std::cout.flush();
+  int e = errno;
+  if (std::cout.good() && !stdout_closed) return status;
+  std::cerr << "archbuild: error: standard output "
+            << (stdout_closed ? std::string("is closed") : "cannot be written" + (e ? ": " + std::string(std::strerror(e)) : ""))
+            << "; what this command printed is lost\n";
+  return status == 0 ? static_cast<int>(archbuild::Exit::missing_tool) : status;
+}
+
+int run_command(int argc, char** argv);
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  const bool stdout_closed = fill_closed_std_streams();
+  return with_output_written(run_command(argc, argv), stdout_closed);
+}
+
+namespace {
+
+int run_command(int argc, char** argv) {
   using namespace archbuild;
   cli::Context ctx;
   CLI::App app{"archbuild: PyTorch wheels built for your GPU's compute capability, and proof they run there",
@@ -122,3 +168,5 @@ int main(int argc, char** argv) {
   }
   return static_cast<int>(ctx.exit);
 }
+
+}  // namespace

@@ -8,8 +8,10 @@
 
 #include <fmt/format.h>
 
+#include "app/inputs.hpp"
 #include "app/validation.hpp"
 #include "core/data_dir.hpp"
+#include "core/path_kind.hpp"
 #include "core/text.hpp"
 #include "store/atomic_file.hpp"
 #include "remote/into_cache.hpp"
@@ -165,6 +167,8 @@ Result<Ok> write_build_trace(const store::Layout& layout, const std::string& key
   if (std::filesystem::is_directory(file, ec))
     return Error::bad_input(fmt::format("--trace {}: is a directory; name the file to write, e.g. {}",
                                         text::quoted(file.string()), text::quoted((file / "trace.json").string())));
+  // A FIFO, a device or a link there is refused, not replaced by the atomic write's rename.
+  if (auto writable = paths::expect_writable_file(file, "--trace"); !writable) return writable.error();
   auto input = stages::load_report_input(layout, key, jobs);
   if (!input) return input.error();
   auto trace = stages::chrome_trace(*input, fmt::format("archbuild build {}", key.substr(0, 16)));
@@ -180,6 +184,11 @@ BuildOutcome build(const BuildArgs& args, const plan::Resolution& resolved, cons
   // now, not after the venv and the build (exit 2); `plan --check` stops at the same ones.
   if (auto stops = prepare::launch_stops(s.cache_dir, args.out); !stops.empty())
     return failed_with({{"ok", false}, {"key", nullptr}}, stops.front().error);
+  if (auto tmp = tmpdir_rule(); !tmp) return failed_with({{"ok", false}, {"key", nullptr}}, tmp.error());
+  // The --trace path too, before the build rather than after it (a FIFO, a device, a link).
+  if (!args.trace.empty())
+    if (auto writable = paths::expect_writable_file(args.trace, "--trace"); !writable)
+      return failed_with({{"ok", false}, {"key", nullptr}}, writable.error());
   auto dir = store::choose_cache_dir(s.cache_dir).take();
   store::Layout layout(dir.dir);
   // The one answer (prepare/): the stops `plan` shows are the ones this build stops at, with

@@ -7,6 +7,7 @@
 #include <set>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -19,11 +20,25 @@
 #include "run/interrupt.hpp"
 #include "run/reporter.hpp"
 #include "run/runner.hpp"
+#include "stages/reproducible.hpp"
 #include "store/atomic_file.hpp"
 
 namespace archbuild::app {
 
 namespace fs = std::filesystem;
+
+Result<Ok> tmpdir_rule() {
+  const char* tmpdir = std::getenv("TMPDIR");
+  if (!tmpdir || !*tmpdir) return Ok{};
+  if (auto dir = paths::expect_directory(tmpdir, "TMPDIR"); !dir)
+    return Error::bad_input(dir.error().message + "; the tools archbuild starts write their temporary files there: create "
+                                                  "it, or unset TMPDIR");
+  if (::access(tmpdir, W_OK | X_OK) != 0)
+    return Error::bad_input(fmt::format("TMPDIR {}: this user cannot write into it; the tools archbuild starts write their "
+                                        "temporary files there: name another, or unset TMPDIR",
+                                        text::quoted(tmpdir)));
+  return Ok{};
+}
 
 std::optional<Version> cuda_release(const std::string& value) {
   if (value.empty()) return std::nullopt;
@@ -55,6 +70,17 @@ Result<std::vector<arch::Arch>> sm_targets(const std::vector<std::string>& value
     for (const auto& g : d.gpus) out.push_back({g.cc, arch::Variant::none, true, false, std::nullopt});
     return out;
   };
+  // "90,," or ",90": an item left out is a typo, as `--python "3.11,,"` is, not a shorter list.
+  for (const auto& v : values) {
+    std::size_t from = 0;
+    for (std::size_t i = 0; i <= v.size(); ++i) {
+      if (i < v.size() && v[i] != ',' && v[i] != ';') continue;
+      if (text::trim(std::string_view(v).substr(from, i - from)).empty())
+        return Error::bad_input(fmt::format("--sm {}: an empty item; give CCs separated by ',' (e.g. 8.0,9.0)",
+                                            text::quoted(v)));
+      from = i + 1;
+    }
+  }
   auto targets = arch::parse_arch_lists(values, data, o);
   if (!targets && !no_native) return Error{targets.error().exit, "--sm: " + targets.error().message};
   return targets;
@@ -68,6 +94,10 @@ std::map<std::string, std::string> env_from_args(const ResolveArgs& a) {
       throw Failure(Error::bad_input(fmt::format("--env '{}': expected NAME=VALUE, e.g. --env USE_NCCL=1", item)));
     out[item.substr(0, eq)] = item.substr(eq + 1);
   }
+  // A value the package stage cannot carry is refused now, not as a traceback hours later.
+  if (auto epoch = out.find("SOURCE_DATE_EPOCH"); epoch != out.end())
+    if (auto why = stages::source_date_epoch_problem(epoch->second))
+      throw Failure(Error::bad_input("--env " + *why));
   return out;
 }
 

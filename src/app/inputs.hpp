@@ -52,6 +52,11 @@ struct ResolveArgs {
 // (exit 2). The one rule of every command that takes --cuda.
 std::optional<Version> cuda_release(const std::string& value);
 
+// $TMPDIR, when set, is where every tool archbuild starts (nvcc, pip, python) puts its temporary
+// files: one that is not a directory this process can write into is bad input (exit 2) before
+// anything starts, not a compile or an import test that fails later (a "wheel defect", exit 1).
+Result<Ok> tmpdir_rule();
+
 // --sm values as targets (`native`: the GPUs detect_host finds, an error when there are none);
 // `cuda` refuses names PyTorch knows only from a newer CUDA. The error names --sm once.
 Result<std::vector<arch::Arch>> sm_targets(const std::vector<std::string>& values,

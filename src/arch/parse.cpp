@@ -222,6 +222,8 @@ class Parser {
           return fail(token, "torch.utils.cpp_extension does not accept the A(B) form; use --parser build");
         main = s.substr(0, open);
         from = s.substr(open + 1, s.size() - open - 2);
+        // "8.6()" names no SASS source: a typo, not 8.6.
+        if (from.empty()) return fail(token, "expected A(B) with B a CC like 8.0, e.g. 8.6(8.0)");
       }
       auto dotted = [&](std::string_view v) -> std::optional<std::pair<Cc, Variant>> {
         Variant var = Variant::none;

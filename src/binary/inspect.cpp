@@ -175,6 +175,7 @@ Result<Inspection> inspect_zip(Bytes data, const std::string& path, const Inspec
   if (!a) return Error::bad_input(fmt::format("{}: not a readable zip: {}", path, a.error().message));
   Inspection out;
   std::size_t elf_members = 0;
+  std::uint64_t expanded = 0;  // members' bytes read, bounded by the archive's size
   archive_entry* entry = nullptr;
   bool first = true;
   for (;;) {
@@ -213,6 +214,7 @@ Result<Inspection> inspect_zip(Bytes data, const std::string& path, const Inspec
       have += static_cast<std::size_t>(n);
     }
     buf.resize(have);
+    expanded += have;
     if (!looks_like_elf(buf)) continue;
     if (archive_entry_size_is_set(entry) &&
         static_cast<std::uint64_t>(archive_entry_size(entry)) > options.max_member_size)
@@ -237,6 +239,11 @@ Result<Inspection> inspect_zip(Bytes data, const std::string& path, const Inspec
       }
       buf.resize(at + static_cast<std::size_t>(n));
       if (n == 0) break;
+      // The members' bytes in all, bounded by the archive's own size (a zip bomb's member that
+      // begins with an ELF header held 3 GiB in memory from a 3 MB file).
+      expanded += static_cast<std::uint64_t>(n);
+      if (auto bounded = check_expansion(expanded, data.size()); !bounded)
+        return Error::bad_input(fmt::format("{}: {}", path, bounded.error().message));
     }
     ++elf_members;
     if (foreign_elf(buf)) {

@@ -1,6 +1,9 @@
 #include "binary/zip_reader.hpp"
 
+#include <algorithm>
 #include <cerrno>
+
+#include <fmt/format.h>
 
 namespace archbuild::binary {
 
@@ -36,6 +39,17 @@ Result<ZipReader> open_with(Open open) {
 }
 
 }  // namespace
+
+std::uint64_t expansion_limit(std::uint64_t archive_bytes) {
+  return std::max(kMinExpansionLimit, archive_bytes * kMaxExpansion);
+}
+
+Result<Ok> check_expansion(std::uint64_t expanded, std::uint64_t archive_bytes) {
+  if (expanded <= expansion_limit(archive_bytes)) return Ok{};
+  return Error::bad_input(fmt::format("its members expand to more than {} bytes, over {} times the archive's {} bytes "
+                                      "(a zip bomb?); refusing it",
+                                      expansion_limit(archive_bytes), kMaxExpansion, archive_bytes));
+}
 
 Result<ZipReader> open_zip(Bytes data) {
   return open_with([&](archive* a) { return archive_read_open_memory(a, data.data(), data.size()); });

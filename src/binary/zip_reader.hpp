@@ -5,6 +5,7 @@
 // stages/reproducible) opens through here so that they agree.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -24,6 +25,19 @@ using ZipReader = std::unique_ptr<archive, ZipReaderFree>;
 // caller to prefix: "its central directory cannot be found (…)".
 Result<ZipReader> open_zip(Bytes data);
 Result<ZipReader> open_zip(const std::filesystem::path& file);
+
+// How many bytes a zip's members may expand to, in all: kMaxExpansion per byte of the archive,
+// and at least kMinExpansionLimit. Sizes the archive declares are the sender's word; this bound is
+// carried by the bytes themselves. A wheel's libraries compress 2-5x (deflate's own ceiling,
+// 1032x, is reached only by runs of one byte), so a real wheel is far below it, while a 3 MB
+// archive can no longer make a reader hold or hash 3 GiB: every zip reader stops at it.
+inline constexpr std::uint64_t kMaxExpansion = 100;
+inline constexpr std::uint64_t kMinExpansionLimit = std::uint64_t{64} << 20;
+std::uint64_t expansion_limit(std::uint64_t archive_bytes);
+// Ok while `expanded` (the members' bytes read so far) is within expansion_limit; else
+// bad_input, one phrase for the caller to prefix with the path: "its members expand to more than
+// … bytes, over 100 times the archive's … bytes (a zip bomb?); refusing it".
+Result<Ok> check_expansion(std::uint64_t expanded, std::uint64_t archive_bytes);
 
 // The reader's last error ("unknown error" when libarchive gives none).
 std::string zip_error(archive* a);

@@ -54,8 +54,15 @@ const CLI::Validator& name_check() {
   return check;
 }
 
-void print_json(const nlohmann::json& doc) { std::cout << doc.dump(2) << std::endl; }
+// Strings in a document may be bytes that are not UTF-8 (a file name, an environment value):
+// JSON cannot carry them, so each invalid byte becomes U+FFFD instead of an exception that
+// ended the command as an "internal error".
+void print_json(const nlohmann::json& doc) {
+  std::cout << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
+}
 
-void out(const std::string& line) { std::cout << line << '\n'; }
+// Every line printed goes through text::one_line: a value read from a recipe, the environment or
+// a file can neither reach the terminal as an escape sequence nor start a line of its own.
+void out(const std::string& line) { std::cout << text::one_line(line) << '\n'; }
 
 }  // namespace archbuild::cli

@@ -28,8 +28,14 @@ void run_gpus(const std::string& name, Context& ctx) {
   }
   if (gpus.empty()) {
     auto near = data.nearest_gpu_names(name, 5);
-    std::string msg = fmt::format("no GPU matches '{}'; closest: {}", name, text::join(near, ", "));
-    if (ctx.json) print_json({{"query", name}, {"gpus", nlohmann::json::array()}, {"closest", near}});
+    std::string msg = fmt::format("no GPU matches {}; closest: {}", text::quoted(name), text::join(near, ", "));
+    // A failure document says so, as every command's does (docs/commands.md: "error" and "exit").
+    if (ctx.json)
+      print_json({{"query", name},
+                  {"gpus", nlohmann::json::array()},
+                  {"closest", near},
+                  {"error", text::printable(msg)},
+                  {"exit", static_cast<int>(Exit::not_fine)}});
     error_line(ctx, msg);
     ctx.exit = Exit::not_fine;
     return;

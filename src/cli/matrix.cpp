@@ -39,7 +39,7 @@ void run_matrix(const MatrixArgs& a, Context& ctx) {
   if (a.format == "github") {
     // One line, nothing else on stdout: `echo "matrix=$(archbuild matrix … --format github)"`.
     // Every key stored: an empty include, which the workflow skips (a job count of 0).
-    out(m.github().dump());
+    out(m.github().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     if (m.exit() != Exit::ok) warn(ctx, "matrix: no combination was accepted (see --format json for the refusals)");
     return;
   }

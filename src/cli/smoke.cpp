@@ -25,6 +25,7 @@ struct SmokeArgs {
 
 void run_smoke(const SmokeArgs& a, Context& ctx) {
   auto targets = app::sm_targets(a.sm).take();
+  app::tmpdir_rule().take();
   auto cuda = app::cuda_release(a.cuda);
   auto setup = smoke_setup(targets, cuda, false, ctx).take();  // no toolkit: exit 3; none can: exit 2
   setup.require_gpu = a.require_gpu;

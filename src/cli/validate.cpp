@@ -102,6 +102,7 @@ void run_installed(const ValidateArgs& a, const std::vector<arch::Arch>& targets
 void run_validate(const ValidateArgs& a, Context& ctx) {
   use_huge_pages_for_heap();  // reads the wheel's binaries as inspect does (cli/inspect.cpp)
   auto targets = app::sm_targets(a.sm).take();
+  app::tmpdir_rule().take();
   if (a.wheel.empty() == a.installed.empty())
     throw Failure(Error::bad_input("give either WHEEL or --installed DIST (not both)"));
   if (!a.installed.empty()) return run_installed(a, targets, ctx);

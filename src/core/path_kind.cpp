@@ -1,6 +1,8 @@
 #include "core/path_kind.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -77,6 +79,38 @@ Result<Ok> expect_regular_file(const std::filesystem::path& p, std::string_view 
 
 Result<Ok> expect_directory(const std::filesystem::path& p, std::string_view what) {
   return expect(p, what, Kind::directory, "a directory");
+}
+
+Result<int> open_regular_file(const std::filesystem::path& p, std::string_view what) {
+  int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    if (auto regular = expect_regular_file(p, what); !regular) return regular.error();
+    return Error::bad_input(fmt::format("{} {}: cannot open: {}", what, text::quoted(p.string()), std::strerror(errno)));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Error::bad_input(fmt::format("{} {}: {}, not a regular file", what, text::quoted(p.string()),
+                                        describe({kind_of(st.st_mode), ""})));
+  }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return fd;
+}
+
+Result<Ok> expect_writable_file(const std::filesystem::path& p, std::string_view what) {
+  struct stat st {};
+  if (::lstat(p.c_str(), &st) != 0) {
+    // Nothing there (or a missing folder, which the writer creates): the atomic write makes it.
+    if (errno == ENOENT) return Ok{};
+    auto info = classify(p);
+    if (info.kind == Kind::missing) return Ok{};
+    return Error::bad_input(fmt::format("{} {}: {}", what, text::quoted(p.string()), describe(info)));
+  }
+  if (S_ISREG(st.st_mode)) return Ok{};
+  std::string is = S_ISLNK(st.st_mode) ? "is a symbolic link" : describe({kind_of(st.st_mode), ""});
+  return Error::bad_input(fmt::format("{} {}: {}; archbuild writes only where nothing is or a regular file is (remove it, or "
+                                      "name another path)",
+                                      what, text::quoted(p.string()), is));
 }
 
 }  // namespace archbuild::paths

@@ -46,4 +46,18 @@ Result<Ok> expect_regular_file(const std::filesystem::path& p, std::string_view 
 // The same for a directory.
 Result<Ok> expect_directory(const std::filesystem::path& p, std::string_view what);
 
+// Opens a file read from the cache or the environment (a hash to verify, a record) only when it
+// is a regular file, without ever waiting: O_NONBLOCK, so a FIFO swapped in returns at once, then
+// fstat on what was opened (no race between a check and the open). The descriptor is blocking
+// again on return; the caller closes it. Errors as expect_regular_file's.
+Result<int> open_regular_file(const std::filesystem::path& p, std::string_view what);
+
+// A path archbuild writes (a file it creates or replaces: --trace, --out, --constraints, a
+// mirror's pages, the cache's files): Ok where nothing is or a regular file is; else bad_input
+//   `<what> "<path>": is a FIFO (named pipe); archbuild writes only where nothing is or a regular file is`
+// The last component is not followed: a symbolic link, a FIFO or a device (/dev/full) is never
+// replaced by the rename of an atomic write, nor opened. store::AtomicFile asks here before every
+// write, so every file archbuild writes passes this one rule.
+Result<Ok> expect_writable_file(const std::filesystem::path& p, std::string_view what);
+
 }  // namespace archbuild::paths

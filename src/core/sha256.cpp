@@ -1,12 +1,17 @@
 #include "core/sha256.hpp"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "core/crypto_api.hpp"
+#include "core/path_kind.hpp"
 
 namespace archbuild {
 
@@ -41,15 +46,23 @@ std::string sha256_hex(std::string_view data) {
 }
 
 Result<std::string> sha256_file_hex(const std::filesystem::path& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return Error::bad_input(fmt::format("{}: cannot be read", path.string()));
+  // Only a regular file, opened without waiting: a FIFO put where a wheel was would block a read.
+  auto fd = paths::open_regular_file(path, "file");
+  if (!fd) return fd.error();
   Sha256 h;
   std::vector<char> buf(1 << 20);
-  while (f) {
-    f.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-    h.update(buf.data(), static_cast<std::size_t>(f.gcount()));
+  for (;;) {
+    ssize_t n = ::read(*fd, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int e = errno;
+      ::close(*fd);
+      return Error::bad_input(fmt::format("{}: read error: {}", path.string(), std::strerror(e)));
+    }
+    if (n == 0) break;
+    h.update(buf.data(), static_cast<std::size_t>(n));
   }
-  if (f.bad()) return Error::bad_input(fmt::format("{}: read error", path.string()));
+  ::close(*fd);
   return h.hex();
 }
 

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <numeric>
+
+#include <fmt/format.h>
 
 namespace archbuild::text {
 
@@ -91,7 +94,13 @@ namespace {
 // The escaping both quoted() and printable() use: control characters and bytes that are not
 // well-formed UTF-8 as \xNN (\n \t \r by name), up to `max` input bytes. `in_quotes`: a
 // quote and a backslash are escaped too; otherwise a newline is kept (a message of lines).
-std::string escape(std::string_view s, std::size_t max, bool in_quotes) {
+// Bidirectional controls (U+061C, U+200E/F, U+202A..U+202E, U+2066..U+2069) reorder what a
+// terminal shows after them (a "right-to-left override" turns a name around): escaped as \u{…}.
+bool bidi_control(char32_t cp) {
+  return cp == 0x061C || cp == 0x200E || cp == 0x200F || (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
+std::string escape(std::string_view s, std::size_t max, bool in_quotes, bool keep_newlines) {
   static constexpr char hex[] = "0123456789abcdef";
   std::string out;
   std::size_t n = std::min(s.size(), max);
@@ -104,6 +113,20 @@ std::string escape(std::string_view s, std::size_t max, bool in_quotes) {
       for (std::size_t k = 1; k < len; ++k) ok = ok && (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
       // U+0080..U+009F are C1 controls (0x9b is a CSI to some terminals): escaped as bytes.
       ok = ok && !(c == 0xC2 && static_cast<unsigned char>(s[i + 1]) < 0xA0);
+      if (ok && len == 3) {
+        char32_t cp = (char32_t(c & 0x0F) << 12) | (char32_t(static_cast<unsigned char>(s[i + 1]) & 0x3F) << 6) |
+                      char32_t(static_cast<unsigned char>(s[i + 2]) & 0x3F);
+        if (bidi_control(cp)) {
+          out += fmt::format("\\u{{{:04x}}}", static_cast<std::uint32_t>(cp));
+          i += len - 1;
+          continue;
+        }
+      }
+      if (ok && len == 2 && bidi_control((char32_t(c & 0x1F) << 6) | (static_cast<unsigned char>(s[i + 1]) & 0x3F))) {
+        out += "\\u{061c}";
+        i += len - 1;
+        continue;
+      }
       if (ok) {
         out.append(s.substr(i, len));
         i += len - 1;
@@ -114,7 +137,7 @@ std::string escape(std::string_view s, std::size_t max, bool in_quotes) {
       out += '\\';
       out += static_cast<char>(c);
     } else if (c == '\n') {
-      out += in_quotes ? "\\n" : "\n";
+      out += keep_newlines ? "\n" : "\\n";
     } else if (c == '\t') {
       out += "\\t";
     } else if (c == '\r') {
@@ -137,9 +160,11 @@ std::string cut_note(std::string_view s, std::size_t max) {
 }  // namespace
 
 std::string quoted(std::string_view s, std::size_t max) {
-  return "\"" + escape(s, max, true) + "\"" + cut_note(s, max);
+  return "\"" + escape(s, max, true, false) + "\"" + cut_note(s, max);
 }
 
-std::string printable(std::string_view s, std::size_t max) { return escape(s, max, false) + cut_note(s, max); }
+std::string printable(std::string_view s, std::size_t max) { return escape(s, max, false, true) + cut_note(s, max); }
+
+std::string one_line(std::string_view s) { return escape(s, s.size(), false, false); }
 
 }  // namespace archbuild::text

@@ -27,5 +27,9 @@ std::string quoted(std::string_view s, std::size_t max = 200);
 // A whole message line for the terminal (the last guard in error_line/warn): as quoted() but
 // without quotes, newlines kept, cut to `max` bytes.
 std::string printable(std::string_view s, std::size_t max = 4096);
+// One line of a command's output (cli's out()): as printable(), uncut, and a newline inside it
+// escaped too (\n), so a value (a recipe's description, an --env value) can neither move the
+// terminal's cursor nor print a line of its own ("would stop: …").
+std::string one_line(std::string_view s);
 
 }  // namespace archbuild::text

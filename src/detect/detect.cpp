@@ -6,16 +6,26 @@
 
 #include <fmt/format.h>
 
+#include "core/path_kind.hpp"
 #include "core/text.hpp"
 
 namespace archbuild::detect {
 
 namespace {
 
-// A dlopen'ed library, closed on scope exit.
+// A dlopen'ed library, closed on scope exit. A name with a '/' is a path from the environment
+// (ARCHBUILD_NVML_LIBRARY, ARCHBUILD_CUDA_LIBRARY): it is checked as an input path is before
+// dlopen reads it (a FIFO's open() waits for a writer forever); a bare soname is the loader's.
 class Library {
  public:
-  explicit Library(const std::string& name) : handle_(dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+  explicit Library(const std::string& name) {
+    if (name.find('/') != std::string::npos) {
+      if (auto regular = paths::expect_regular_file(name, "library"); !regular) {
+        error_ = regular.error().message;
+        return;
+      }
+    }
+    handle_ = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle_) {
       const char* e = dlerror();
       error_ = e ? e : "cannot load";
@@ -34,7 +44,7 @@ class Library {
   }
 
  private:
-  void* handle_;
+  void* handle_ = nullptr;
   std::string error_;
 };
 

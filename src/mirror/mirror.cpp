@@ -7,7 +7,6 @@
 #include <chrono>
 #include <ctime>
 #include <fstream>
-#include <regex>
 #include <set>
 #include <sstream>
 
@@ -105,6 +104,49 @@ Result<Hashed> hash_file(const fs::path& p) {
   auto size = fs::file_size(p, ec);
   if (ec) return Error::bad_input(fmt::format("{}: {}", p.string(), ec.message()));
   return Hashed{*h, size};
+}
+
+// Every <a href="…"> of a page, read by hand: the page's bytes may be anyone's, and std::regex
+// recurses once per character.
+std::vector<std::string> hrefs(const std::string& page) {
+  std::vector<std::string> out;
+  static constexpr std::string_view open = "<a href=\"";
+  for (auto at = page.find(open); at != std::string::npos; at = page.find(open, at)) {
+    at += open.size();
+    auto close = page.find('"', at);
+    if (close == std::string::npos) break;
+    out.push_back(page.substr(at, close - at));
+    at = close + 1;
+  }
+  return out;
+}
+
+// What makes two files one release file for pip: the PEP 503 project, the PEP 440 version
+// (1.0 == 1.0.0), the build tag and the tags. Two files of one identity with other bytes would
+// let `pip download X==1.0` change what it gets: immutability holds by identity, not by spelling.
+std::string identity(const validate::WheelName& n) {
+  std::string tags;
+  for (const auto& t : n.tags()) {
+    for (char c : t) tags += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    tags += ',';
+  }
+  return fmt::format("{} {} {} {}", validate::normalize_name(n.distribution), validate::version_key(n.version),
+                     n.build.value_or(""), tags);
+}
+
+std::optional<std::string> identity_of_file(const std::string& file) {
+  auto n = validate::parse_wheel_name(file);
+  if (!n) return std::nullopt;
+  return identity(*n);
+}
+
+// What is at files/<name> when it is something other than a regular file (not followed), for the
+// refusal; nullopt for a regular file or nothing.
+std::optional<std::string> not_a_file(const fs::path& p) {
+  struct stat st {};
+  if (::lstat(p.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return std::nullopt;
+  if (S_ISLNK(st.st_mode)) return std::string("is a symbolic link");
+  return paths::describe(paths::classify(p));
 }
 
 std::map<std::string, std::vector<Entry>> by_project(const Manifest& m) {
@@ -298,6 +340,14 @@ Result<Manifest> read_manifest(const fs::path& dir) {
       // The name becomes a path under files/: a manifest must not point outside it.
       if (name.empty() || name.find('/') != std::string::npos || name.front() == '.')
         return bad(fmt::format("file name '{}' is not a plain wheel file name", name));
+      // The project becomes a folder under simple/ (pages are written there): only the
+      // PEP 503-normalised name of the file's own distribution, never "/abs" or "../..".
+      auto wheel_name = validate::parse_wheel_name(name);
+      if (!wheel_name) return bad(fmt::format("file name {} is not a wheel file name", text::quoted(name)));
+      if (!validate::is_normalized_name(e.project) || e.project != validate::normalize_name(wheel_name->distribution))
+        return bad(fmt::format("entry {}: project {} is not {}, the PEP 503-normalised name of its distribution",
+                               text::quoted(name), text::quoted(e.project),
+                               validate::normalize_name(wheel_name->distribution)));
       m.files.emplace(name, std::move(e));
     } catch (const json::exception& ex) {
       return bad(fmt::format("entry '{}': {}", name, ex.what()));
@@ -328,6 +378,12 @@ Result<std::vector<Published>> publish(const fs::path& dir, const std::vector<fs
                                             incoming[it->second].path.string(), w.string()));
       continue;
     }
+    for (const auto& other : incoming)
+      if (identity(other.name) == identity(*name) && other.hash.sha256 != h->sha256)
+        return Error::bad_input(fmt::format("{} and {} are one release file for pip (project {}, version {} == {}) "
+                                            "with different contents",
+                                            other.path.string(), w.string(), validate::normalize_name(name->distribution),
+                                            other.name.version, name->version));
     by_file[file] = incoming.size();
     incoming.push_back({w, std::move(*name), *h});
   }
@@ -353,6 +409,19 @@ Result<std::vector<Published>> publish(const fs::path& dir, const std::vector<fs
           "{}: already published with sha256 {} (this file's is {}); published files are immutable — "
           "publish it under a new version or build number",
           file, it->second.sha256, in.hash.sha256));
+    // Spelled otherwise, the same release file: "1.0.0" after "1.0", "My_Pkg" after "my.pkg".
+    for (const auto& [other, e] : manifest->files)
+      if (other != file && e.sha256 != in.hash.sha256 && identity_of_file(other) == identity(in.name))
+        return Error::not_fine(fmt::format(
+            "{}: {} is already published as {} (sha256 {}; this file's is {}), and pip reads both names as one "
+            "release file (PEP 503 project {}, PEP 440 version {} == {}); published files are immutable — publish it "
+            "under a new version or build number",
+            file, e.project + " " + e.version, other, e.sha256, in.hash.sha256, e.project, e.version, in.name.version));
+    // Something other than a file where a published file lies (a FIFO would block its read).
+    if (auto what = not_a_file(dir / "files" / file))
+      return Error::not_fine(fmt::format("--mirror {}: {} {}, not a regular file: the mirror is damaged (publish --verify "
+                                         "lists it); move it away, then publish again",
+                                         text::quoted(dir.string()), text::quoted("files/" + file), *what));
     // The file itself, when the manifest's word for it is wrong (an older manifest put back).
     if (auto on_disk = hash_file(dir / "files" / file); on_disk && on_disk->sha256 != in.hash.sha256)
       return Error::not_fine(fmt::format(
@@ -366,6 +435,13 @@ Result<std::vector<Published>> publish(const fs::path& dir, const std::vector<fs
     auto file = in.path.filename().string();
     auto target = dir / "files" / file;
     auto listed = manifest->files.find(file);
+    if (listed == manifest->files.end())  // these bytes already published under another spelling
+      for (auto it = manifest->files.begin(); it != manifest->files.end(); ++it)
+        if (it->second.sha256 == in.hash.sha256 && identity_of_file(it->first) == identity(in.name)) listed = it;
+    if (listed != manifest->files.end() && listed->first != file) {
+      out.push_back({listed->second, false});
+      continue;
+    }
     if (listed != manifest->files.end() && fs::exists(fs::symlink_status(target, ec))) {
       out.push_back({listed->second, false});
       continue;
@@ -412,6 +488,10 @@ Result<VerifyReport> verify(const fs::path& dir) {
   // The files against the manifest.
   for (const auto& [name, e] : manifest->files) {
     auto p = dir / "files" / name;
+    if (auto what = not_a_file(p)) {
+      problem("missing-file", name, fmt::format("in manifest.json, but files/ holds something that {}", *what));
+      continue;
+    }
     if (!fs::is_regular_file(p, ec)) {
       problem("missing-file", name, "in manifest.json but not in files/");
       continue;
@@ -434,8 +514,20 @@ Result<VerifyReport> verify(const fs::path& dir) {
       if (!manifest->files.count(name)) problem("extra-file", name, "in files/ but not in manifest.json");
     }
 
+  // One release file for pip under two spellings with other bytes (published before publish
+  // keyed files by identity): `pip download` of that version may get either.
+  std::map<std::string, const Entry*> first_of;
+  for (const auto& [name, e] : manifest->files) {
+    auto id = identity_of_file(name);
+    if (!id) continue;
+    auto [it, fresh] = first_of.emplace(*id, &e);
+    if (!fresh && it->second->sha256 != e.sha256)
+      problem("duplicate-release", name,
+              fmt::format("the same release file as {} for pip (project {}, version {} == {}) with other contents",
+                          it->second->file, e.project, it->second->version, e.version));
+  }
+
   // The pages' links against the manifest.
-  static const std::regex link(R"re(<a href="([^"]*)")re");
   auto projects = by_project(*manifest);
   for (const auto& [project, entries] : projects) {
     auto page_path = dir / "simple" / project / "index.html";
@@ -447,8 +539,7 @@ Result<VerifyReport> verify(const fs::path& dir) {
     }
     ++r.pages_checked;
     std::map<std::string, std::string> links;  // file -> sha256 in the link
-    for (std::sregex_iterator it(page->begin(), page->end(), link), end; it != end; ++it) {
-      std::string href = (*it)[1];
+    for (std::string href : hrefs(*page)) {
       for (std::string::size_type pos; (pos = href.find("&amp;")) != std::string::npos;) href.replace(pos, 5, "&");
       std::string sha;
       if (auto hash = href.find("#sha256="); hash != std::string::npos) {
@@ -497,8 +588,7 @@ Result<VerifyReport> verify(const fs::path& dir) {
   if (auto root = read_text(dir / "simple" / "index.html")) {
     ++r.pages_checked;
     std::set<std::string> listed;
-    for (std::sregex_iterator it(root->begin(), root->end(), link), end; it != end; ++it) {
-      std::string href = (*it)[1];
+    for (std::string href : hrefs(*root)) {
       if (!href.empty() && href.back() == '/') href.pop_back();
       listed.insert(percent_decode(href));
     }

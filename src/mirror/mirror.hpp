@@ -11,7 +11,11 @@
 //   DIR/.lock                                  serialises publishes (and verify)
 //
 // Published files are immutable: a file name already there with another hash is refused and
-// nothing changes; the same file again is a no-op. Pages, the manifest and the wheels are
+// nothing changes; the same file again is a no-op. Immutability holds for what pip reads as one
+// release file (PEP 503 project, PEP 440 version: 1.0 == 1.0.0, build tag, tags), whatever the
+// spelling of its name: `my.pkg-1.0.0` after `My_Pkg-1.0` with other bytes is refused too. A
+// manifest's project is used as a folder only when it is the normalised name of its file's
+// distribution. Pages, the manifest and the wheels are
 // written to a temp file and renamed, so a pip reading during a publish sees the old page or
 // the new one, never half of one.
 #pragma once
@@ -65,7 +69,8 @@ Result<std::vector<Published>> publish(const std::filesystem::path& dir, const s
 
 struct Problem {
   std::string kind;    // hash-mismatch, size-mismatch, missing-file, extra-file, page-missing,
-                       // page-link-missing, page-link-extra, page-link-hash, manifest
+                       // page-link-missing, page-link-extra, page-link-hash, manifest,
+                       // duplicate-release (one release file for pip under two spellings)
   std::string file;    // the wheel or page concerned
   std::string detail;  // one line
 };

@@ -869,13 +869,18 @@ Result<Recipe> load_file(const fs::path& file, const Search& search) {
 
 Result<Recipe> load(const std::string& name_or_path, const Search& search) {
   std::error_code ec;
-  if (looks_like_path(name_or_path) || fs::is_regular_file(name_or_path, ec)) {
+  // A recipe's name means that recipe: a stray file of the same name in the working directory
+  // (./torch-2.7) does not replace it while every message goes on naming the recipe. A file is
+  // read by a name only when no recipe has it; write ./NAME or NAME.toml to mean the file.
+  const bool path_like = looks_like_path(name_or_path);
+  if (!path_like)
+    if (auto p = find_named(name_or_path, {}, search)) return load_file(*p, search);
+  if (path_like || fs::is_regular_file(name_or_path, ec)) {
     // Said by what the path is (a folder, a FIFO, a loop of links), never opened unless a file.
     if (auto is_file = paths::expect_regular_file(name_or_path, "--recipe: recipe file"); !is_file)
       return is_file.error();
     return load_file(name_or_path, search);
   }
-  if (auto p = find_named(name_or_path, {}, search)) return load_file(*p, search);
   auto all = names_in(search);
   auto near = text::nearest(name_or_path, all, 3);
   return Error::bad_input(fmt::format("no recipe named '{}'{}; recipes: {} (or give a path to a .toml file)",

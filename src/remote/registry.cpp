@@ -2,7 +2,7 @@
 
 #include <array>
 #include <chrono>
-#include <regex>
+#include <cctype>
 #include <thread>
 
 #include <fmt/format.h>
@@ -41,12 +41,24 @@ bool worth_asking_again(const HttpRequest& q, const HttpResponse& r) {
   return (q.method == "GET" || q.method == "HEAD") && r.status >= 500 && r.status <= 599 && r.status != 501;
 }
 
-// key="value" pairs of a WWW-Authenticate challenge (RFC 7235), after its scheme.
+// key="value" pairs of a WWW-Authenticate challenge (RFC 7235), after its scheme. Read by hand:
+// the header is the registry's bytes, and std::regex recurses per character.
 std::map<std::string, std::string> challenge_params(const std::string& header) {
   std::map<std::string, std::string> out;
-  static const std::regex pair(R"re(([A-Za-z_]+)="([^"]*)")re");
-  for (auto it = std::sregex_iterator(header.begin(), header.end(), pair); it != std::sregex_iterator(); ++it)
-    out[(*it)[1].str()] = (*it)[2].str();
+  auto word = [](char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; };
+  for (std::size_t i = 0; i < header.size();) {
+    if (!word(header[i])) {
+      ++i;
+      continue;
+    }
+    std::size_t start = i;
+    while (i < header.size() && word(header[i])) ++i;
+    if (i + 1 >= header.size() || header[i] != '=' || header[i + 1] != '"') continue;
+    std::size_t open = i + 2, close = header.find('"', open);
+    if (close == std::string::npos) break;
+    out[header.substr(start, i - start)] = header.substr(open, close - open);
+    i = close + 1;
+  }
   return out;
 }
 
@@ -58,18 +70,68 @@ std::string StoreUrl::text() const { return fmt::format("{}://{}/{}", plain_http
 
 std::string StoreUrl::base() const { return fmt::format("{}://{}/v2/{}", plain_http ? "http" : "https", host, repository); }
 
+namespace {
+
+bool lower_alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
+
+// One repository path component: [a-z0-9]+([._-][a-z0-9]+)* (the distribution spec's grammar).
+bool repository_component(std::string_view c) {
+  if (c.empty() || !lower_alnum(c.front()) || !lower_alnum(c.back())) return false;
+  for (std::size_t i = 0; i < c.size(); ++i)
+    if (!lower_alnum(c[i]) && !((c[i] == '.' || c[i] == '_' || c[i] == '-') && lower_alnum(c[i + 1]))) return false;
+  return true;
+}
+
+// HOST[:PORT]: [A-Za-z0-9.-]+, then 1-5 digits after a colon.
+bool host_and_port(std::string_view h) {
+  auto colon = h.find(':');
+  auto host = h.substr(0, colon);
+  if (host.empty()) return false;
+  for (char c : host)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-') return false;
+  if (colon == std::string_view::npos) return true;
+  auto port = h.substr(colon + 1);
+  if (port.empty() || port.size() > 5) return false;
+  for (char c : port)
+    if (c < '0' || c > '9') return false;
+  return true;
+}
+
+}  // namespace
+
+// Read by hand, not with std::regex: libstdc++'s matcher recurses once per character, and a
+// 50 KB host overflowed the stack (SIGSEGV, no message). The length is bounded first.
 Result<StoreUrl> parse_store_url(const std::string& url) {
-  static const std::regex form(R"(^(oci|oci\+http)://([A-Za-z0-9.-]+(:[0-9]{1,5})?)/([a-z0-9]+([._-][a-z0-9]+)*(/[a-z0-9]+([._-][a-z0-9]+)*)*)$)");
-  std::smatch m;
-  if (!std::regex_match(url, m, form))
-    return Error::bad_input(fmt::format("--store {}: not a store URL; valid: oci://HOST[:PORT]/REPOSITORY (HTTPS), or "
+  auto refuse = [&](std::string why) {
+    return Error::bad_input(fmt::format("--store {}: {}not a store URL; valid: oci://HOST[:PORT]/REPOSITORY (HTTPS), or "
                                         "oci+http://HOST[:PORT]/REPOSITORY for a registry without TLS (REPOSITORY: "
                                         "lower-case path components, e.g. oci://ghcr.io/acme/torch-builds)",
-                                        text::quoted(url)));
+                                        text::quoted(url), why));
+  };
+  if (url.size() > kMaxStoreUrl)
+    return refuse(fmt::format("{} characters, more than a store URL has (at most {}); ", url.size(), kMaxStoreUrl));
+  std::string_view rest(url);
   StoreUrl s;
-  s.plain_http = m[1].str() == "oci+http";
-  s.host = m[2].str();
-  s.repository = m[4].str();
+  if (rest.substr(0, 11) == "oci+http://") {
+    s.plain_http = true;
+    rest.remove_prefix(11);
+  } else if (rest.substr(0, 6) == "oci://") {
+    rest.remove_prefix(6);
+  } else {
+    return refuse("");
+  }
+  auto slash = rest.find('/');
+  if (slash == std::string_view::npos || !host_and_port(rest.substr(0, slash))) return refuse("");
+  auto repository = rest.substr(slash + 1);
+  for (std::size_t from = 0;;) {
+    auto next = repository.find('/', from);
+    if (!repository_component(repository.substr(from, next == std::string_view::npos ? next : next - from)))
+      return refuse("");
+    if (next == std::string_view::npos) break;
+    from = next + 1;
+  }
+  s.host = std::string(rest.substr(0, slash));
+  s.repository = std::string(repository);
   return s;
 }
 

@@ -25,6 +25,10 @@ struct StoreUrl {
   std::string base() const;  // https://host/v2/repository
 };
 
+// The longest store URL read (a DNS name is at most 253 characters; a repository name far less
+// than the rest): a longer one is refused by its length before it is parsed.
+inline constexpr std::size_t kMaxStoreUrl = 2048;
+
 // Error (exit 2): what is wrong and the form that is valid.
 Result<StoreUrl> parse_store_url(const std::string& url);
 

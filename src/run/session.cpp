@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/path_kind.hpp"
 #include "core/text.hpp"
 
 namespace archbuild::run {
@@ -87,6 +88,7 @@ bool write_session_record(const fs::path& file, const SessionRecord& record) {
   fs::create_directories(file.parent_path(), ec);
   // Named as store/atomic_file names its temps (".<name>.tmp-…"), so gc removes a leftover.
   fs::path tmp = file.parent_path() / fmt::format(".{}.tmp-{}", file.filename().string(), ::getpid());
+  fs::remove(tmp, ec);  // whatever a killed run (or anyone) left under this name: never opened
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
     if (!(f << j.dump() << "\n")) return false;
@@ -97,7 +99,14 @@ bool write_session_record(const fs::path& file, const SessionRecord& record) {
 }
 
 std::optional<SessionRecord> read_session_record(const fs::path& file) {
-  auto j = nlohmann::json::parse(read_whole(file), nullptr, false);
+  // The cache's record is read as an input path is: a FIFO there must not block the next run.
+  auto fd = paths::open_regular_file(file, "session record");
+  if (!fd) return std::nullopt;
+  std::string text;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(*fd, buf, sizeof buf)) > 0 && text.size() < (1u << 16);) text.append(buf, static_cast<std::size_t>(n));
+  ::close(*fd);
+  auto j = nlohmann::json::parse(text, nullptr, false);
   if (!j.is_object()) return std::nullopt;
   SessionRecord r;
   r.pid = j.value("pid", 0L);
@@ -112,10 +121,13 @@ std::vector<pid_t> session_processes(const SessionRecord& record) {
   std::vector<pid_t> found;
   if (record.boot_id != current_boot_id()) return found;  // rebooted since: nothing of it runs
   const std::string entry = std::string(kSessionTokenVar) + "=" + record.token;
+  // The recorded leader counts only when it is ours: the same pid and start time, and the token in
+  // its environment (the runner starts it with it). A record made by hand that names someone
+  // else's live session leader, with any token, names no session then.
   bool leader_alive = false;
   if (record.pid > 0) {
     auto leader = proc_stat(record.pid);
-    leader_alive = leader && leader->start == record.start && leader->state != 'Z';
+    leader_alive = leader && leader->start == record.start && leader->state != 'Z' && has_token(record.pid, entry);
   }
   const long self = ::getpid();
   std::error_code ec;

@@ -13,8 +13,10 @@
 // A process is the old run's when it started no earlier than the recorded leader and either
 // carries the token in its environment (inherited by every descendant, also one that left the
 // session with setsid), or belongs to the recorded session while the recorded leader (same pid,
-// same start time) is still alive. A pid or session number reused by an unrelated process fails
-// both tests, so nothing else of the user's is touched. Not covered: a descendant that both
+// same start time, the token in its own environment) is still alive. A pid or session number
+// reused by an unrelated process fails both tests, and so does a record made by hand naming a
+// live session leader of someone else's (its environment lacks the token), so nothing else of
+// the user's is touched. Not covered: a descendant that both
 // scrubbed its environment and outlived the leader.
 #pragma once
 

@@ -1,5 +1,8 @@
 #include "stages/context.hpp"
 
+#include <sys/statvfs.h>
+
+#include <cstdint>
 #include <cstdlib>
 
 #include <fmt/format.h>
@@ -10,6 +13,12 @@ namespace archbuild::stages {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+
+namespace {
+// Below this much free space a failed stage is said to be the full disk's doing (a compile of
+// PyTorch writes objects of tens of MiB).
+constexpr std::uint64_t kFullDiskBytes = std::uint64_t{64} << 20;
+}  // namespace
 
 json Context::launchers() const {
   json l = json::object();
@@ -53,7 +62,20 @@ Error stage_error(const std::string& stage, const run::CommandResult& r, const f
     reporter.message(run::Level::error, fmt::format("last {} lines of {}:", lines.size(), log.string()));
     for (const auto& l : lines) reporter.message(run::Level::error, "  " + l);
   }
-  return Error::build_failed(fmt::format("{} stage failed: {}; full log: {}", stage, r.describe(), log.string()));
+  // A full cache disk shows as whatever the tool printed (an nvcc command line): said plainly,
+  // from the file system's own count, whatever the log's wording.
+  std::string full;
+  struct statvfs fsinfo {};
+  if (::statvfs(log.parent_path().c_str(), &fsinfo) == 0) {
+    auto free_bytes = static_cast<std::uint64_t>(fsinfo.f_bavail) * fsinfo.f_frsize;
+    bool no_inode = fsinfo.f_files > 0 && fsinfo.f_favail == 0;  // btrfs counts none: 0 of 0
+    if (free_bytes < kFullDiskBytes || no_inode)
+      full = fmt::format("; No space left on device: the cache's file system has {} free{} (free some, or "
+                         "--cache-dir on another disk), then run again to resume",
+                         free_bytes >= (1u << 20) ? fmt::format("{} MiB", free_bytes >> 20) : fmt::format("{} bytes", free_bytes),
+                         no_inode ? " and no free inode" : "");
+  }
+  return Error::build_failed(fmt::format("{} stage failed: {}{}; full log: {}", stage, r.describe(), full, log.string()));
 }
 
 }  // namespace archbuild::stages

@@ -1,6 +1,8 @@
 // The environment the steps get: the plan's variables, the caller's pass-through names, the
 // compiler cache, and archbuild's launchers (the build path kept out of objects; memory
 // admission of every compile where the plan admits); the CMake seed where the tree needs one.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "run/admission.hpp"
@@ -8,6 +10,7 @@
 #include "recipe/driver.hpp"
 #include "stages/cmake_seed.hpp"
 #include "stages/meson_native.hpp"
+#include "stages/reproducible.hpp"
 #include "stages/stage.hpp"
 #include "store/atomic_file.hpp"
 #include "store/launch_files.hpp"
@@ -166,7 +169,17 @@ void add_source_date_epoch(Context& ctx) {
   auto doc = ctx.record.read();
   if (!doc) return;
   auto t = doc->value("/stages/fetch/commit_time"_json_pointer, json());
-  if (t.is_number_integer()) ctx.env["SOURCE_DATE_EPOCH"] = std::to_string(t.get<std::int64_t>());
+  if (!t.is_number_integer()) return;
+  // A commit dated after 2107 (or before 1980) is a time no zip holds: the wheel's build would
+  // fail on it at package. Clamped to the nearest time a zip holds, and said.
+  std::int64_t when = t.get<std::int64_t>();
+  std::int64_t held = std::clamp(when, zip_epoch_min, zip_epoch_max);
+  if (held != when)
+    ctx.reporter.message(run::Level::warning,
+                         fmt::format("the source's commit time {} is {} the times a wheel's zip holds: SOURCE_DATE_EPOCH "
+                                     "is {} ({})",
+                                     when, when > held ? "after" : "before", held, when > held ? "2107-12-31" : "1980-01-01"));
+  ctx.env["SOURCE_DATE_EPOCH"] = std::to_string(held);
 }
 
 }  // namespace archbuild::stages

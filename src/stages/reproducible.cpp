@@ -14,6 +14,7 @@
 #include "binary/zip_reader.hpp"
 #include "core/crypto_api.hpp"
 #include "core/sha256.hpp"
+#include "core/text.hpp"
 
 namespace archbuild::stages {
 namespace {
@@ -218,6 +219,16 @@ std::string record_digest(const std::string& raw_digest) {
   return "sha256=" + b64;
 }
 
+std::optional<std::string> source_date_epoch_problem(std::string_view value) {
+  bool digits = !value.empty() && value.size() <= 18 &&
+                std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; });
+  std::int64_t v = digits ? std::stoll(std::string(value)) : -1;
+  if (digits && v >= zip_epoch_min && v <= zip_epoch_max) return std::nullopt;
+  return fmt::format("SOURCE_DATE_EPOCH {}: expected whole seconds since 1970 between {} (1980-01-01, the first time a "
+                     "zip holds) and {} (2107-12-31, the last)",
+                     text::quoted(value), zip_epoch_min, zip_epoch_max);
+}
+
 Result<Ok> normalize_wheel(const fs::path& in, const fs::path& out, std::int64_t epoch) {
   auto read = read_members(in);
   if (!read) return read.error();
@@ -252,7 +263,7 @@ Result<Ok> normalize_wheel(const fs::path& in, const fs::path& out, std::int64_t
   record += csv_field(dist_info + "RECORD") + ",,\n";
   members.push_back(ZipMember{dist_info + "RECORD", false, false, std::move(record)});
 
-  return write_replacing(out, members, std::max<std::int64_t>(epoch, zip_epoch_min));
+  return write_replacing(out, members, std::clamp<std::int64_t>(epoch, zip_epoch_min, zip_epoch_max));
 }
 
 Result<std::vector<std::string>> compare_members(const fs::path& a, const fs::path& b) {

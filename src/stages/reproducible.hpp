@@ -7,6 +7,9 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <optional>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/error.hpp"
@@ -15,6 +18,14 @@ namespace archbuild::stages {
 
 // The earliest time a zip can hold (DOS epoch 1980-01-01T00:00:00Z); earlier epochs clamp here.
 inline constexpr std::int64_t zip_epoch_min = 315532800;
+// The last time a zip can hold (DOS year 2107, 2107-12-31T23:59:58Z, two-second steps): a commit
+// dated later gives this SOURCE_DATE_EPOCH, and the build says so.
+inline constexpr std::int64_t zip_epoch_max = 4354819198;
+
+// Why `value` cannot be SOURCE_DATE_EPOCH (`--env SOURCE_DATE_EPOCH=…`): not decimal seconds,
+// or outside what a wheel's zip can hold; nullopt when it can. Said before the first stage, not
+// as a Python traceback at package.
+std::optional<std::string> source_date_epoch_problem(std::string_view value);
 
 // Rewrites the wheel `in` as `out` (written to `out` + ".tmp", then renamed; `in` may be `out`):
 //  - members sorted by name (bytewise), the `<name>.dist-info/RECORD` last;

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -242,6 +243,16 @@ class Maker {
     std::error_code ec;
     fs::path marker = want.dir / kMarker;
     if (!fs::is_symlink(want.dir, ec) || !fs::is_regular_file(marker, ec)) return std::nullopt;
+    // A record of the cache is verified before it is trusted: a venv whose interpreter is gone
+    // (bin/python removed, or the base interpreter it links to uninstalled) fails every build
+    // that reuses it at configure. Made again instead (make() removes what is left of it).
+    if (!fs::is_regular_file(want.python, ec) || ::access(want.python.c_str(), X_OK) != 0) {
+      if (!std::exchange(damage_said_, true))
+        reporter_.message(run::Level::warning,
+                          fmt::format("build venv {} is damaged ({} is gone or cannot run): making it again",
+                                    want.dir.string(), want.python.string()));
+      return std::nullopt;
+    }
     std::ifstream in(marker);
     json doc = json::parse(in, nullptr, false);
     if (!doc.is_object()) return std::nullopt;
@@ -555,6 +566,7 @@ class Maker {
   run::Reporter& reporter_;
   fs::path log_;
   bool append_ = false;
+  bool damage_said_ = false;  // a damaged venv is said once (reuse is asked twice)
   std::optional<bool> has_pip_;
   std::map<std::string, std::string> env_;  // pip's (pip_environment)
   std::optional<ParentVenv> parent_;        // the interpreter is a venv's python

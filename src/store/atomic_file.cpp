@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "core/path_kind.hpp"
+
 namespace archbuild::store {
 
 namespace {
@@ -41,6 +43,7 @@ Result<std::filesystem::path> make_temp_dir_beside(const std::filesystem::path& 
 }
 
 Result<AtomicFile> AtomicFile::open(const std::filesystem::path& target) {
+  if (auto writable = paths::expect_writable_file(target, "file to write"); !writable) return writable.error();
   std::error_code ec;
   std::filesystem::create_directories(target.parent_path(), ec);
   if (ec) return Error::build_failed(fmt::format("{}: cannot create its directory: {}", target.string(), ec.message()));
@@ -105,6 +108,9 @@ Result<Ok> AtomicFile::write(const void* data, std::size_t size) {
 
 Result<Ok> AtomicFile::commit() {
   if (fd_ < 0) return Error::build_failed(fmt::format("{}: committed twice", target_.string()));
+  // Asked again at the rename: retarget() may have named another path, and something may have
+  // appeared there while the data was written.
+  if (auto writable = paths::expect_writable_file(target_, "file to write"); !writable) return writable.error();
   if (::fsync(fd_) != 0) return io_error("cannot fsync", temp_, errno);
   ::close(fd_);
   fd_ = -1;

@@ -1,11 +1,16 @@
 #include "store/key_record.hpp"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <ctime>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include <fmt/format.h>
 
+#include "core/path_kind.hpp"
 #include "core/text.hpp"
 #include "store/atomic_file.hpp"
 
@@ -28,26 +33,45 @@ bool KeyRecord::exists() const {
 }
 
 Result<nlohmann::json> KeyRecord::read() const {
-  std::ifstream f(path_, std::ios::binary);
-  if (!f) {
-    if (!exists()) return nlohmann::json::object();
-    return Error::build_failed(fmt::format("{}: cannot be read", path_.string()));
+  // Read back from the cache, so checked as an input path is: what it is before it is opened (a
+  // FIFO would block, a directory reads as nothing). A damaged record is the cache's damage, not
+  // a failed stage: exit 1 (not fine) with the command that removes what is there.
+  const std::string shown = text::quoted(path_.string(), 4096);
+  auto is = paths::classify(path_);
+  if (is.kind == paths::Kind::missing) return nlohmann::json::object();
+  if (is.kind == paths::Kind::directory)
+    return Error::not_fine(fmt::format("{}: is a directory, not archbuild's record of the key; remove it (rm -r -- {}) and "
+                                       "run again: the key is then built again from its source",
+                                       shown, shown));
+  auto fd = paths::open_regular_file(path_, "key record");
+  if (!fd)
+    return Error::not_fine(fmt::format("{}; remove it (rm -- {}) and run again: the key is then built again from its "
+                                       "source",
+                                       fd.error().message, shown));
+  std::string text;
+  std::vector<char> buf(1 << 16);
+  for (;;) {
+    ssize_t n = ::read(*fd, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    text.append(buf.data(), static_cast<std::size_t>(n));
   }
-  std::stringstream ss;
-  ss << f.rdbuf();
-  auto doc = nlohmann::json::parse(ss.str(), nullptr, false);
+  ::close(*fd);
+  auto doc = nlohmann::json::parse(text, nullptr, false);
   if (doc.is_discarded() || !doc.is_object())
     // There is no `archbuild cache` command: the one that exists is rm. Without the manifest the
     // key is built again (its stamps are gone with it), which is what a damaged one needs.
-    return Error::build_failed(fmt::format(
-        "{}: not a valid archbuild manifest (not a JSON object); remove it (rm -- {}) and run again: the key is "
-        "then built again from its source",
-        text::quoted(path_.string(), 4096), text::quoted(path_.string(), 4096)));
+    return Error::not_fine(fmt::format(
+        "{}: not a valid archbuild manifest ({}); remove it (rm -- {}) and run again: the key is then built again "
+        "from its source",
+        shown, text.empty() ? "an empty file" : "not a JSON object", shown));
   return doc;
 }
 
 Result<Ok> KeyRecord::write(const nlohmann::json& doc) const {
-  return write_file_atomic(path_, doc.dump(2) + "\n");
+  // A path or value that is not UTF-8 (a tree under such a name) is kept with U+FFFD for the
+  // bytes JSON cannot carry, not an exception.
+  return write_file_atomic(path_, doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 
 Result<Ok> KeyRecord::update(const std::function<void(nlohmann::json&)>& edit) const {

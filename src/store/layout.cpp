@@ -33,6 +33,19 @@ Result<CacheDirChoice> checked_choice(CacheDirChoice c) {
         "cache directory from {} is {} bytes long ({}); a build needs room for its own paths below it within "
         "Linux's 4096-byte limit: use one of at most {} bytes (--cache-dir DIR)",
         c.origin, s.size(), text::quoted(s, 120), kMaxCacheDirBytes));
+  // Build tools split at these: -ffile-prefix-map=DIR=… at a space (gcc then "cannot compile a
+  // test program"), CMake lists at ';', shells and makefiles at quotes, '$', '`' and a backslash.
+  // Refused now, as the length is, not in the middle of configure.
+  for (unsigned char ch : s) {
+    bool control = ch < 0x20 || ch == 0x7f;
+    if (control || ch == ' ' || ch == ';' || ch == '"' || ch == '\'' || ch == '\\' || ch == '$' || ch == '`')
+      return Error::bad_input(fmt::format(
+          "cache directory from {} ({}) holds {}, which a build's tools split or expand (compiler flags, CMake "
+          "lists): every build there would fail in configure; use a directory without one (--cache-dir DIR or "
+          "ARCHBUILD_CACHE_DIR)",
+          c.origin, text::quoted(s, 400),
+          ch == ' ' ? std::string("a space") : control ? "a control character" : fmt::format("'{}'", static_cast<char>(ch))));
+  }
   return c;
 }
 
@@ -51,15 +64,37 @@ namespace {
 
 Result<CacheDirChoice> choose_cache_dir_unchecked(const std::optional<std::filesystem::path>& flag,
                                                   const GetEnv& getenv) {
-  auto absolute = [](const std::filesystem::path& p) {
-    return p.is_absolute() ? p.lexically_normal() : (std::filesystem::current_path() / p).lexically_normal();
+  // A relative one from the working directory, which may be gone (removed under this process).
+  auto absolute = [](const std::filesystem::path& p, const char* origin) -> Result<std::filesystem::path> {
+    if (p.is_absolute()) return p.lexically_normal();
+    std::error_code ec;
+    auto cwd = std::filesystem::current_path(ec);
+    if (ec)
+      return Error::bad_input(fmt::format("{} {} is relative, and the working directory cannot be read ({}); give an "
+                                          "absolute path",
+                                          origin, text::quoted(p.string()), ec.message()));
+    return (cwd / p).lexically_normal();
   };
-  if (flag && !flag->empty()) return CacheDirChoice{absolute(*flag), "--cache-dir"};
-  if (auto v = getenv("ARCHBUILD_CACHE_DIR")) return CacheDirChoice{absolute(*v), "$ARCHBUILD_CACHE_DIR"};
+  if (flag && !flag->empty()) {
+    auto dir = absolute(*flag, "--cache-dir");
+    if (!dir) return dir.error();
+    return CacheDirChoice{*dir, "--cache-dir"};
+  }
+  if (auto v = getenv("ARCHBUILD_CACHE_DIR")) {
+    auto dir = absolute(*v, "$ARCHBUILD_CACHE_DIR");
+    if (!dir) return dir.error();
+    return CacheDirChoice{*dir, "$ARCHBUILD_CACHE_DIR"};
+  }
   if (auto v = getenv("XDG_CACHE_HOME"); v && std::filesystem::path(*v).is_absolute())
     return CacheDirChoice{std::filesystem::path(*v).lexically_normal() / "archbuild", "$XDG_CACHE_HOME"};
-  if (auto v = getenv("HOME"); v && std::filesystem::path(*v).is_absolute())
-    return CacheDirChoice{std::filesystem::path(*v).lexically_normal() / ".cache" / "archbuild", "$HOME"};
+  auto home = getenv("HOME");
+  if (home && std::filesystem::path(*home).is_absolute())
+    return CacheDirChoice{std::filesystem::path(*home).lexically_normal() / ".cache" / "archbuild", "$HOME"};
+  // A relative HOME is said as what it is, not as "not set" (XDG's rule: only absolute paths count).
+  if (home)
+    return Error::bad_input(fmt::format("no cache directory: HOME is {}, a relative path (a cache directory is taken "
+                                        "only from an absolute one); pass --cache-dir DIR or set ARCHBUILD_CACHE_DIR",
+                                        text::quoted(*home)));
   return Error::bad_input(
       "no cache directory: HOME is not set; pass --cache-dir DIR or set ARCHBUILD_CACHE_DIR");
 }

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <climits>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 #include <vector>
@@ -93,9 +94,21 @@ Result<std::filesystem::path> named_wheel(const Layout& layout, const std::strin
   auto stored = layout.wheel(sha256);
   auto target = layout.named_wheel(sha256, filename);
   std::error_code ec;
-  if (std::filesystem::is_regular_file(target, ec)) return target;
-  if (!std::filesystem::is_regular_file(stored, ec))
-    return Error::bad_input(fmt::format("cached wheel {} is missing", stored.string()));
+  // The name comes from the key's record: a plain file name only, never a path out of the folder.
+  if (filename.empty() || filename.front() == '.' || filename.find('/') != std::string::npos || !filename.ends_with(".whl"))
+    return Error::bad_input(fmt::format("the key record names the wheel {}, not a wheel file name", text::quoted(filename)));
+  // The stored wheel first, re-hashed (a corrupted one is removed): only its bytes are named.
+  auto check = get_wheel(layout, sha256);
+  if (check.state != WheelState::ok) return Error::bad_input(check.message);
+  // The named copy is a record of the cache like the others, verified before it is used: the
+  // stored wheel's own inode (a hard link), or a copy with its hash. A link left from before a
+  // rebuild holds the damaged bytes the rebuild replaced: it is made again below.
+  struct stat named {}, original {};
+  if (::lstat(target.c_str(), &named) == 0 && S_ISREG(named.st_mode)) {
+    if (::stat(stored.c_str(), &original) == 0 && named.st_dev == original.st_dev && named.st_ino == original.st_ino)
+      return target;
+    if (auto h = sha256_file_hex(target); h && *h == sha256) return target;
+  }
   std::filesystem::create_directories(target.parent_path(), ec);
   if (ec) return Error::bad_input(fmt::format("{}: cannot create: {}", target.parent_path().string(), ec.message()));
   // A link beside the target, renamed over it: another process never sees a partial name.

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cstring>
 #include <memory>
 #include <regex>
 #include <set>
@@ -141,6 +143,103 @@ std::string normalize_name(std::string_view name) {
   return out;
 }
 
+bool is_normalized_name(std::string_view name) {
+  return !name.empty() && name.size() <= 255 && name.front() != '-' && name.back() != '-' &&
+         name.find("--") == std::string_view::npos &&
+         std::all_of(name.begin(), name.end(), [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; });
+}
+
+namespace {
+
+// Digits as a number's text without leading zeros ("007" -> "7", "" -> "0").
+std::string plain_number(std::string_view digits) {
+  auto first = digits.find_first_not_of('0');
+  return first == std::string_view::npos ? "0" : std::string(digits.substr(first));
+}
+
+}  // namespace
+
+std::string version_key(std::string_view version) {
+  std::string v;
+  for (char c : version) v += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string lowered = v;
+  std::size_t i = 0;
+  auto digits = [&] {
+    std::size_t from = i;
+    while (i < v.size() && std::isdigit(static_cast<unsigned char>(v[i]))) ++i;
+    return std::string_view(v).substr(from, i - from);
+  };
+  auto word = [&](std::initializer_list<const char*> words) -> std::string {
+    for (const char* w : words)
+      if (v.compare(i, std::strlen(w), w) == 0) {
+        i += std::strlen(w);
+        return w;
+      }
+    return "";
+  };
+  auto separator = [&] {
+    if (i < v.size() && (v[i] == '.' || v[i] == '_' || v[i] == '-')) ++i;
+  };
+  if (i < v.size() && v[i] == 'v') ++i;
+  std::string out;
+  auto first = digits();
+  if (first.empty()) return lowered;
+  if (i < v.size() && v[i] == '!') {
+    ++i;
+    if (plain_number(first) != "0") out = plain_number(first) + "!";
+    first = digits();
+    if (first.empty()) return lowered;
+  }
+  std::vector<std::string> release{plain_number(first)};
+  while (i + 1 < v.size() && v[i] == '.' && std::isdigit(static_cast<unsigned char>(v[i + 1]))) {
+    ++i;
+    release.push_back(plain_number(digits()));
+  }
+  while (release.size() > 1 && release.back() == "0") release.pop_back();
+  out += text::join(release, ".");
+  std::size_t before = i;
+  separator();
+  if (auto pre = word({"alpha", "beta", "preview", "pre", "rc", "a", "b", "c"}); !pre.empty()) {
+    separator();
+    std::string kind = pre == "alpha" || pre == "a" ? "a" : pre == "beta" || pre == "b" ? "b" : "rc";
+    out += kind + plain_number(digits());
+    before = i;
+    separator();
+  }
+  if (auto post = word({"post", "rev", "r"}); !post.empty()) {
+    separator();
+    out += ".post" + plain_number(digits());
+    before = i;
+    separator();
+  }
+  if (auto dev = word({"dev"}); !dev.empty()) {
+    separator();
+    out += ".dev" + plain_number(digits());
+    before = i;
+  }
+  i = before;
+  if (i < v.size() && v[i] == '+') {
+    ++i;
+    std::vector<std::string> parts;
+    std::string part;
+    for (; i <= v.size(); ++i) {
+      if (i == v.size() || v[i] == '.' || v[i] == '-' || v[i] == '_') {
+        if (part.empty()) return lowered;
+        bool numeric = std::all_of(part.begin(), part.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+        parts.push_back(numeric ? plain_number(part) : part);
+        part.clear();
+      } else if (std::isalnum(static_cast<unsigned char>(v[i]))) {
+        part += v[i];
+      } else {
+        return lowered;
+      }
+    }
+    out += "+" + text::join(parts, ".");
+    return out;
+  }
+  return i == v.size() ? out : lowered;
+}
+
 std::string record_hash(std::string_view raw) {
   std::string b64(4 * ((raw.size() + 2) / 3) + 1, '\0');
   int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(b64.data()),
@@ -185,6 +284,7 @@ Result<WheelContents> read_wheel(binary::Bytes data, const std::string& path, co
   w.path = path;
   std::vector<std::uint8_t> chunk(1 << 20);
   archive_entry* entry = nullptr;
+  std::uint64_t expanded = 0;  // every member's bytes read, bounded by the archive's size
   for (;;) {
     int r = archive_read_next_header(a->get(), &entry);
     if (r == ARCHIVE_EOF) break;
@@ -230,6 +330,9 @@ Result<WheelContents> read_wheel(binary::Bytes data, const std::string& path, co
       auto got = static_cast<std::size_t>(n);
       sha.update(chunk.data(), got);
       m.size += got;
+      expanded += got;
+      if (auto bounded = binary::check_expansion(expanded, data.size()); !bounded)
+        return Error::bad_input(fmt::format("{}: {}", shown_path, bounded.error().message));
       bool want = !decided || (elf && m.size <= options.max_member_size) || (is_text && m.size <= options.max_text_size);
       if (want)
         keep.insert(keep.end(), chunk.begin(), chunk.begin() + static_cast<std::ptrdiff_t>(got));

@@ -38,6 +38,15 @@ Result<WheelName> parse_wheel_name(std::string_view file_name);
 
 // PEP 503 normalisation: lower case, runs of '-', '_', '.' become one '-'.
 std::string normalize_name(std::string_view name);
+// Whether `name` is already PEP 503-normalised: [a-z0-9] runs joined by single '-' (a name a
+// mirror may use as a folder: no '/', no "..", nothing absolute).
+bool is_normalized_name(std::string_view name);
+
+// A PEP 440 version as the versions that compare equal to it share it: normalised (lower case,
+// no 'v', alpha/beta/c/pre/preview -> a/b/rc, rev/r -> post, implicit numbers 0, leading zeros
+// dropped, local label separators '.') and with the release's trailing zeros dropped, so that
+// "1.0", "1.0.0" and "v1.0.0.0" give "1". A string that is not PEP 440 is returned lower-cased.
+std::string version_key(std::string_view version);
 
 // The RECORD form of a SHA-256: "sha256=" + urlsafe base64 without '=' padding.
 std::string record_hash(std::string_view raw_digest);  // 32 raw bytes -> "sha256=…"
