@@ -1,6 +1,7 @@
 #include "mirror/mirror.hpp"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -475,8 +476,13 @@ Result<VerifyReport> verify(const fs::path& dir) {
   if (auto is_dir = paths::expect_directory(dir, "--mirror"); !is_dir) return is_dir.error();
   if (!fs::exists(dir / kManifest, ec))
     return Error::bad_input(fmt::format("--mirror {}: no manifest.json (not a mirror archbuild published to)", text::quoted(dir.string())));
-  auto lock = store::FileLock::acquire(dir / ".lock");
-  if (!lock) return lock.error();
+  // A mirror this user cannot write (read-only, or another's) cannot have its lock taken, and
+  // cannot be changed by this user's publish either: verified as it is.
+  std::optional<store::FileLock> lock;
+  if (auto taken = store::FileLock::acquire(dir / ".lock"); taken)
+    lock.emplace(std::move(*taken));
+  else if (::access(dir.c_str(), W_OK) == 0)
+    return taken.error();
   auto manifest = read_manifest(dir);
   if (!manifest) return manifest.error();
 

@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include "core/text.hpp"
+
 namespace archbuild::store {
 
 namespace {
@@ -20,7 +22,16 @@ Result<int> open_lock_file(const std::filesystem::path& p) {
   std::filesystem::create_directories(p.parent_path(), ec);
   // O_CLOEXEC: a build's children must not inherit (and so keep) the lock.
   int fd = ::open(p.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return Error::build_failed(fmt::format("{}: cannot open lock file: {}", p.string(), std::strerror(errno)));
+  if (fd < 0) {
+    int err = errno;
+    // A folder this user cannot write (permissions, a read-only file system) is the caller's
+    // input, said as such (exit 2), not a build stage that failed (4).
+    if (err == EACCES || err == EPERM || err == EROFS)
+      return Error::bad_input(fmt::format("{}: cannot create the lock file: {}; archbuild needs to write there (give "
+                                          "a folder you can write to)",
+                                          text::quoted(p.string()), std::strerror(err)));
+    return Error::build_failed(fmt::format("{}: cannot open lock file: {}", p.string(), std::strerror(err)));
+  }
   return fd;
 }
 
