@@ -41,7 +41,11 @@ Result<Captured> capture(const std::vector<std::string>& argv, const CaptureOpti
   std::future<std::string> out_f, err_f;
   std::vector<std::string> args(argv.begin() + 1, argv.end());
   std::error_code ec;
-  std::string start_dir = options.cwd ? options.cwd->string() : std::filesystem::current_path().string();
+  // The working directory may be gone (removed under this process): a question asked of a tool
+  // (nvcc --version) is then asked from '/', not turned into an exception.
+  std::string start_dir = options.cwd ? options.cwd->string() : std::filesystem::current_path(ec).string();
+  if (ec || start_dir.empty()) start_dir = "/";
+  ec.clear();
   // stdin: the caller's input (a credential helper reads the registry host there), else nothing.
   bp::child child = options.input
                         ? bp::child(bp::exe = exe->string(), bp::args = args, bp::env = env, bp::start_dir = start_dir,

@@ -74,15 +74,22 @@ void write_all(int fd, std::string_view data) {
 std::filesystem::path find_in_path(const std::string& name, const std::string& path_value,
                                    const std::filesystem::path& cwd) {
   if (name.empty()) return {};
+  // A relative name or PATH entry is taken from the working directory, which may be gone (removed
+  // under this process): then it names nothing, rather than an exception ("internal error").
+  auto from_cwd = [&](const std::filesystem::path& p) -> std::filesystem::path {
+    if (!p.is_relative()) return p;
+    if (!cwd.empty()) return cwd / p;
+    std::error_code ec;
+    auto here = std::filesystem::current_path(ec);
+    return ec ? std::filesystem::path() : here / p;
+  };
   if (name.find('/') != std::string::npos) {
-    std::filesystem::path p(name);
-    if (p.is_relative()) p = (cwd.empty() ? std::filesystem::current_path() : cwd) / p;
-    return executable_file(p) ? p : std::filesystem::path();
+    std::filesystem::path p = from_cwd(name);
+    return !p.empty() && executable_file(p) ? p : std::filesystem::path();
   }
   for (const auto& dir : text::split_any(path_value, ":")) {
-    std::filesystem::path p = std::filesystem::path(dir) / name;
-    if (p.is_relative()) p = (cwd.empty() ? std::filesystem::current_path() : cwd) / p;
-    if (executable_file(p)) return p;
+    std::filesystem::path p = from_cwd(std::filesystem::path(dir) / name);
+    if (!p.empty() && executable_file(p)) return p;
   }
   return {};
 }
