@@ -91,12 +91,12 @@ WheelCheck get_wheel(const Layout& layout, const std::string& sha256) {
 }
 
 Result<std::filesystem::path> named_wheel(const Layout& layout, const std::string& sha256, const std::string& filename) {
-  auto stored = layout.wheel(sha256);
-  auto target = layout.named_wheel(sha256, filename);
-  std::error_code ec;
   // The name comes from the key's record: a plain file name only, never a path out of the folder.
   if (filename.empty() || filename.front() == '.' || filename.find('/') != std::string::npos || !filename.ends_with(".whl"))
     return Error::bad_input(fmt::format("the key record names the wheel {}, not a wheel file name", text::quoted(filename)));
+  auto stored = layout.wheel(sha256);
+  auto target = layout.named_wheel(sha256, filename);
+  std::error_code ec;
   // The stored wheel first, re-hashed (a corrupted one is removed): only its bytes are named.
   auto check = get_wheel(layout, sha256);
   if (check.state != WheelState::ok) return Error::bad_input(check.message);
