@@ -88,13 +88,13 @@ bool fill_closed_std_streams() {
 }
 
 // What the command printed must have reached stdout: a write that failed (`> /dev/full`, a closed
-// stdout) is not success. Exit 3 (the device the output needs is
-// missing), said on stderr; a command that already failed keeps its own status.
+// stdout) is not success. Exit 3 (the device the output needs is missing), said on stderr; a
+// command that already failed keeps its own status.
 int with_output_written(int status, bool stdout_closed) {
   errno = 0;
   std::cout.flush();
   int e = errno;
-  if (std::cout.good() && !stdout_closed) return status;
+  if (std::cout.good()) return status;  // nothing printed to a closed stdout is nothing lost
   std::cerr << "archbuild: error: standard output "
             << (stdout_closed ? std::string("is closed") : "cannot be written" + (e ? ": " + std::string(std::strerror(e)) : ""))
             << "; what this command printed is lost\n";
