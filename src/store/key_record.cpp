@@ -47,7 +47,8 @@ Result<nlohmann::json> KeyRecord::read() const {
 }
 
 Result<Ok> KeyRecord::write(const nlohmann::json& doc) const {
-  return write_file_atomic(path_, doc.dump(2) + "\n");
+  std::string text = doc.dump(2) + "\n";
+  return writer_ ? writer_(path_, text) : write_file_atomic(path_, text);
 }
 
 Result<Ok> KeyRecord::update(const std::function<void(nlohmann::json&)>& edit) const {
