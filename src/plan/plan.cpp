@@ -13,6 +13,7 @@
 
 #include "core/sha256.hpp"
 #include "core/text.hpp"
+#include "plan/key.hpp"
 #include "recipe/driver.hpp"
 
 namespace archbuild::plan {
@@ -646,64 +647,9 @@ Result<Plan> make_plan(const Resolution& res, const PlanOptions& options) {
   p.configure_stage = driver.configure_stage;
   for (const auto& [stage, note] : driver.stage_notes) p.stage_notes[stage] = note;
 
-  // The key: everything that shapes the wheel, nothing that only locates things.
-  json k;
-  k["format"] = 1;
-  k["package"] = r.package;
-  k["module"] = r.module;
-  k["version"] = p.version;
-  k["driver"] = std::string(recipe::to_string(r.driver));
-  if (p.local)  // the content, not where it lies: the same tree elsewhere is the same build
-    k["source"] = {{"local_content", p.local->content_hash}};
-  else
-    k["source"] = {{"url", p.url}, {"tag", p.tag}, {"commit", p.commit ? json(*p.commit) : json(nullptr)},
-                   {"submodules", p.submodules}};
-  k["cuda"] = {{"release", res.toolchain.cuda.str()}, {"nvcc", tk.compiler_version().str()}};
-  k["host_compiler"] = {{"kind", std::string(toolchain::to_string(cc.kind))}, {"version", cc.version.str()}};
-  k["python"] = res.python->release().str();
-  k["arch_list"] = {{"env", r.arch.env}, {"value", res.arch_list}};
-  json env = json::object();
-  for (const auto& [name, v] : p.env)
-    if (v.keyed) env[name] = v.value;
-  k["env"] = env;
-  json steps = json::array();
-  for (const auto& s : p.steps) steps.push_back({{"stage", s.stage}, {"tool", s.tool}, {"args", s.args}, {"cwd", s.cwd}});
-  k["steps"] = steps;
-  k["build_dir"] = p.build_dir;
-  k["wheel_dir"] = p.wheel_dir;
-  // wheel_stage and configure_stage follow from the driver (keyed above). Config settings are
-  // keyed by name as well as inside the step's args; only where there are any, so the keys of
-  // drivers without them stay what they were.
-  if (!p.config_settings.empty()) k["config_settings"] = config_settings_json(p.config_settings);
-  // The package stage's repair follows the recipe's [wheel] table (stages/portable); keyed only
-  // where it differs from the default, so the keys of recipes without one stay what they were.
-  if (r.wheel_layout != recipe::WheelLayout::official || r.wheel_triton)
-    k["wheel"] = {{"layout", std::string(recipe::to_string(r.wheel_layout))},
-                  {"triton", r.wheel_triton ? json(r.wheel_triton->str()) : json(nullptr)}};
-  // The platform's machine and toolkit flavour make another binary; keyed only off x86_64, so the
-  // keys of x86_64 builds stay what they were.
-  if (!res.platform.name.empty() && res.platform.name != "x86_64")
-    k["platform"] = {{"name", res.platform.name}, {"machine", res.platform.machine}, {"cuda_target", res.platform.cuda_target}};
-  // Only where there are any, so the keys of projects without libraries stay what they were.
-  if (!p.libraries.empty()) k["libraries"] = key_json(p.libraries);
-  // Only where a fetch is active, so the keys of recipes without any stay what they were.
-  if (auto f = fetches_json(p.fetches, true); !f.empty()) k["fetches"] = f;
-  // The build venv: the exact interpreter and the versions of what shapes the binary (not the
-  // path, not where pip found them: --index-url/--find-links only locate the same packages).
-  if (p.venv) {
-    json shaping = json::object();
-    for (const auto& name : binary_shaping_packages())
-      if (auto it = p.venv->packages.find(name); it != p.venv->packages.end()) shaping[name] = it->second;
-    k["build_venv"] = {{"interpreter_version", p.venv->interpreter_version},
-                       {"system_site_packages", p.venv->system_site_packages},
-                       {"packages", shaping},
-                       {"cmake", p.venv->cmake_version ? json(*p.venv->cmake_version) : json(nullptr)}};
-    // What a dependent compiles against, by content; only where there are any, so the keys of
-    // builds without one stay what they were.
-    if (!p.venv->wheels.empty()) k["build_venv"]["wheels"] = wheels_json(p.venv->wheels, true);
-  }
-  p.key_inputs = k;
-  p.key = build_key(k);
+  // The key: everything that shapes the wheel, nothing that only locates things (plan/key.hpp).
+  p.key_inputs = key_inputs_of(p).to_json();
+  p.key = build_key(p.key_inputs);
   return Plan(std::move(d));
 }
 

@@ -125,7 +125,7 @@ void collect_build_report(Context& ctx, bool announce) {
   }
   auto report = load_build_report(ctx.layout, ctx.key, ctx.current_jobs());
   if (!report) return;
-  (void)ctx.record.update([&](json& d) { d["build_report"] = *report; });
+  warn_unrecorded(ctx, ctx.record.update([&](json& d) { d["build_report"] = *report; }), "the build report");
   if (announce && ctx.admitting) ctx.reporter.message(run::Level::info, "memory admission: " + waits_line(*report));
 }
 

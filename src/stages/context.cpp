@@ -53,6 +53,13 @@ source::MirrorFor Context::mirror_for() const {
   return [this](const std::string& url) { return source::MirrorSlot{layout.git_mirror(url), layout.git_mirror_lock(url)}; };
 }
 
+void warn_unrecorded(Context& ctx, const Result<Ok>& written, std::string_view what) {
+  if (written) return;
+  std::string m = fmt::format("could not record {} in {}: {}", what, ctx.record.path().string(), written.error().message);
+  ctx.result.notes.push_back(m);
+  ctx.reporter.message(run::Level::warning, m);
+}
+
 Error stage_error(const std::string& stage, const run::CommandResult& r, const fs::path& log, run::Reporter& reporter) {
   if (r.interrupted)
     return Error::build_failed(fmt::format("{} stage interrupted ({}); run the same command again to resume at {}",

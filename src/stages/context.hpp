@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -21,7 +22,9 @@ namespace archbuild::stages {
 struct Context {
   Context(const plan::Plan& p, const store::Layout& l, run::Runner& r, run::Reporter& rep, const PipelineOptions& o)
       : plan(p), layout(l), runner(r), reporter(rep), options(o), key(p->key), record(l, p->key),
-        src(l.source_dir(p->key)) {}
+        src(l.source_dir(p->key)) {
+    if (o.record_writer) record.set_writer(o.record_writer);
+  }
 
   const plan::Plan& plan;
   const store::Layout& layout;
@@ -53,6 +56,12 @@ class Stopwatch {
  private:
   std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
 };
+
+// A write of the key's record the run goes on without (a stamp cleared, a report or verdict
+// kept): when it failed, a warning to the reporter and in the result's notes. A stamp it meant to
+// clear is not trusted for that: the next run checks each stamp it would skip against what the
+// stamp claims (stages/pipeline.cpp).
+void warn_unrecorded(Context& ctx, const Result<Ok>& written, std::string_view what);
 
 // A failed or interrupted step: the log's last lines to the reporter, one error (exit 4).
 Error stage_error(const std::string& stage, const run::CommandResult& r, const std::filesystem::path& log,

@@ -70,7 +70,7 @@ Result<Ok> package_stage(Context& ctx, const run::StageInfo& info) {
   if (!built) {
     // The wheel came from an earlier stage and is gone: that stage must run again.
     if (!plan->wheel_stage.empty() && plan->wheel_stage != info.name) {
-      (void)ctx.record.clear_stage(plan->wheel_stage);
+      warn_unrecorded(ctx, ctx.record.clear_stage(plan->wheel_stage), "that the " + plan->wheel_stage + " stage must run again");
       built = Error::build_failed(built.error().message + "; run again to rerun the " + plan->wheel_stage + " stage");
     }
     return fail(built.error());

@@ -91,6 +91,7 @@ class Pipeline {
       if (auto r = record.clear_stages(); !r) return r.error();
       start = "fetch";
     }
+    if (start != "fetch") start = verified_start(start);
     if (auto r = prepare_environment(ctx_); !r) return r.error();
     // CMake reads the compiler launchers only when it first configures: a tree configured with
     // others (archbuild moved, ccache added or gone) would keep running those, so it is
@@ -155,8 +156,7 @@ class Pipeline {
                                     "(its build tree is kept)", ctx_.key, *damage);
         ctx_.result.notes.push_back(m);
         ctx_.reporter.message(run::Level::warning, m);
-        (void)ctx_.record.clear_wheel();
-        (void)ctx_.record.clear_stage("package");
+        forget_wheel();
       }
       return std::nullopt;
     }
@@ -165,8 +165,7 @@ class Pipeline {
       // Corrupted or gone: forget it and rebuild the package (the build tree is kept).
       ctx_.result.notes.push_back(check.message);
       ctx_.reporter.message(run::Level::warning, check.message);
-      (void)ctx_.record.clear_wheel();
-      (void)ctx_.record.clear_stage("package");
+      forget_wheel();
       return std::nullopt;
     }
     if (ctx_.options.validate) {
@@ -179,7 +178,7 @@ class Pipeline {
           failed_ = v.error();
           return std::nullopt;
         }
-        (void)ctx_.record.update([&](json& d) { d["validation"] = *v; });
+        warn_unrecorded(ctx_, ctx_.record.update([&](json& d) { d["validation"] = *v; }), "the validation");
       }
     }
     auto out = store::copy_to_out(check.path, ctx_.options.out_dir, (*ref)->filename);
@@ -195,10 +194,60 @@ class Pipeline {
     auto doc = ctx_.record.read();
     if (doc) {
       r.manifest = *doc;
-      if (doc->contains("manifest"))
-        (void)store::write_file_atomic(ctx_.options.out_dir / ((*ref)->filename + ".manifest.json"), (*doc)["manifest"].dump(2));
+      if (doc->contains("manifest")) {
+        fs::path copy = ctx_.options.out_dir / ((*ref)->filename + ".manifest.json");
+        if (auto w = store::write_file_atomic(copy, (*doc)["manifest"].dump(2)); !w) {
+          std::string m = fmt::format("could not write {}: {}", copy.string(), w.error().message);
+          r.notes.push_back(m);
+          ctx_.reporter.message(run::Level::warning, m);
+        }
+      }
     }
     return r;
+  }
+
+  // The key's wheel is unusable: the package stage runs again. Where these writes fail, the
+  // package stamp stays, and the next run's check of it (verified_start) runs package instead.
+  void forget_wheel() {
+    warn_unrecorded(ctx_, ctx_.record.clear_wheel(), "that the key's wheel is unusable");
+    warn_unrecorded(ctx_, ctx_.record.clear_stage("package"), "that the package stage must run again");
+  }
+
+  // Where the run starts once each stamp it would skip is checked against what it claims: a stamp
+  // whose claim no longer holds (its clear could not be written, or the cache was changed
+  // underneath) is not trusted, and its stage runs again. The fetch stamp is checked by
+  // fetched_tree_matches, the configure stamp by its launchers (run()).
+  std::string verified_start(std::string start) {
+    const auto& names = stage_names();
+    auto past = [&](const std::string& stage) {
+      return std::find(names.begin(), names.end(), start) > std::find(names.begin(), names.end(), stage);
+    };
+    auto distrust = [&](const std::string& stage, const std::string& why) {
+      ctx_.reporter.message(run::Level::info, fmt::format("the {} stamp is not trusted ({}): running {} again", stage, why, stage));
+      warn_unrecorded(ctx_, ctx_.record.clear_stage(stage), "that the " + stage + " stage must run again");
+      start = stage;
+    };
+    // The package stamp names the stored wheel the validate stage reads.
+    if (past("package")) {
+      auto doc = ctx_.record.read();
+      std::string sha = doc ? doc->value("/stages/package/wheel_sha256"_json_pointer, std::string()) : std::string();
+      if (sha.empty()) distrust("package", "it names no wheel");
+      else if (auto check = store::get_wheel(ctx_.layout, sha); check.state != store::WheelState::ok)
+        distrust("package", check.message);
+    }
+    // Then, a backend whose build step writes the wheel: the package stage takes it from wheel_dir.
+    const std::string& wheel_stage = ctx_.plan->wheel_stage;
+    if (!wheel_stage.empty() && wheel_stage != "package" && past(wheel_stage) && !past("package") &&
+        !has_wheel(ctx_.src / ctx_.plan->wheel_dir))
+      distrust(wheel_stage, fmt::format("no wheel in {}", (ctx_.src / ctx_.plan->wheel_dir).string()));
+    return start;
+  }
+
+  static bool has_wheel(const fs::path& dir) {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir, ec))
+      if (e.path().extension() == ".whl") return true;
+    return false;
   }
 
   Context ctx_;

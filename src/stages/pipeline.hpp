@@ -20,6 +20,7 @@
 #include "run/runner.hpp"
 #include "source/source.hpp"
 #include "stages/build_report.hpp"
+#include "store/key_record.hpp"
 #include "store/layout.hpp"
 #include "store/wheels.hpp"
 #include "validate/closure.hpp"
@@ -75,6 +76,8 @@ struct PipelineOptions {
   std::optional<validate::LibraryFacts> libraries;
   // The host check made before the run (plan/host_check.hpp), for the manifest.
   nlohmann::json host_check = nullptr;
+  // How the key's record is written (unset: atomically, store/atomic_file); tests make it fail.
+  store::KeyRecord::Writer record_writer;
 };
 
 struct PipelineResult {

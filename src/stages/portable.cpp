@@ -178,30 +178,27 @@ std::string read_file(const fs::path& p) {
   return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
 }
 
-}  // namespace
+// ---- make_portable's phases, in the order it runs them
 
-Result<PortableResult> make_portable(const fs::path& wheel, const validate::LibraryFacts& facts,
-                                     const PortableOptions& options, run::Runner& runner) {
-  auto read = read_zip_members(wheel);
-  if (!read) return read.error();
-  std::vector<ZipMember> members = std::move(*read);
-  PortableResult result;
-  result.wheel = wheel;
-  json& out = result.portability;
-  out = {{"layout", std::string(recipe::to_string(options.layout))}, {"host_bound", false},
-         {"libraries", json::array()}, {"host_libraries", json::array()}, {"requires_dist", json::array()},
-         {"runpath", json::object()}};
+// What the wheel installs into site-packages: every path, and each file name's first path.
+struct SiteTree {
+  std::set<std::string> paths;
+  std::map<std::string, std::string> by_name;
+};
 
-  std::set<std::string> tree;
-  std::map<std::string, std::string> tree_by_name;  // file name -> its first path in the tree
+SiteTree site_tree(const std::vector<ZipMember>& members) {
+  SiteTree t;
   for (const auto& m : members)
     if (!m.directory)
       if (auto s = site_path(m.name)) {
-        tree.insert(*s);
-        tree_by_name.emplace(fs::path(*s).filename().string(), *s);
+        t.paths.insert(*s);
+        t.by_name.emplace(fs::path(*s).filename().string(), *s);
       }
-  const bool official = options.layout == recipe::WheelLayout::official;
+  return t;
+}
 
+// The dynamically linked ELF files that land in site-packages, with their search paths.
+std::vector<ElfPlan> dynamic_elfs(const std::vector<ZipMember>& members) {
   std::vector<ElfPlan> elfs;
   for (std::size_t i = 0; i < members.size(); ++i) {
     const auto& m = members[i];
@@ -218,18 +215,33 @@ Result<PortableResult> make_portable(const fs::path& wheel, const validate::Libr
     e.old_search = e.dyn.runpath.empty() ? e.dyn.rpath : e.dyn.runpath;
     elfs.push_back(std::move(e));
   }
+  return elfs;
+}
 
-  std::string cuda_major = options.cuda ? std::to_string(options.cuda->major()) : "";
-  // The machine the wheel is for, from its platform tag: a package without a wheel for it
-  // (data/validate/libraries.toml `machines`) cannot be required there.
+// The machine the wheel is for, from its platform tag: a package without a wheel for it
+// (data/validate/libraries.toml `machines`) cannot be required there.
+std::string wheel_machine(const fs::path& wheel) {
   std::string machine;
   if (auto n = validate::parse_wheel_name(wheel.filename().string()))
     for (const auto& t : n->platform_tags)
       for (const char* m : {"x86_64", "aarch64"})
         if (t.ends_with(std::string("_") + m)) machine = m;
-  std::map<std::string, std::string> no_wheel;              // soname -> package without a wheel here
-  std::map<std::string, Mapped> mapped;                     // by package name
-  std::map<std::string, std::set<std::string>> host_libs;   // soname -> files
+  return machine;
+}
+
+// Where each needed library comes from: the wheel itself, an nvidia-* package, or the build host.
+struct Dependencies {
+  std::map<std::string, std::string> no_wheel;             // soname -> package without a wheel here
+  std::map<std::string, Mapped> mapped;                    // by package name
+  std::map<std::string, std::set<std::string>> host_libs;  // soname -> files
+};
+
+// Maps every file's DT_NEEDED and decides its new search path (e.new_search, e.host_bound).
+Dependencies map_dependencies(std::vector<ElfPlan>& elfs, const SiteTree& tree, const validate::LibraryFacts& facts,
+                              const PortableOptions& options, const std::string& machine) {
+  const bool official = options.layout == recipe::WheelLayout::official;
+  std::string cuda_major = options.cuda ? std::to_string(options.cuda->major()) : "";
+  Dependencies d;
   for (auto& e : elfs) {
     std::string dir = parent_of(e.path);
     std::vector<std::string> package_entries;
@@ -238,25 +250,25 @@ Result<PortableResult> make_portable(const fs::path& wheel, const validate::Libr
       bool in_tree = std::any_of(e.old_search.begin(), e.old_search.end(), [&](const std::string& s) {
         if (!origin_relative(s)) return false;
         auto t = origin_target(dir, s, soname);
-        return t && tree.count(*t);
+        return t && tree.paths.count(*t);
       });
       if (in_tree) continue;
-      if (auto it = tree_by_name.find(soname); official && it != tree_by_name.end()) {
+      if (auto it = tree.by_name.find(soname); official && it != tree.by_name.end()) {
         // The wheel carries it where no $ORIGIN entry of this file reaches (a build-tree RUNPATH).
         push_unique(package_entries, origin_entry(dir, parent_of(it->second)));
         continue;
       }
       const validate::LibraryPackage* pkg = official ? facts.package_of(soname, cuda_major) : nullptr;
       if (pkg && !pkg->has_wheel_for(machine)) {
-        no_wheel[soname] = pkg->name;
+        d.no_wheel[soname] = pkg->name;
         pkg = nullptr;
       }
       if (!pkg) {
-        host_libs[soname].insert(e.path);
+        d.host_libs[soname].insert(e.path);
         e.host_bound = true;
         continue;
       }
-      auto& mp = mapped[pkg->name];
+      auto& mp = d.mapped[pkg->name];
       mp.package = pkg;
       mp.sonames.insert(soname);
       mp.files.insert(e.path);
@@ -272,53 +284,61 @@ Result<PortableResult> make_portable(const fs::path& wheel, const validate::Libr
       if (origin_relative(s) || e.host_bound) push_unique(e.new_search, s);
     for (const auto& s : package_entries) push_unique(e.new_search, s);
   }
+  return d;
+}
 
-  // RUNPATH through patchelf (the new string rarely fits in the old one's place).
+// RUNPATH through patchelf (the new string rarely fits in the old one's place): the members
+// rewritten, each change in out["runpath"].
+Result<Ok> rewrite_runpaths(std::vector<ElfPlan>& elfs, std::vector<ZipMember>& members, const PortableOptions& options,
+                            run::Runner& runner, json& out) {
+  const bool official = options.layout == recipe::WheelLayout::official;
   std::vector<ElfPlan*> changed;
   for (auto& e : elfs)
     // A DT_RPATH becomes DT_RUNPATH (patchelf's default): LD_LIBRARY_PATH can still override it.
     if (e.new_search != e.old_search ||
         (official && !e.dyn.rpath.empty() && e.dyn.runpath.empty() && !e.new_search.empty()))
       changed.push_back(&e);
-  if (!changed.empty()) {
-    if (options.patchelf.empty())
-      return Error::missing_tool(fmt::format("patchelf is needed to rewrite the RUNPATH of {} ({} file{}); install it "
-                                             "(Debian: apt-get install patchelf) or set [wheel] layout = \"host\"",
-                                             changed.front()->path, changed.size(), changed.size() == 1 ? "" : "s"));
-    std::error_code ec;
-    fs::remove_all(options.scratch, ec);
-    fs::create_directories(options.scratch, ec);
-    if (ec) return Error::bad_input(fmt::format("cannot create {}: {}", options.scratch.string(), ec.message()));
-    int n = 0;
-    for (ElfPlan* e : changed) {
-      // Numbered scratch names: member names are never used as paths.
-      fs::path file = options.scratch / fmt::format("{}.elf", n++);
-      {
-        std::ofstream f(file, std::ios::binary | std::ios::trunc);
-        f.write(members[e->member].data.data(), static_cast<std::streamsize>(members[e->member].data.size()));
-        if (!f) return Error::bad_input(fmt::format("cannot write {}", file.string()));
-      }
-      run::Command cmd;
-      cmd.argv = e->new_search.empty()
-                     ? std::vector<std::string>{options.patchelf.string(), "--remove-rpath", file.string()}
-                     : std::vector<std::string>{options.patchelf.string(), "--set-rpath",
-                                                text::join(e->new_search, ":"), file.string()};
-      cmd.log = options.log;
-      cmd.append_log = true;
-      auto r = runner.run(cmd);
-      if (!r.ok())
-        return Error::build_failed(fmt::format("patchelf could not rewrite the RUNPATH of {}: {} (log: {})", e->path,
-                                               r.describe(), options.log.string()));
-      members[e->member].data = read_file(file);
-      out["runpath"][e->path] = {{"was", e->old_search}, {"now", e->new_search}};
+  if (changed.empty()) return Ok{};
+  if (options.patchelf.empty())
+    return Error::missing_tool(fmt::format("patchelf is needed to rewrite the RUNPATH of {} ({} file{}); install it "
+                                           "(Debian: apt-get install patchelf) or set [wheel] layout = \"host\"",
+                                           changed.front()->path, changed.size(), changed.size() == 1 ? "" : "s"));
+  std::error_code ec;
+  fs::remove_all(options.scratch, ec);
+  fs::create_directories(options.scratch, ec);
+  if (ec) return Error::bad_input(fmt::format("cannot create {}: {}", options.scratch.string(), ec.message()));
+  int n = 0;
+  for (ElfPlan* e : changed) {
+    // Numbered scratch names: member names are never used as paths.
+    fs::path file = options.scratch / fmt::format("{}.elf", n++);
+    {
+      std::ofstream f(file, std::ios::binary | std::ios::trunc);
+      f.write(members[e->member].data.data(), static_cast<std::streamsize>(members[e->member].data.size()));
+      if (!f) return Error::bad_input(fmt::format("cannot write {}", file.string()));
     }
-    fs::remove_all(options.scratch, ec);
+    run::Command cmd;
+    cmd.argv = e->new_search.empty()
+                   ? std::vector<std::string>{options.patchelf.string(), "--remove-rpath", file.string()}
+                   : std::vector<std::string>{options.patchelf.string(), "--set-rpath",
+                                              text::join(e->new_search, ":"), file.string()};
+    cmd.log = options.log;
+    cmd.append_log = true;
+    auto r = runner.run(cmd);
+    if (!r.ok())
+      return Error::build_failed(fmt::format("patchelf could not rewrite the RUNPATH of {}: {} (log: {})", e->path,
+                                             r.describe(), options.log.string()));
+    members[e->member].data = read_file(file);
+    out["runpath"][e->path] = {{"was", e->old_search}, {"now", e->new_search}};
   }
+  fs::remove_all(options.scratch, ec);
+  return Ok{};
+}
 
-  // What the wheel now requires, and what stays on the build host.
+// What the wheel now requires (out["libraries"], ["triton"], ["pins"], ["requires_dist"]).
+std::vector<std::string> requirements_of(const Dependencies& deps, const PortableOptions& options, json& out) {
   std::vector<std::string> requirements;
   std::string cuda = options.cuda ? fmt::format("{}.{}", options.cuda->major(), options.cuda->minor()) : "";
-  for (const auto& [name, mp] : mapped) {
+  for (const auto& [name, mp] : deps.mapped) {
     // The exact version the build linked when the build venv had the package (official wheels pin
     // exactly), else the data file's pattern for this CUDA, else none.
     std::string req = name;
@@ -350,60 +370,72 @@ Result<PortableResult> make_portable(const fs::path& wheel, const validate::Libr
   for (const auto& pin : options.pins) requirements.push_back(pin);
   if (!options.pins.empty()) out["pins"] = options.pins;
   out["requires_dist"] = requirements;
+  return requirements;
+}
+
+// What stays on the build host, and why (out["host_libraries"], ["host_bound"],
+// ["host_bound_reason"]); "" when nothing does.
+std::string host_bound_reason(const Dependencies& deps, const PortableOptions& options, const std::string& machine,
+                              json& out) {
   std::vector<std::string> host_names;
-  for (const auto& [soname, files] : host_libs) {
+  for (const auto& [soname, files] : deps.host_libs) {
     out["host_libraries"].push_back({{"soname", soname}, {"files", files}});
     host_names.push_back(soname);
   }
-  std::string host_reason;
-  if (!host_libs.empty()) {
-    std::vector<std::string> packageless, wheelless;
-    for (const auto& n : host_names) {
-      auto w = no_wheel.find(n);
-      if (w == no_wheel.end()) packageless.push_back(n);
-      else wheelless.push_back(fmt::format("{} ({} has no {} wheel)", n, w->second, machine));
-    }
-    std::vector<std::string> parts;
-    if (!packageless.empty())
-      parts.push_back(fmt::format("{} {} no nvidia-* package in data/validate/libraries.toml", text::join(packageless, ", "),
-                                  packageless.size() == 1 ? "has" : "have"));
-    if (!wheelless.empty())
-      parts.push_back(fmt::format("{}: no pip package provides {} there (data/validate/libraries.toml machines)",
-                                  text::join(wheelless, ", "), wheelless.size() == 1 ? "it" : "them"));
-    host_reason = options.layout == recipe::WheelLayout::host
-                      ? fmt::format("the recipe's [wheel] layout = \"host\": {} from the build host", text::join(host_names, ", "))
-                      : text::join(parts, "; ");
-    out["host_bound"] = true;
-    out["host_bound_reason"] = host_reason;
+  if (deps.host_libs.empty()) return "";
+  std::vector<std::string> packageless, wheelless;
+  for (const auto& n : host_names) {
+    auto w = deps.no_wheel.find(n);
+    if (w == deps.no_wheel.end()) packageless.push_back(n);
+    else wheelless.push_back(fmt::format("{} ({} has no {} wheel)", n, w->second, machine));
   }
+  std::vector<std::string> parts;
+  if (!packageless.empty())
+    parts.push_back(fmt::format("{} {} no nvidia-* package in data/validate/libraries.toml", text::join(packageless, ", "),
+                                packageless.size() == 1 ? "has" : "have"));
+  if (!wheelless.empty())
+    parts.push_back(fmt::format("{}: no pip package provides {} there (data/validate/libraries.toml machines)",
+                                text::join(wheelless, ", "), wheelless.size() == 1 ? "it" : "them"));
+  std::string reason = options.layout == recipe::WheelLayout::host
+                           ? fmt::format("the recipe's [wheel] layout = \"host\": {} from the build host", text::join(host_names, ", "))
+                           : text::join(parts, "; ");
+  out["host_bound"] = true;
+  out["host_bound_reason"] = reason;
+  return reason;
+}
 
-  // METADATA and WHEEL of the one dist-info folder.
-  auto name = validate::parse_wheel_name(wheel.filename().string());
-  if (!name) return name.error();
-  std::string dist_info = name->dist_info() + "/";
+// The platform tag (out["tag"], ["tag_reason"]): the new platform, or "" to keep the wheel's.
+std::string platform_tag(const validate::WheelName& name, const std::vector<ElfPlan>& elfs, const Dependencies& deps,
+                         const std::string& host_reason, const validate::LibraryFacts& facts, json& out) {
   std::vector<validate::ElfFile> files;
   for (const auto& e : elfs) files.push_back({e.path, e.dyn});
-  bool linux_only = !name->platform_tags.empty() &&
-                    std::all_of(name->platform_tags.begin(), name->platform_tags.end(),
+  bool linux_only = !name.platform_tags.empty() &&
+                    std::all_of(name.platform_tags.begin(), name.platform_tags.end(),
                                 [](const std::string& t) { return t.starts_with("linux_"); });
-  std::string new_platform;
   if (elfs.empty()) {
-    out["tag"] = text::join(name->platform_tags, ".");
+    out["tag"] = text::join(name.platform_tags, ".");
     out["tag_reason"] = "no dynamically linked ELF file: tag kept";
-  } else if (!linux_only || name->platform_tags.size() != 1) {
-    out["tag"] = text::join(name->platform_tags, ".");
-    out["tag_reason"] = "not a plain linux_<arch> tag: kept as the build wrote it (validate judges it)";
-  } else {
-    std::string arch = name->platform_tags.front().substr(6);
-    auto choice = host_libs.empty() ? choose_platform_tag(arch, validate::highest_versions(files), facts)
-                                    : TagChoice{"linux_" + arch, "host-bound: " + host_reason};
-    out["tag"] = choice.platform;
-    out["tag_reason"] = choice.reason;
-    if (choice.platform != name->platform_tags.front()) new_platform = choice.platform;
+    return "";
   }
+  if (!linux_only || name.platform_tags.size() != 1) {
+    out["tag"] = text::join(name.platform_tags, ".");
+    out["tag_reason"] = "not a plain linux_<arch> tag: kept as the build wrote it (validate judges it)";
+    return "";
+  }
+  std::string arch = name.platform_tags.front().substr(6);
+  auto choice = deps.host_libs.empty() ? choose_platform_tag(arch, validate::highest_versions(files), facts)
+                                       : TagChoice{"linux_" + arch, "host-bound: " + host_reason};
+  out["tag"] = choice.platform;
+  out["tag_reason"] = choice.reason;
+  return choice.platform != name.platform_tags.front() ? choice.platform : "";
+}
+
+// METADATA and WHEEL of the one dist-info folder.
+void rewrite_dist_info(std::vector<ZipMember>& members, const std::string& dist_info,
+                       const std::vector<std::string>& requirements, const std::vector<std::string>& pins,
+                       const std::string& new_platform) {
   for (auto& m : members) {
-    if (m.name == dist_info + "METADATA" && !requirements.empty())
-      m.data = add_requirements(m.data, requirements, options.pins);
+    if (m.name == dist_info + "METADATA" && !requirements.empty()) m.data = add_requirements(m.data, requirements, pins);
     if (m.name == dist_info + "WHEEL" && !new_platform.empty()) {
       std::istringstream in(m.data);
       std::string line, text;
@@ -414,6 +446,33 @@ Result<PortableResult> make_portable(const fs::path& wheel, const validate::Libr
       m.data = text;
     }
   }
+}
+
+}  // namespace
+
+Result<PortableResult> make_portable(const fs::path& wheel, const validate::LibraryFacts& facts,
+                                     const PortableOptions& options, run::Runner& runner) {
+  auto read = read_zip_members(wheel);
+  if (!read) return read.error();
+  std::vector<ZipMember> members = std::move(*read);
+  PortableResult result;
+  result.wheel = wheel;
+  json& out = result.portability;
+  out = {{"layout", std::string(recipe::to_string(options.layout))}, {"host_bound", false},
+         {"libraries", json::array()}, {"host_libraries", json::array()}, {"requires_dist", json::array()},
+         {"runpath", json::object()}};
+
+  std::vector<ElfPlan> elfs = dynamic_elfs(members);
+  const std::string machine = wheel_machine(wheel);
+  const Dependencies deps = map_dependencies(elfs, site_tree(members), facts, options, machine);
+  if (auto r = rewrite_runpaths(elfs, members, options, runner, out); !r) return r.error();
+  const std::vector<std::string> requirements = requirements_of(deps, options, out);
+  const std::string host_reason = host_bound_reason(deps, options, machine, out);
+
+  auto name = validate::parse_wheel_name(wheel.filename().string());
+  if (!name) return name.error();
+  const std::string new_platform = platform_tag(*name, elfs, deps, host_reason, facts, out);
+  rewrite_dist_info(members, name->dist_info() + "/", requirements, options.pins, new_platform);
   if (requirements.empty() && new_platform.empty() && out["runpath"].empty()) return result;
 
   fs::path target = wheel;

@@ -41,7 +41,7 @@ Result<Ok> validate_stage(Context& ctx, const run::StageInfo& info) {
   std::string filename = doc->value("/stages/package/filename"_json_pointer, std::string());
   auto check = store::get_wheel(ctx.layout, sha);
   if (sha.empty() || check.state != store::WheelState::ok) {
-    (void)ctx.record.clear_stage("package");
+    warn_unrecorded(ctx, ctx.record.clear_stage("package"), "that the package stage must run again");
     return Error::build_failed(fmt::format("the packaged wheel is gone from the cache ({}); run again to repackage",
                                            check.message));
   }
@@ -63,7 +63,8 @@ Result<Ok> validate_stage(Context& ctx, const run::StageInfo& info) {
     }
     if (!r) {
       ctx.reporter.stage_finished(info, {run::StageStatus::failed, clock.seconds(), r.error().message, {}});
-      (void)ctx.record.update([&](json& d) { d["validation"] = {{"ok", false}, {"error", r.error().message}}; });
+      warn_unrecorded(ctx, ctx.record.update([&](json& d) { d["validation"] = {{"ok", false}, {"error", r.error().message}}; }),
+                      "the failed validation");
       return r.error();
     }
     report = *r;

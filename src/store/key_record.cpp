@@ -71,7 +71,8 @@ Result<nlohmann::json> KeyRecord::read() const {
 Result<Ok> KeyRecord::write(const nlohmann::json& doc) const {
   // A path or value that is not UTF-8 (a tree under such a name) is kept with U+FFFD for the
   // bytes JSON cannot carry, not an exception.
-  return write_file_atomic(path_, doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+  std::string text = doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  return writer_ ? writer_(path_, text) : write_file_atomic(path_, text);
 }
 
 Result<Ok> KeyRecord::update(const std::function<void(nlohmann::json&)>& edit) const {

@@ -60,9 +60,14 @@ class KeyRecord {
   std::optional<std::string> wheel_damage() const;
   Result<Ok> clear_wheel() const;
 
+  // How the document reaches the disk (unset: write_file_atomic): a test gives one that fails.
+  using Writer = std::function<Result<Ok>(const std::filesystem::path&, std::string_view)>;
+  void set_writer(Writer w) { writer_ = std::move(w); }
+
  private:
   std::string key_;
   std::filesystem::path path_;
+  Writer writer_;
 };
 
 // UTC time as "YYYY-MM-DDTHH:MM:SSZ" (stamps, manifests).

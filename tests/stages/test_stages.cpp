@@ -20,6 +20,7 @@
 #include "stages/pipeline.hpp"
 #include "stages/reproducible.hpp"
 #include "binary/elf.hpp"
+#include "store/atomic_file.hpp"
 #include "store/key_record.hpp"
 #include "store/launch_files.hpp"
 #include "store/layout.hpp"
@@ -680,6 +681,71 @@ TEST_CASE("PEP 517 drivers: a wheel gone before the package stage reruns the bui
   INFO((again ? "" : again.error().message) << e.progress.str());
   REQUIRE(again.ok());
   CHECK(stages_of(runner) == std::vector<std::string>{"build"});
+}
+
+// A record that takes writes until the build stamp is written, and none after: the package
+// stage's clear of that stamp (its wheel is gone) and its build report cannot be recorded.
+struct FailingAfterBuildStamp {
+  bool failing = false;
+  store::KeyRecord::Writer writer() {
+    return [this](const fs::path& path, std::string_view text) -> Result<Ok> {
+      if (failing) return Error::bad_input(path.string() + ": no space left on device (the test's writer)");
+      auto doc = nlohmann::json::parse(text);
+      if (auto w = store::write_file_atomic(path, text); !w) return w;
+      failing = doc.contains("stages") && doc["stages"].contains("build");
+      return Ok{};
+    };
+  }
+};
+
+TEST_CASE("a stamp whose clear could not be written is not trusted by the next run, and the failed write is a warning",
+          "[stages][drivers]") {
+  Env e;
+  auto plan = plan_for("9.0", example_url("minitorch-pep517"), "minitorch-pep517");
+  FailingAfterBuildStamp disk;
+  e.options.record_writer = disk.writer();
+  run::ScriptedRunner no_wheel;
+  no_wheel.on(is_pep517_build, pep517_build(true, false));
+  auto r = stages::run_pipeline(plan, e.layout, no_wheel, *e.reporter, e.options);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message.find("the build stage made no wheel") != std::string::npos);
+  REQUIRE(disk.failing);
+  const std::string said = e.progress.str();
+  CHECK(said.find("warning: could not record that the build stage must run again in " +
+                  e.layout.manifest(plan->key).string() + ": ") != std::string::npos);
+  // The build stamp the clear meant to remove is still there ...
+  store::KeyRecord rec(e.layout, plan->key);
+  REQUIRE(rec.done("build").take());
+  // ... and the next run, which can write again, checks it: no wheel in dist/, so build runs again.
+  e.options.record_writer = {};
+  run::ScriptedRunner runner;
+  runner.on(is_pep517_build, pep517_build());
+  auto again = stages::run_pipeline(plan, e.layout, runner, *e.reporter, e.options);
+  INFO((again ? "" : again.error().message) << e.progress.str());
+  REQUIRE(again.ok());
+  CHECK(stages_of(runner) == std::vector<std::string>{"build"});
+  CHECK(again->ran == std::vector<std::string>{"build", "package", "validate"});
+  CHECK(e.progress.str().find("the build stamp is not trusted (no wheel in ") != std::string::npos);
+}
+
+TEST_CASE("a package stamp whose stored wheel is gone is not trusted: the next run packages again", "[stages]") {
+  Env e;
+  auto plan = example_plan("9.0");
+  auto runner = happy_runner();
+  e.options.validate = [](const fs::path&) -> Result<nlohmann::json> { return Error::not_fine("validation: no"); };
+  auto first = stages::run_pipeline(plan, e.layout, runner, *e.reporter, e.options);
+  REQUIRE_FALSE(first.ok());
+  // The stored wheel the package stamp names goes (gc, a hand, a failed clear before).
+  store::KeyRecord rec(e.layout, plan->key);
+  auto sha = rec.read().take().value("/stages/package/wheel_sha256"_json_pointer, std::string());
+  REQUIRE_FALSE(sha.empty());
+  fs::remove(e.layout.wheel(sha));
+  auto again = run_with_passing_validation(e, plan);
+  INFO((again ? "" : again.error().message) << e.progress.str());
+  REQUIRE(again.ok());
+  CHECK(again->ran == std::vector<std::string>{"package", "validate"});
+  CHECK(again->stored.sha256 == sha);
+  CHECK(e.progress.str().find("the package stamp is not trusted (") != std::string::npos);
 }
 
 TEST_CASE("the tree's contract is read after fetch, kept in the fetch stamp and the manifest", "[stages][contract]") {
