@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <csignal>
@@ -12,6 +13,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -531,8 +533,9 @@ TEST_CASE("GPU views: pip from each GPU's view gets a build that runs there; ins
   CHECK(contains(pub.err, "sm_120  pip install --index-url " + base + "/gpu/sm_120/simple minitorch plain"));
   // The manifest records each wheel's device code.
   auto manifest = json::parse(test::read_file(dir / "manifest.json"));
-  CHECK(manifest["files"]["minitorch-0.1.0+cu130.multi-py3-none-linux_x86_64.whl"]["gpu"]["files"][0]["images"] ==
-        json{"compute_90", "sm_80"});
+  auto images = manifest["files"]["minitorch-0.1.0+cu130.multi-py3-none-linux_x86_64.whl"]["gpu"]["files"][0]["images"]
+                    .get<std::set<std::string>>();
+  CHECK(images == std::set<std::string>{"compute_90", "sm_80"});
   CHECK(manifest["files"]["plain-1.0-py3-none-linux_x86_64.whl"]["gpu"]["files"].empty());
 
   check_views(pip, dir, base,
