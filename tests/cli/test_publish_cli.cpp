@@ -654,3 +654,72 @@ TEST_CASE("GPU views with real device code from nvcc: 9.0, 10.0, 12.0 and a mult
   CHECK(test::archbuild({"publish", "--verify", "--mirror", (tmp / "mirror").string()}).status == 0);
 }
 
+TEST_CASE("served by nginx with the shipped configuration: JSON when pip asks for it, HTML otherwise", "[publish][pip][nginx]") {
+  const std::string nginx = "/usr/sbin/nginx";
+  if (!fs::exists(nginx)) {
+    WARN("##archbuild-skip## no " << nginx << " (Debian's nginx-light; scripts/install-deps installs it)");
+    return;
+  }
+  test::TempDir tmp;
+  Pip pip;
+  if (auto why = pip.make(tmp / "venv"); !why.empty()) {
+    WARN("##archbuild-skip## " << why);
+    return;
+  }
+  auto in = tmp / "in";
+  auto dir = tmp / "mirror";
+  REQUIRE(test::archbuild({"publish", gpu_wheel(in, "minitorch", "0.1.0+cu130.sm90", fake_device_code({90})).string(),
+                           gpu_wheel(in, "minitorch", "0.1.0+cu130.sm120", fake_device_code({120})).string(), "--mirror",
+                           dir.string()})
+              .status == 0);
+  // The shipped server block, with this mirror as its root and a free port on 127.0.0.1.
+  std::string server = test::read_file(fs::path(ARCHBUILD_SOURCE_DIR) / "examples" / "mirror" / "nginx.conf");
+  int port = test::free_local_port();
+  auto replace = [&](const std::string& from, const std::string& to) {
+    auto at = server.find(from);
+    REQUIRE(at != std::string::npos);
+    server.replace(at, from.size(), to);
+  };
+  replace("listen 8080;", "listen 127.0.0.1:" + std::to_string(port) + ";");
+  replace("root /srv/archbuild-mirror;", "root " + dir.string() + ";");
+  tmp.write("server.conf", server);
+  auto run = tmp / "run";
+  fs::create_directories(run);
+  // Started as root, nginx's workers would run as nobody, who cannot read the test's private temp dir.
+  tmp.write("nginx.conf", fmt::format(R"({2}pid {0}/nginx.pid;
+error_log {0}/error.log;
+events {{}}
+http {{
+  log_format negotiated '$request_uri $sent_http_content_type';
+  access_log {0}/access.log negotiated;
+  client_body_temp_path {0}/body;
+  proxy_temp_path {0}/proxy;
+  fastcgi_temp_path {0}/fastcgi;
+  uwsgi_temp_path {0}/uwsgi;
+  scgi_temp_path {0}/scgi;
+  include /etc/nginx/mime.types;
+  include {1};
+}}
+)",
+                                      run.string(), (tmp / "server.conf").string(), ::geteuid() == 0 ? "user root;\n" : ""));
+  test::Background server_process(nginx, {"-e", (run / "error.log").string(), "-p", tmp.path().string(), "-c",
+                                          (tmp / "nginx.conf").string(), "-g", "daemon off;"});
+  for (int i = 0; i < 100 && !test::local_port_accepts(port); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  REQUIRE(test::local_port_accepts(port));
+  const std::string base = "http://127.0.0.1:" + std::to_string(port);
+  auto got = pip.download(base + "/gpu/sm_120/simple", "minitorch==0.1.0", tmp / "dl");
+  CHECK(fs::path(got).filename() == "minitorch-0.1.0+cu130.sm120-py3-none-linux_x86_64.whl");
+  // A client that does not ask for JSON gets the HTML page from the same URL.
+  auto html = test::run("/usr/bin/python3", {"-c", "import sys, urllib.request as u; r = u.urlopen(sys.argv[1]); "
+                                                   "print(r.headers['Content-Type']); print(r.read().decode()[:15])",
+                                             base + "/gpu/sm_120/simple/minitorch/"});
+  CHECK(contains(html.out, "application/vnd.pypi.simple.v1+html\n<!DOCTYPE html>"));
+  server_process.kill(SIGQUIT);  // graceful: the access log is written
+  server_process.wait();
+  auto log = test::read_file(run / "access.log");
+  INFO(log);
+  CHECK(contains(log, "/gpu/sm_120/simple/minitorch/ application/vnd.pypi.simple.v1+json"));
+  CHECK(contains(log, "/gpu/sm_120/simple/minitorch/ application/vnd.pypi.simple.v1+html"));
+  // file:// still works: the pages are files.
+  CHECK_FALSE(pip.download("file://" + dir.string() + "/gpu/sm_90/simple", "minitorch", tmp / "dl-file").empty());
+}
