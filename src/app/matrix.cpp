@@ -1,11 +1,14 @@
 #include "app/matrix.hpp"
 
 #include <algorithm>
+#include <filesystem>
 
 #include <fmt/format.h>
 
 #include "app/inputs.hpp"
 #include "arch/arch.hpp"
+#include "recipe/recipe.hpp"
+#include "store/layout.hpp"
 #include "toolchain/platform.hpp"
 
 namespace archbuild::app {
@@ -48,6 +51,7 @@ struct JobInStore {
   std::string key;
   std::optional<StoreLookup> lookup;  // nullopt: the key could not be computed here (why)
   std::string why;
+  std::string refused;  // present, but `wheel` would not use it (--store-trust): why
 };
 
 JobInStore look_up_job(remote::BuildStore& store, const MatrixRequest& a, const std::string& sm,
@@ -67,6 +71,17 @@ JobInStore look_up_job(remote::BuildStore& store, const MatrixRequest& a, const 
     }
     j.key = prep->plan->key;
     j.lookup = look_up(store, j.key);
+    // With --store-trust, a stored key counts only when `wheel` would take it: signed by a
+    // trusted key (the signature is read, the wheel is not).
+    if (j.lookup->state == StoreLookup::State::present && !store.config().trust.empty()) {
+      auto dir = store::choose_cache_dir(s.cache_dir);
+      std::filesystem::path staging = dir ? store::Layout(dir->dir).store_pull_dir(j.key + ".trust")
+                                          : std::filesystem::temp_directory_path() / ("archbuild-trust-" + j.key);
+      auto signer = store.check_trust(j.key, *j.lookup->manifest, staging);
+      std::error_code ec;
+      std::filesystem::remove_all(staging, ec);
+      if (!signer) j.refused = signer.error().message;
+    }
   } catch (const Failure& f) {
     j.why = f.error.message;
   }
@@ -108,24 +123,42 @@ Matrix expand_matrix(const MatrixRequest& a, const Session& s) {
   std::optional<remote::BuildStore> build_store = open_store(a.store);  // bad input before any job
 
   // The platforms to emit jobs for: each runs on a CI runner of its own machine (its `ci_runner`).
+  // --platform: every target on each platform asked for; without it, each target on the platform
+  // its GPUs sit on (as `wheel` and `resolve` choose: a CC only sbsa has, 12.1, is an sbsa job).
   const auto& ps = toolchain::Platforms::shipped();
-  std::vector<const toolchain::Platform*> platforms;
   const auto machine = toolchain::this_machine();
-  auto choose = [&](const std::optional<std::string>& name) {
-    auto c = toolchain::choose_platform(ps, name, {}, machine);  // unknown name / machine: exit 2
+  auto choose = [&](const std::optional<std::string>& name, std::vector<toolchain::PlatformGpu> gpus) {
+    auto c = toolchain::choose_platform(ps, name, gpus, machine);  // unknown name / machine: exit 2
     if (!c) throw Failure(c.error());
-    if (std::find(platforms.begin(), platforms.end(), c->platform) == platforms.end()) platforms.push_back(c->platform);
+    return c->platform;
   };
-  choose(std::nullopt);
-  const toolchain::Platform* here = platforms.front();  // keys are computed here for its jobs only
-  if (!a.platforms.empty()) platforms.clear();
-  for (const auto& name : a.platforms) choose(name);
-  const bool several = platforms.size() > 1 || platforms.front()->name != "x86_64";
+  const toolchain::Platform* here = choose(std::nullopt, {});  // keys are computed here for its jobs only
+  std::vector<std::pair<const toolchain::Platform*, arch::Arch>> pairs;  // platform, target
+  if (!a.platforms.empty()) {
+    std::vector<const toolchain::Platform*> platforms;
+    for (const auto& name : a.platforms)
+      if (auto* p = choose(name, {}); std::find(platforms.begin(), platforms.end(), p) == platforms.end())
+        platforms.push_back(p);
+    for (const auto* platform : platforms)
+      for (const auto& target : base.targets) pairs.emplace_back(platform, target);
+  } else {
+    for (const auto& target : base.targets) {
+      auto c = toolchain::choose_platform(ps, std::nullopt, {{target.cc, "", "--sm"}}, machine);
+      pairs.emplace_back(c ? c->platform : here, target);  // no single platform: this machine's, whose rule refuses
+    }
+  }
+  bool several = false;
+  for (const auto& [platform, target] : pairs) several = several || platform != pairs.front().first || platform->name != "x86_64";
+  // What a job's "recipe" says, for `wheel --recipe` to read back: the file as given when
+  // --recipe is a file (a name `wheel` would not find), else the recipe's name.
+  std::error_code ec;
+  const bool recipe_file = !a.recipe.empty() && (recipe::looks_like_path(a.recipe) || std::filesystem::is_regular_file(a.recipe, ec));
+  auto recipe_of = [&](const recipe::Recipe& r) { return recipe_file ? a.recipe : r.name; };
 
   Matrix m;
+  std::vector<std::string> unreachable;
   if (build_store) m.store_url = build_store->url().text();
-  for (const auto* platform : platforms)
-    for (const auto& target : base.targets) {
+  for (const auto& [platform, target] : pairs) {
       std::string sm = arch::to_torch({target}).text;
       for (const auto& r : inputs.recipes) {
         if (r.abstract) continue;
@@ -141,7 +174,7 @@ Matrix expand_matrix(const MatrixRequest& a, const Session& s) {
           // Named even when it is this machine's: a GPU of another platform is refused, not built here.
           req.platform = platform->name;
           // The job runs on a runner of the platform's machine, not here.
-          if (!a.platforms.empty()) in.machine = toolchain::Machine{platform->machine, !platform->pip_cuda, ""};
+          if (!a.platforms.empty() || platform != here) in.machine = toolchain::Machine{platform->machine, !platform->pip_cuda, ""};
           auto res = plan::resolve(req, in);
           std::string subject = fmt::format("{} + CUDA {}", r.name, cuda.str());
           const std::string shown_platform = several ? platform->name : "";
@@ -159,7 +192,7 @@ Matrix expand_matrix(const MatrixRequest& a, const Session& s) {
           }
           MatrixJob job;
           job.sm = sm;
-          job.recipe = r.name;
+          job.recipe = recipe_of(r);
           job.torch = r.torch_version().str();
           job.cuda = cuda.str();
           job.arch_list = res.arch_list;
@@ -177,7 +210,8 @@ Matrix expand_matrix(const MatrixRequest& a, const Session& s) {
               found = look_up_job(*build_store, a, sm, res, s);
             if (found.lookup && found.lookup->stops(*build_store))
               throw Failure(prepare::store_required_stop(found.lookup->problem).error);
-            if (found.lookup && found.lookup->state == StoreLookup::State::present) {
+            if (found.lookup && found.lookup->state == StoreLookup::State::unreachable) unreachable.push_back(found.lookup->problem);
+            if (found.lookup && found.lookup->state == StoreLookup::State::present && found.refused.empty()) {
               job.key = found.key;
               job.digest = found.lookup->manifest->digest;
               m.stored.push_back(job);
@@ -189,12 +223,21 @@ Matrix expand_matrix(const MatrixRequest& a, const Session& s) {
               job.store = found.lookup->to_json(*build_store);  // has_key false, reachable, problem
               (*job.store)["checked"] = true;
               (*job.store)["key"] = found.key;
+              if (!found.refused.empty()) {
+                (*job.store)["refused"] = found.refused;
+                note(s, fmt::format("sm {} {} CUDA {}: {}: a job", sm, job.recipe, job.cuda, found.refused));
+              }
             }
           }
           m.include.push_back(std::move(job));
         }
       }
-    }
+  }
+  // Jobs stay jobs (each `wheel` builds, as it does with the store down), but say so: a night
+  // that silently rebuilds everything is a store nobody noticed was down.
+  if (!unreachable.empty())
+    warn(s, fmt::format("the build store {} cannot be read ({}): {} job(s) could not be looked up and are built",
+                        *m.store_url, unreachable.front(), unreachable.size()));
   for (const auto& j : m.stored)
     note(s, fmt::format("sm {} {} CUDA {}: the build store has key {}: no job", j.sm, j.recipe, j.cuda, j.key.substr(0, 16)));
   return m;

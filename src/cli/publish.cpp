@@ -1,11 +1,18 @@
 // archbuild publish WHEEL… --mirror DIR [--json]   — adds wheels to a PEP 503 mirror
 // archbuild publish --verify --mirror DIR [--json] — re-hashes the mirror against its manifest
+// archbuild publish --rebuild-views --mirror DIR    — the GPU views again from files/ + manifest
+// Every publish keeps the GPU views (mirror/views.hpp, docs/mirror.md) and says what plain
+// simple/ gives an unpinned pip and the command for each GPU's view.
 // Exit: 0 published (or already there) / verified; 1 a file name published with another hash
 // (nothing changed) / verify found problems; 2 bad input (no such wheel, bad name, not a mirror).
 #include <fmt/format.h>
 
+#include <set>
+
 #include "cli/context.hpp"
+#include "core/text.hpp"
 #include "mirror/mirror.hpp"
+#include "mirror/views.hpp"
 
 namespace archbuild::cli {
 
@@ -15,7 +22,62 @@ struct PublishArgs {
   std::vector<std::string> wheels;
   std::string mirror;
   bool verify = false;
+  bool rebuild_views = false;
 };
+
+std::string file_url(const std::filesystem::path& p) {
+  return "file://" + std::filesystem::absolute(p).lexically_normal().string();
+}
+
+// For the projects just published: each GPU view's pip command, and what plain simple/ (every
+// build) gives `pip install NAME==V`: the highest local label (PEP 440), said with where it runs.
+struct ViewSummary {
+  nlohmann::json views = nlohmann::json::array();
+  nlohmann::json simple = nlohmann::json::array();
+  std::vector<std::string> lines;
+};
+
+ViewSummary summarise_views(const std::filesystem::path& dir, const std::vector<mirror::Published>& published) {
+  ViewSummary out;
+  auto m = mirror::read_manifest(dir).take();
+  std::set<std::string> projects;
+  std::map<std::pair<std::string, std::string>, bool> versions;  // project, public version
+  for (const auto& p : published) {
+    projects.insert(p.entry.project);
+    versions[{p.entry.project, mirror::public_version(p.entry.version)}] = true;
+  }
+  auto views = mirror::derive_views(m);
+  for (const auto& [pv, _] : versions) {
+    std::vector<mirror::Entry> same;
+    for (const auto& [file, e] : m.files)
+      if (e.project == pv.first && mirror::public_version(e.version) == pv.second) same.push_back(e);
+    const auto* pick = mirror::plain_pick(same);
+    if (!pick) continue;
+    std::vector<std::string> runs;
+    auto facts = mirror::GpuFacts::from_json(pick->gpu);
+    for (const auto& v : views)
+      if (facts && mirror::fit_on(*facts, v.cc) != mirror::Fit::none) runs.push_back(mirror::view_name(v.cc));
+    out.simple.push_back({{"project", pv.first}, {"version", pv.second}, {"picks", pick->file}, {"runs_on", runs}});
+    if (same.size() > 1)
+      out.lines.push_back(fmt::format(
+          "simple/ lists every build of {} {}; `pip install {}=={}` from it gets {} (the highest local label, PEP 440), "
+          "which runs on {}: install from the GPU's view below",
+          pv.first, pv.second, pv.first, pv.second, pick->file, runs.empty() ? "no GPU of a view" : text::join(runs, ", ")));
+  }
+  for (const auto& v : views) {
+    std::vector<std::string> here;
+    for (const auto& p : projects)
+      if (v.projects.count(p)) here.push_back(p);
+    if (here.empty()) continue;
+    auto url = file_url(dir / "gpu" / mirror::view_name(v.cc) / "simple");
+    std::vector<std::string> offered;
+    for (const auto& p : here)
+      for (const auto& e : v.projects.at(p)) offered.push_back(e.file);
+    out.views.push_back({{"sm", v.cc.str()}, {"view", mirror::view_name(v.cc)}, {"index_url", url}, {"files", offered}});
+    out.lines.push_back(fmt::format("{:<7} pip install --index-url {} {}", mirror::view_name(v.cc), url, text::join(here, " ")));
+  }
+  return out;
+}
 
 void run_publish(const PublishArgs& a, Context& ctx) {
   namespace fs = std::filesystem;
@@ -33,6 +95,16 @@ void run_publish(const PublishArgs& a, Context& ctx) {
                       r.ok() ? "all match" : fmt::format("{} problem(s)", r.problems.size())));
     }
     if (!r.ok()) ctx.exit = Exit::not_fine;
+    return;
+  }
+  if (a.rebuild_views) {
+    if (!a.wheels.empty()) throw Failure(Error::bad_input("--rebuild-views takes no wheel arguments"));
+    auto written = mirror::rebuild_views(dir).take();
+    if (ctx.json)
+      print_json({{"mirror", fs::absolute(dir).string()}, {"views_written", written}});
+    else
+      out(fmt::format("{}: {} view(s) rewritten{}", dir.string(), written.size(),
+                      written.empty() ? "" : ": " + text::join(written, ", ")));
     return;
   }
   if (a.wheels.empty()) throw Failure(Error::bad_input("publish: give WHEEL… to publish, or --verify"));
@@ -53,14 +125,23 @@ void run_publish(const PublishArgs& a, Context& ctx) {
                        {"published_at", p.entry.published_at},
                        {"status", p.added ? "added" : "unchanged"},
                        {"url", "files/" + mirror::percent_encode(p.entry.file)}});
+    auto views = summarise_views(dir, published);
     print_json({{"mirror", fs::absolute(dir).string()},
-                {"index_url", "file://" + fs::absolute(dir / "simple").lexically_normal().string()},
-                {"files", files}});
+                {"index_url", file_url(dir / "simple")},
+                {"files", files},
+                {"views", views.views},
+                {"simple", views.simple}});
   } else {
     for (const auto& p : published)
       out(fmt::format("{:<9} {}  sha256 {}", p.added ? "added" : "unchanged", p.entry.file, p.entry.sha256));
-    note(ctx, fmt::format("pip install --index-url file://{} NAME==VERSION",
-                          fs::absolute(dir / "simple").lexically_normal().string()));
+    auto views = summarise_views(dir, published);
+    for (const auto& l : views.lines) note(ctx, l);
+    if (views.views.empty()) {
+      std::set<std::string> names;
+      for (const auto& p : published) names.insert(p.entry.project);
+      note(ctx, fmt::format("no GPU view offers it (no device code): pip install --index-url {} {}", file_url(dir / "simple"),
+                            text::join(std::vector<std::string>(names.begin(), names.end()), " ")));
+    }
   }
 }
 
@@ -71,7 +152,9 @@ void add_publish_command(CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand("publish", "Publish wheels to a PEP 503 mirror directory (or --verify one)");
   cmd->add_option("wheels", args->wheels, "Wheel files to publish");
   cmd->add_option("--mirror", args->mirror, "The mirror directory (pip: --index-url file://DIR/simple)")->required();
-  cmd->add_flag("--verify", args->verify, "Re-hash every file against the manifest and the index pages");
+  cmd->add_flag("--verify", args->verify, "Re-hash every file against the manifest and the index pages, and check the GPU views");
+  cmd->add_flag("--rebuild-views", args->rebuild_views,
+                "Write the GPU views (gpu/sm_XY/simple/) again from files/ and manifest.json alone");
   add_json_flag(*cmd, ctx);
   cmd->callback([args, &ctx] { run_publish(*args, ctx); });
 }

@@ -22,6 +22,7 @@
 #include "store/lock.hpp"
 #include "validate/closure.hpp"
 #include "validate/wheel_check.hpp"
+#include "mirror/views.hpp"
 
 namespace archbuild::mirror {
 
@@ -309,6 +310,8 @@ json to_json(const Manifest& m) {
                    {"sha256", e.sha256},
                    {"size", e.size},
                    {"published_at", e.published_at}};
+  for (const auto& [name, e] : m.files)
+    if (!e.gpu.is_null()) files[name]["gpu"] = e.gpu;
   return {{"format", 1}, {"files", files}};
 }
 
@@ -338,6 +341,7 @@ Result<Manifest> read_manifest(const fs::path& dir) {
       e.sha256 = v.at("sha256").get<std::string>();
       e.size = v.at("size").get<std::uint64_t>();
       e.published_at = v.at("published_at").get<std::string>();
+      if (v.contains("gpu")) e.gpu = v["gpu"];
       // The name becomes a path under files/: a manifest must not point outside it.
       if (name.empty() || name.find('/') != std::string::npos || name.front() == '.')
         return bad(fmt::format("file name '{}' is not a plain wheel file name", name));
@@ -364,6 +368,7 @@ Result<std::vector<Published>> publish(const fs::path& dir, const std::vector<fs
     fs::path path;
     validate::WheelName name;
     Hashed hash;
+    nlohmann::json gpu;  // its device code, read before the mirror is touched (views.hpp)
   };
   // Check every input before touching the mirror.
   std::vector<Incoming> incoming;
@@ -385,8 +390,10 @@ Result<std::vector<Published>> publish(const fs::path& dir, const std::vector<fs
                                             "with different contents",
                                             other.path.string(), w.string(), validate::normalize_name(name->distribution),
                                             other.name.version, name->version));
+    auto gpu = read_gpu_facts(w);
+    if (!gpu) return Error::bad_input("publish: wheel " + gpu.error().message);
     by_file[file] = incoming.size();
-    incoming.push_back({w, std::move(*name), *h});
+    incoming.push_back({w, std::move(*name), *h, gpu->to_json()});
   }
 
   std::error_code ec;
@@ -402,6 +409,10 @@ Result<std::vector<Published>> publish(const fs::path& dir, const std::vector<fs
   auto adopted = adopt_files(dir, *manifest);
   if (!adopted) return adopted.error();
   bool changed = *adopted > 0;
+  // Entries without device-code facts (adopted, or an older archbuild's manifest): read once.
+  auto filled = fill_gpu_facts(dir, *manifest);
+  if (!filled) return filled.error();
+  changed = changed || *filled > 0;
   // Immutability first, for every wheel: a conflict refuses the whole publish.
   for (const auto& in : incoming) {
     auto file = in.path.filename().string();
@@ -459,7 +470,7 @@ Result<std::vector<Published>> publish(const fs::path& dir, const std::vector<fs
       continue;
     }
     Entry e{file, validate::normalize_name(in.name.distribution), in.name.version, in.hash.sha256, in.hash.size,
-            now_utc()};
+            now_utc(), in.gpu};
     manifest->files[file] = e;
     out.push_back({e, true});
     changed = true;
@@ -468,6 +479,11 @@ Result<std::vector<Published>> publish(const fs::path& dir, const std::vector<fs
   if (changed)
     if (auto w = store::write_file_atomic(dir / kManifest, to_json(*manifest).dump(1) + "\n"); !w) return w.error();
   if (auto p = write_pages(dir, *manifest); !p) return p.error();
+  // The GPU views of the projects published (and their dependents); all of them after facts were filled.
+  std::set<std::string> touched;
+  for (const auto& p : out) touched.insert(p.entry.project);
+  if (auto v = write_views(dir, *manifest, *filled > 0 || *adopted > 0 ? std::set<std::string>{} : dependents_of(*manifest, touched)); !v)
+    return v.error();
   return out;
 }
 
@@ -603,6 +619,7 @@ Result<VerifyReport> verify(const fs::path& dir) {
   } else if (!projects.empty()) {
     problem("page-missing", "simple/index.html", "the root index is missing");
   }
+  verify_views(dir, *manifest, r);
   return r;
 }
 

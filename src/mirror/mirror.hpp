@@ -40,6 +40,7 @@ struct Entry {
   std::string sha256;        // 64 hex digits
   std::uint64_t size = 0;
   std::string published_at;  // UTC, ISO 8601 ("2026-11-21T16:20:07Z")
+  nlohmann::json gpu;        // its device code and Requires-Dist (mirror/views.hpp GpuFacts); null: not read yet
 };
 
 struct Manifest {

@@ -98,6 +98,15 @@ Result<std::string> BuildStore::check_signature(const std::string& key, const Ma
   return refuse(url(), key, fmt::format("it is signed by key {}, which is not among --store-trust's", key_id.substr(0, 16)));
 }
 
+Result<std::string> BuildStore::check_trust(const std::string& key, const Manifest& manifest,
+                                            const std::filesystem::path& staging) {
+  if (trusted_.empty()) return std::string();
+  std::error_code ec;
+  std::filesystem::create_directories(staging, ec);
+  if (ec) return Error::bad_input(fmt::format("cannot make {}: {}", staging.string(), ec.message()));
+  return check_signature(key, manifest, staging);
+}
+
 Result<Pulled> BuildStore::pull(const std::string& key, const Manifest& manifest, const std::filesystem::path& staging) {
   std::error_code ec;
   std::filesystem::remove_all(staging, ec);

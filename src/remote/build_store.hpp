@@ -62,6 +62,9 @@ class BuildStore {
   // Downloads and checks everything: the signature (when keys are trusted), each blob's digest,
   // the wheel's sha256 against the pushed manifest. Error (exit 1): refused, with why.
   Result<Pulled> pull(const std::string& key, const Manifest& manifest, const std::filesystem::path& staging);
+  // The signature check `pull` makes, alone (for `matrix`: a key `wheel` would refuse is no key):
+  // the trusted key's file, "" when no key is trusted. Error (exit 1): refused, with why.
+  Result<std::string> check_trust(const std::string& key, const Manifest& manifest, const std::filesystem::path& staging);
   // Pushes a validated result (skipped when the key is there already: first push wins).
   Result<Pushed> push(const std::string& key, const std::filesystem::path& wheel, const std::string& filename,
                       const nlohmann::json& manifest, const nlohmann::json& validation, const nlohmann::json& build_report);

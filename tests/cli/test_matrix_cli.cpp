@@ -141,14 +141,84 @@ TEST_CASE("matrix --platform x86_64,sbsa: aarch64 jobs on GitHub's arm64 runner 
     CHECK_FALSE(job.contains("runs_on"));
   auto bad = test::archbuild({"--cache-dir", cache.path().string(), "matrix", "--sm", "90", "--platform", "arm"});
   CHECK(bad.status == 2);
-  // A GPU only another platform has: refused by rule platform without --platform too (before: x86
-  // jobs for a Jetson part, with no platform field).
+  // A GPU only another platform has, without --platform: the job is that platform's (a Jetson
+  // part is jetson's, which has no hosted runner: refused, saying so), never an x86 job.
   auto orin = test::archbuild({"--cache-dir", cache.path().string(), "matrix", "--sm", "90,87", "--recipe", "torch-2.14", "--json"});
   REQUIRE(orin.status == 0);
   auto oj = json::parse(orin.out);
   for (const auto& job : oj["include"]) CHECK_FALSE(job["sm"] == "8.7");
   bool refused = false;
   for (const auto& job : oj["refused"])
-    if (job["sm"] == "8.7" && job["rule"] == "platform") refused = true;
+    if (job["sm"] == "8.7") {
+      refused = true;
+      CHECK(job["platform"] == "jetson");
+    }
   CHECK(refused);
+}
+
+TEST_CASE("matrix --sm 12.1 without --platform: the jobs are sbsa's, where a GB10 sits", "[matrix][arm]") {
+  test::TempDir cache;
+  auto r = test::archbuild({"--cache-dir", cache.path().string(), "matrix", "--sm", "12.1", "--recipe", "torch-2.14", "--json"});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  auto j = json::parse(r.out);
+  REQUIRE_FALSE(j["include"].empty());
+  for (const auto& job : j["include"]) {
+    CHECK(job["sm"] == "12.1");
+    CHECK(job["platform"] == "sbsa");
+    CHECK(job["runs_on"] == "ubuntu-24.04-arm");
+  }
+  // With --platform x86_64 it is still refused, by the platform rule.
+  auto x86 = test::archbuild(
+      {"--cache-dir", cache.path().string(), "matrix", "--sm", "12.1", "--recipe", "torch-2.14", "--platform", "x86_64", "--json"});
+  CHECK(x86.status == 1);
+}
+
+TEST_CASE("matrix --recipe FILE: each job's recipe is one `wheel --recipe` reads back", "[matrix]") {
+  test::TempDir cache;
+  const std::string file = std::string(ARCHBUILD_SOURCE_DIR) + "/examples/minitorch/recipe.toml";
+  auto r = test::archbuild({"--cache-dir", cache.path().string(), "matrix", "--sm", "90", "--recipe", file, "--cuda",
+                            "13.0", "--format", "github"});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  auto j = json::parse(r.out);
+  REQUIRE(j["include"].size() == 1);
+  CHECK(j["include"][0]["recipe"] == file);
+  // What the job's `wheel --recipe` resolves with: the file is a recipe, the name alone is not.
+  auto back = test::archbuild({"--cache-dir", cache.path().string(), "resolve", "--sm", "90", "--recipe",
+                               j["include"][0]["recipe"].get<std::string>(), "--cuda", "13.0", "--json"});
+  CHECK(back.status != 2);
+  auto by_name = test::archbuild({"--cache-dir", cache.path().string(), "resolve", "--sm", "90", "--recipe", "minitorch"});
+  CHECK(by_name.status == 2);
+  // A recipe name stays a name.
+  auto named = test::archbuild({"--cache-dir", cache.path().string(), "matrix", "--sm", "90", "--recipe", "torch-2.9",
+                                "--cuda", "13.0", "--format", "github"});
+  REQUIRE(named.status == 0);
+  for (const auto& job : json::parse(named.out)["include"]) CHECK(job["recipe"] == "torch-2.9");
+}
+
+TEST_CASE("matrix --store that cannot be read: the jobs stay, and it says so", "[matrix]") {
+  test::TempDir dir;
+  auto repos = test::run("/bin/bash", {std::string(ARCHBUILD_SOURCE_DIR) + "/tests/support/make-example-repos",
+                                       (dir / "repos").string()});
+  REQUIRE(repos.status == 0);
+  test::RunOptions o;
+  o.unset_env = {"ARCHBUILD_STORE", "ARCHBUILD_STORE_TRUST", "ARCHBUILD_STORE_REQUIRED"};
+  o.env["DOCKER_CONFIG"] = (dir / "docker").string();
+  std::vector<std::string> args = {"--cache-dir", (dir / "cache").string(), "matrix", "--sm", "90", "--recipe",
+                                   std::string(ARCHBUILD_SOURCE_DIR) + "/examples/minitorch/recipe.toml", "--cuda", "13.0",
+                                   "--source-url", "file://" + (dir / "repos" / "minitorch").string(), "--python",
+                                   "/usr/bin/python3", "--store", "oci+http://127.0.0.1:1/builds/minitorch", "--json"};
+  auto r = test::archbuild(args, o);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  auto j = json::parse(r.out);
+  REQUIRE(j["include"].size() == 1);
+  if (j["include"][0]["store"]["checked"] == true) {  // the key was computed here (the toolkit is installed)
+    CHECK(j["include"][0]["store"]["reachable"] == false);
+    CHECK(r.err.find("cannot be read") != std::string::npos);
+  }
+  args.push_back("--store-required");
+  auto req = test::archbuild(args, o);
+  if (j["include"][0]["store"]["checked"] == true) CHECK(req.status == 3);
 }

@@ -3,17 +3,25 @@
 #include <catch2/catch.hpp>
 
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <csignal>
+#include <thread>
 
 #include <cstring>
 #include <fstream>
 #include <functional>
 #include <map>
+#include <set>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "binary/builders.hpp"
 #include "mirror/make_wheel.hpp"
 #include "support/process.hpp"
+#include "support/registry.hpp"
 #include "support/tempdir.hpp"
 
 using namespace archbuild;
@@ -411,4 +419,307 @@ TEST_CASE("a file in files/ that the manifest does not match is not replaced eit
   CHECK(r.status == 1);
   CHECK(contains(r.err, "immutable"));
   CHECK(test::read_file(dir / "files" / w.filename()) == test::read_file(other));
+}
+
+// ---- GPU views (docs/mirror.md) -------------------------------------------------------------
+
+namespace {
+
+// A wheel of `dist` whose package carries `so` (a shared object, device code or not) beside an
+// __init__.py whose VALUE is the version: platform linux_x86_64, RECORD correct.
+fs::path gpu_wheel(const fs::path& dir, const std::string& dist, const std::string& version, const std::string& so) {
+  std::string di = dist + "-" + version + ".dist-info/";
+  test::Members members = {
+      {dist + "/__init__.py", "VALUE = \"" + version + "\"\n"},
+      {di + "METADATA", "Metadata-Version: 2.1\nName: " + dist + "\nVersion: " + version + "\n"},
+      {di + "WHEEL", "Wheel-Version: 1.0\nGenerator: archbuild-test\nRoot-Is-Purelib: false\nTag: py3-none-linux_x86_64\n"},
+  };
+  if (!so.empty()) members.emplace_back(dist + "/_C.so", so);
+  std::string record;
+  for (const auto& [name, content] : members) {
+    Sha256 h;
+    h.update(content);
+    record += name + "," + validate::record_hash(h.raw()) + "," + std::to_string(content.size()) + "\n";
+  }
+  record += di + "RECORD,,\n";
+  members.emplace_back(di + "RECORD", record);
+  auto path = dir / (dist + "-" + version + "-py3-none-linux_x86_64.whl");
+  test::write_zip(path, members);
+  return path;
+}
+
+// A shared object whose .nv_fatbin holds SASS for `sass` and PTX for `ptx` (sm numbers).
+std::string fake_device_code(std::vector<std::uint32_t> sass, std::vector<std::uint32_t> ptx = {}) {
+  std::vector<test::Buf> entries;
+  for (auto sm : sass) entries.push_back(test::entry({.sm = sm, .payload = test::cubin(sm)}));
+  for (auto sm : ptx) entries.push_back(test::entry({.kind = 1, .sm = sm, .payload = test::Buf(16, 'x')}));
+  return test::elf_with_fatbin(test::container(entries));
+}
+
+struct Pip {
+  fs::path venv;
+  test::RunOptions opts;
+  // Why pip cannot be used here ("" when it can).
+  std::string make(const fs::path& where) {
+    const std::string python = "/usr/bin/python3";
+    if (!fs::exists(python) || test::run(python, {"-c", "import venv, ensurepip"}).status != 0)
+      return "/usr/bin/python3 has no venv/ensurepip";
+    venv = where;
+    auto made = test::run(python, {"-m", "venv", venv.string()}, {.timeout = std::chrono::seconds(300)});
+    if (made.status != 0 || !fs::exists(venv / "bin" / "pip")) return "python3 -m venv could not make a venv with pip: " + made.err;
+    opts.timeout = std::chrono::seconds(300);
+    opts.env = {{"PIP_DISABLE_PIP_VERSION_CHECK", "1"}, {"PIP_NO_CACHE_DIR", "1"}, {"PIP_CONFIG_FILE", "/dev/null"}};
+    return "";
+  }
+  // `pip download --no-deps` of `requirement` from `index` into a fresh folder: the file pip chose ("" on failure).
+  std::string download(const std::string& index, const std::string& requirement, const fs::path& into) {
+    fs::remove_all(into);
+    auto r = test::run((venv / "bin" / "pip").string(),
+                       {"download", "--no-deps", "--index-url", index, "-d", into.string(), requirement}, opts);
+    if (r.status != 0) return "";
+    for (const auto& e : fs::directory_iterator(into)) return e.path().string();
+    return "";
+  }
+};
+
+// For each GPU: pip, pinned and unpinned, from its view gets the build `want` (a version), and
+// `archbuild inspect --sm` says that file runs there.
+void check_views(Pip& pip, const fs::path& mirror, const std::string& base, const std::map<std::string, std::string>& want) {
+  for (const auto& [cc, version] : want) {
+    std::string sm = cc;
+    sm.erase(std::remove(sm.begin(), sm.end(), '.'), sm.end());
+    for (const std::string req : {"minitorch==0.1.0", "minitorch"}) {
+      INFO("CC " << cc << ": pip download " << req << " from " << base << "/gpu/sm_" << sm << "/simple");
+      auto got = pip.download(base + "/gpu/sm_" + sm + "/simple", req, mirror.parent_path() / ("dl-" + sm));
+      REQUIRE(!got.empty());
+      CHECK(fs::path(got).filename().string() == "minitorch-" + version + "-py3-none-linux_x86_64.whl");
+      auto inspected = test::archbuild({"inspect", "--sm", cc, got});
+      INFO(inspected.out << inspected.err);
+      CHECK(inspected.status == 0);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("GPU views: pip from each GPU's view gets a build that runs there; install-command names it", "[publish][pip]") {
+  test::TempDir tmp;
+  Pip pip;
+  if (auto why = pip.make(tmp / "venv"); !why.empty()) {
+    WARN("##archbuild-skip## " << why);
+    return;
+  }
+  auto in = tmp / "in";
+  std::vector<std::string> wheels = {
+      gpu_wheel(in, "minitorch", "0.1.0+cu130.sm90", fake_device_code({90})).string(),
+      gpu_wheel(in, "minitorch", "0.1.0+cu130.sm100", fake_device_code({100})).string(),
+      gpu_wheel(in, "minitorch", "0.1.0+cu130.sm120", fake_device_code({120})).string(),
+      gpu_wheel(in, "minitorch", "0.1.0+cu130.multi", fake_device_code({80}, {90})).string(),
+      // Hostile: the name claims sm120, the code is sm_90's; and a build with no device code.
+      gpu_wheel(in, "liar", "1.0+cu130.sm120", fake_device_code({90})).string(),
+      gpu_wheel(in, "plain", "1.0", "").string(),
+  };
+  auto dir = tmp / "mirror";
+  std::vector<std::string> args = {"publish"};
+  args.insert(args.end(), wheels.begin(), wheels.end());
+  args.insert(args.end(), {"--mirror", dir.string()});
+  auto pub = test::archbuild(args);
+  INFO(pub.out << pub.err);
+  REQUIRE(pub.status == 0);
+  const std::string base = "file://" + dir.string();
+  // What plain simple/ gives, and the real command per view.
+  CHECK(contains(pub.err, "simple/ lists every build of minitorch 0.1.0"));
+  CHECK(contains(pub.err, "minitorch-0.1.0+cu130.sm90-py3-none-linux_x86_64.whl (the highest local label, PEP 440)"));
+  CHECK(contains(pub.err, "sm_120  pip install --index-url " + base + "/gpu/sm_120/simple minitorch plain"));
+  // The manifest records each wheel's device code.
+  auto manifest = json::parse(test::read_file(dir / "manifest.json"));
+  auto images = manifest["files"]["minitorch-0.1.0+cu130.multi-py3-none-linux_x86_64.whl"]["gpu"]["files"][0]["images"]
+                    .get<std::set<std::string>>();
+  CHECK(images == std::set<std::string>{"compute_90", "sm_80"});
+  CHECK(manifest["files"]["plain-1.0-py3-none-linux_x86_64.whl"]["gpu"]["files"].empty());
+
+  check_views(pip, dir, base,
+              {{"8.6", "0.1.0+cu130.multi"}, {"9.0", "0.1.0+cu130.sm90"}, {"10.0", "0.1.0+cu130.sm100"},
+               {"12.0", "0.1.0+cu130.sm120"}, {"12.1", "0.1.0+cu130.sm120"}});
+  // Plain simple/: what publish said.
+  CHECK(fs::path(pip.download(base + "/simple", "minitorch==0.1.0", tmp / "dl-plain")).filename() ==
+        "minitorch-0.1.0+cu130.sm90-py3-none-linux_x86_64.whl");
+  // The wheel named sm120 is where its code runs; the one without device code is in every view.
+  CHECK_FALSE(pip.download(base + "/gpu/sm_90/simple", "liar", tmp / "dl-liar").empty());
+  CHECK(pip.download(base + "/gpu/sm_120/simple", "liar", tmp / "dl-liar").empty());
+  CHECK_FALSE(pip.download(base + "/gpu/sm_120/simple", "plain", tmp / "dl-plain").empty());
+  // A GPU no build covers has no view.
+  CHECK_FALSE(fs::exists(dir / "gpu" / "sm_75"));
+
+  // Over HTTP (python3 -m http.server on 127.0.0.1): the same view.
+  int port = test::free_local_port();
+  test::Background server("/usr/bin/python3", {"-m", "http.server", std::to_string(port), "--bind", "127.0.0.1", "--directory", dir.string()});
+  for (int i = 0; i < 100 && !test::local_port_accepts(port); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  auto http = pip.download("http://127.0.0.1:" + std::to_string(port) + "/gpu/sm_120/simple", "minitorch==0.1.0", tmp / "dl-http");
+  CHECK(fs::path(http).filename() == "minitorch-0.1.0+cu130.sm120-py3-none-linux_x86_64.whl");
+  // And pip installs it from there (hashes checked).
+  auto installed = test::run((pip.venv / "bin" / "pip").string(),
+                             {"install", "--no-deps", "--index-url", "http://127.0.0.1:" + std::to_string(port) + "/gpu/sm_100/simple", "minitorch"},
+                             pip.opts);
+  INFO(installed.out << installed.err);
+  CHECK(installed.status == 0);
+  CHECK(test::run((pip.venv / "bin" / "python").string(), {"-c", "import minitorch; print(minitorch.VALUE)"}).out ==
+        "0.1.0+cu130.sm100\n");
+  server.kill(SIGTERM);
+  server.wait();
+
+  // install-command --mirror: the view that runs on the GPUs asked about, or why none does.
+  auto ic = test::archbuild({"install-command", "--sm", "120", "--driver", "580.65", "--mirror", base, "--json"});
+  INFO(ic.err);
+  CHECK(ic.status == 0);
+  auto icj = json::parse(ic.out);
+  CHECK(icj["mirror"]["view"] == "sm_120");
+  CHECK(icj["mirror"]["pip"] == "pip install --index-url " + base + "/gpu/sm_120/simple minitorch plain");
+  test::RunOptions env;
+  env.env["ARCHBUILD_MIRROR"] = base + "/simple";
+  auto two = test::archbuild({"install-command", "--sm", "86,89", "--driver", "580.65"}, env);
+  CHECK(two.status == 0);
+  CHECK(contains(two.out, base + "/gpu/sm_86/simple"));
+  auto none = test::archbuild({"install-command", "--sm", "75", "--driver", "580.65"}, env);
+  CHECK(none.status == 1);
+  CHECK(contains(none.err, "no published build runs on CC 7.5"));
+  auto both = test::archbuild({"install-command", "--sm", "90,120", "--driver", "580.65"}, env);
+  CHECK(both.status == 1);
+  CHECK(contains(both.err, "every GPU here"));
+
+  // Views are derived: verify checks them; one deleted by hand is found and rebuilt.
+  CHECK(test::archbuild({"publish", "--verify", "--mirror", dir.string()}).status == 0);
+  fs::remove_all(dir / "gpu" / "sm_120");
+  std::ofstream(dir / "gpu" / "sm_90" / "simple" / "minitorch" / "index.html", std::ios::app) << "<!-- edited -->";
+  auto v = test::archbuild({"publish", "--verify", "--mirror", dir.string()});
+  CHECK(v.status == 1);
+  CHECK(contains(v.out, "view-missing"));
+  CHECK(contains(v.out, "view-stale"));
+  auto rebuilt = test::archbuild({"publish", "--rebuild-views", "--mirror", dir.string()});
+  INFO(rebuilt.err);
+  CHECK(rebuilt.status == 0);
+  CHECK(test::archbuild({"publish", "--verify", "--mirror", dir.string()}).status == 0);
+  CHECK(fs::exists(dir / "gpu" / "sm_120" / "simple" / "minitorch" / "index.json"));
+  // Rebuilt from files/ alone: the facts gone from the manifest are read again.
+  auto m = json::parse(test::read_file(dir / "manifest.json"));
+  for (auto& [name, e] : m["files"].items()) e.erase("gpu");
+  std::ofstream(dir / "manifest.json", std::ios::trunc) << m.dump(1);
+  fs::remove_all(dir / "gpu");
+  REQUIRE(test::archbuild({"publish", "--rebuild-views", "--mirror", dir.string()}).status == 0);
+  CHECK(test::archbuild({"publish", "--verify", "--mirror", dir.string()}).status == 0);
+  CHECK(fs::path(pip.download(base + "/gpu/sm_121/simple", "minitorch", tmp / "dl-121")).filename() ==
+        "minitorch-0.1.0+cu130.sm120-py3-none-linux_x86_64.whl");
+}
+
+TEST_CASE("GPU views with real device code from nvcc: 9.0, 10.0, 12.0 and a multi-arch build with PTX",
+          "[publish][pip][nvcc]") {
+  const std::string nvcc = "/usr/local/cuda/bin/nvcc";
+  if (auto why = test::unusable(nvcc); !why.empty()) {
+    WARN("##archbuild-skip## " << why);
+    return;
+  }
+  test::TempDir tmp;
+  Pip pip;
+  if (auto why = pip.make(tmp / "venv"); !why.empty()) {
+    WARN("##archbuild-skip## " << why);
+    return;
+  }
+  tmp.write("k.cu", "__global__ void scale(float* x, float a) { x[threadIdx.x] *= a; }\n"
+                    "extern \"C\" void launch(float* x) { scale<<<1, 32>>>(x, 2.0f); }\n");
+  // One shared object per build: -cudart none keeps it small (nothing here loads it).
+  auto build = [&](const std::string& name, std::vector<std::string> gencode) {
+    std::vector<std::string> args = {"-shared", "-Xcompiler", "-fPIC", "-cudart", "none", "-o", (tmp / (name + ".so")).string()};
+    for (const auto& g : gencode) args.insert(args.end(), {"-gencode", g});
+    args.push_back((tmp / "k.cu").string());
+    auto r = test::run(nvcc, args);
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    return test::read_file(tmp / (name + ".so"));
+  };
+  auto in = tmp / "in";
+  std::vector<std::string> args = {
+      "publish",
+      gpu_wheel(in, "minitorch", "0.1.0+cu130.sm90", build("sm90", {"arch=compute_90,code=sm_90"})).string(),
+      gpu_wheel(in, "minitorch", "0.1.0+cu130.sm100", build("sm100", {"arch=compute_100,code=sm_100"})).string(),
+      gpu_wheel(in, "minitorch", "0.1.0+cu130.sm120", build("sm120", {"arch=compute_120,code=sm_120"})).string(),
+      gpu_wheel(in, "minitorch", "0.1.0+cu130.multi",
+                build("multi", {"arch=compute_80,code=sm_80", "arch=compute_90,code=compute_90"})).string(),
+      "--mirror", (tmp / "mirror").string()};
+  auto pub = test::archbuild(args);
+  INFO(pub.out << pub.err);
+  REQUIRE(pub.status == 0);
+  check_views(pip, tmp / "mirror", "file://" + (tmp / "mirror").string(),
+              {{"8.6", "0.1.0+cu130.multi"}, {"9.0", "0.1.0+cu130.sm90"}, {"10.0", "0.1.0+cu130.sm100"},
+               {"12.0", "0.1.0+cu130.sm120"}, {"12.1", "0.1.0+cu130.sm120"}});
+  CHECK(test::archbuild({"publish", "--verify", "--mirror", (tmp / "mirror").string()}).status == 0);
+}
+
+TEST_CASE("served by nginx with the shipped configuration: JSON when pip asks for it, HTML otherwise", "[publish][pip][nginx]") {
+  const std::string nginx = "/usr/sbin/nginx";
+  if (!fs::exists(nginx)) {
+    WARN("##archbuild-skip## no " << nginx << " (Debian's nginx-light; scripts/install-deps installs it)");
+    return;
+  }
+  test::TempDir tmp;
+  Pip pip;
+  if (auto why = pip.make(tmp / "venv"); !why.empty()) {
+    WARN("##archbuild-skip## " << why);
+    return;
+  }
+  auto in = tmp / "in";
+  auto dir = tmp / "mirror";
+  REQUIRE(test::archbuild({"publish", gpu_wheel(in, "minitorch", "0.1.0+cu130.sm90", fake_device_code({90})).string(),
+                           gpu_wheel(in, "minitorch", "0.1.0+cu130.sm120", fake_device_code({120})).string(), "--mirror",
+                           dir.string()})
+              .status == 0);
+  // The shipped server block, with this mirror as its root and a free port on 127.0.0.1.
+  std::string server = test::read_file(fs::path(ARCHBUILD_SOURCE_DIR) / "examples" / "mirror" / "nginx.conf");
+  int port = test::free_local_port();
+  auto replace = [&](const std::string& from, const std::string& to) {
+    auto at = server.find(from);
+    REQUIRE(at != std::string::npos);
+    server.replace(at, from.size(), to);
+  };
+  replace("listen 8080;", "listen 127.0.0.1:" + std::to_string(port) + ";");
+  replace("root /srv/archbuild-mirror;", "root " + dir.string() + ";");
+  tmp.write("server.conf", server);
+  auto run = tmp / "run";
+  fs::create_directories(run);
+  // Started as root, nginx's workers would run as nobody, who cannot read the test's private temp dir.
+  tmp.write("nginx.conf", fmt::format(R"({2}pid {0}/nginx.pid;
+error_log {0}/error.log;
+events {{}}
+http {{
+  log_format negotiated '$request_uri $sent_http_content_type';
+  access_log {0}/access.log negotiated;
+  client_body_temp_path {0}/body;
+  proxy_temp_path {0}/proxy;
+  fastcgi_temp_path {0}/fastcgi;
+  uwsgi_temp_path {0}/uwsgi;
+  scgi_temp_path {0}/scgi;
+  include /etc/nginx/mime.types;
+  include {1};
+}}
+)",
+                                      run.string(), (tmp / "server.conf").string(), ::geteuid() == 0 ? "user root;\n" : ""));
+  test::Background server_process(nginx, {"-e", (run / "error.log").string(), "-p", tmp.path().string(), "-c",
+                                          (tmp / "nginx.conf").string(), "-g", "daemon off;"});
+  for (int i = 0; i < 100 && !test::local_port_accepts(port); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  REQUIRE(test::local_port_accepts(port));
+  const std::string base = "http://127.0.0.1:" + std::to_string(port);
+  auto got = pip.download(base + "/gpu/sm_120/simple", "minitorch==0.1.0", tmp / "dl");
+  CHECK(fs::path(got).filename() == "minitorch-0.1.0+cu130.sm120-py3-none-linux_x86_64.whl");
+  // A client that does not ask for JSON gets the HTML page from the same URL.
+  auto html = test::run("/usr/bin/python3", {"-c", "import sys, urllib.request as u; r = u.urlopen(sys.argv[1]); "
+                                                   "print(r.headers['Content-Type']); print(r.read().decode()[:15])",
+                                             base + "/gpu/sm_120/simple/minitorch/"});
+  CHECK(contains(html.out, "application/vnd.pypi.simple.v1+html\n<!DOCTYPE html>"));
+  server_process.kill(SIGQUIT);  // graceful: the access log is written
+  server_process.wait();
+  auto log = test::read_file(run / "access.log");
+  INFO(log);
+  CHECK(contains(log, "/gpu/sm_120/simple/minitorch/ application/vnd.pypi.simple.v1+json"));
+  CHECK(contains(log, "/gpu/sm_120/simple/minitorch/ application/vnd.pypi.simple.v1+html"));
+  // file:// still works: the pages are files.
+  CHECK_FALSE(pip.download("file://" + dir.string() + "/gpu/sm_90/simple", "minitorch", tmp / "dl-file").empty());
 }

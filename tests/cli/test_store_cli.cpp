@@ -100,6 +100,25 @@ TEST_CASE("build store: host B gets host A's wheel with no stage run, and a stor
     CHECK(g.status == 0);  // every job stored: nothing to build is success
     CHECK(json::parse(g.out) == json{{"include", json::array()}});
     CHECK(g.err.find("the build store has key") != std::string::npos);
+    // --store-trust, as `wheel` takes it: signed by a trusted key, stored; by another, a job.
+    auto other = dir / "other.pem", other_pub = dir / "other.pub.pem";
+    REQUIRE(t::run("/usr/bin/openssl", {"genpkey", "-algorithm", "ed25519", "-out", other.string()}).status == 0);
+    REQUIRE(t::run("/usr/bin/openssl", {"pkey", "-in", other.string(), "-pubout", "-out", other_pub.string()}).status == 0);
+    auto trusted = t::archbuild(
+        [&] { auto v = args; v.insert(v.end(), {"--sm", "90", "--format", "json", "--store-trust", pub.string()}); return v; }(), o);
+    INFO("matrix --store-trust (the signer): " << trusted.err);
+    REQUIRE(trusted.status == 0);
+    CHECK(json::parse(trusted.out)["stored"].size() == 1);
+    auto untrusted = t::archbuild(
+        [&] { auto v = args; v.insert(v.end(), {"--sm", "90", "--format", "json", "--store-trust", other_pub.string()}); return v; }(), o);
+    INFO("matrix --store-trust (another key): " << untrusted.err);
+    REQUIRE(untrusted.status == 0);
+    json du = json::parse(untrusted.out);
+    CHECK(du["stored"].empty());
+    REQUIRE(du["include"].size() == 1);
+    CHECK(du["include"][0]["store"]["has_key"] == true);
+    CHECK(du["include"][0]["store"].contains("refused"));
+    CHECK(untrusted.err.find("not among --store-trust") != std::string::npos);
   }
 
   auto b = run("host-b", "wheel", {"--store-trust", pub.string()});
