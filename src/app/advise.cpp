@@ -99,21 +99,57 @@ HostTargets gather_targets(const TargetArgs& a, const arch::ArchData& data) {
                                                      a.jetpack, h.jetpack->version.str(), h.jetpack->ccs_text(),
                                                      h.jetpack->url, t.cc.str(), t.source)));
     const auto& ps = toolchain::Platforms::shipped();
+    const auto& jps = toolchain::JetPacks::shipped();
     auto machine = toolchain::this_machine();
     std::optional<std::string> asked;
     if (!a.platform.empty()) asked = a.platform;
     else if (h.jetpack) asked = h.jetpack->platform;
+    // GPUs asked about that several platforms have (Orin: jetson under JetPack 5/6, sbsa under 7.2)
+    // from a machine that is no Jetson: the newest JetPack for them decides, and the other path is
+    // said (a Jetson asks about itself: its own L4T release decides, as this machine's platform).
+    bool by_newest_jetpack = false;
+    if (!asked && (!a.sm.empty() || !a.gpu.empty()) && !machine.tegra && !h.targets.empty()) {
+      bool decided = false, shared = false;
+      for (const auto& g : platform_gpus) {
+        if (!g.platform.empty() || ps.owner_of(g.cc)) decided = true;
+        if (ps.owners_of(g.cc).size() > 1) shared = true;
+      }
+      std::vector<arch::Cc> ccs;
+      for (const auto& t : h.targets) ccs.push_back(t.cc);
+      if (const auto* j = !decided && shared ? jps.newest_for(ccs) : nullptr) {
+        h.jetpack = *j;
+        asked = j->platform;
+        by_newest_jetpack = true;
+        std::vector<std::string> names;
+        for (const auto& cc : ccs) names.push_back(cc.str());
+        h.jetpack_why = fmt::format("the newest JetPack for CC {} ({}); --jetpack names another",
+                                    text::join(names, ", "), jps.file.filename().string());
+        std::vector<std::string> others;
+        for (const auto& p : ps.list)
+          if (p.name != j->platform)
+            if (const auto* o = jps.newest_for(p.name, ccs))
+              others.push_back(fmt::format("--jetpack {} (platform {}, CUDA {})", o->version.str(), o->platform,
+                                           o->cuda.str()));
+        if (!others.empty())
+          h.jetpack_other = fmt::format("advice for JetPack {} (platform {}, CUDA {}), the newest for these GPUs; for a "
+                                        "Jetson kept on an older JetPack give {}",
+                                        j->version.str(), j->platform, j->cuda.str(), text::join(others, " or "));
+      }
+    }
     auto c = toolchain::choose_platform(ps, asked, platform_gpus, machine);
     if (!c) throw Failure(c.error());
     h.platform = *c->platform;
-    h.platform_why = a.platform.empty() && h.jetpack ? fmt::format("--jetpack {} (toolchains/jetpack.toml)", a.jetpack) : c->why;
-    const auto* own = ps.default_for(machine.arch, machine.tegra);
-    h.platform_is_this_machine = own && own->name == c->platform->name;
+    h.platform_why = by_newest_jetpack ? fmt::format("the newest JetPack for the GPUs asked about: {} (toolchains/jetpack.toml)",
+                                                     h.jetpack->version.str())
+                     : a.platform.empty() && h.jetpack ? fmt::format("--jetpack {} (toolchains/jetpack.toml)", a.jetpack)
+                                                       : c->why;
+    const auto* own = toolchain::default_platform(ps, machine);
+    // A Jetson the newest JetPack was assumed for is another machine, whatever platform this one is.
+    h.platform_is_this_machine = !by_newest_jetpack && own && own->name == c->platform->name;
     // A Jetson elsewhere builds with its JetPack's CUDA, not with this machine's toolkit.
     if (!h.jetpack && !h.platform_is_this_machine && !h.platform->pip_cuda && !h.targets.empty()) {
       std::vector<arch::Cc> ccs;
       for (const auto& t : h.targets) ccs.push_back(t.cc);
-      const auto& jps = toolchain::JetPacks::shipped();
       if (const auto* j = jps.newest_for(h.platform->name, ccs)) {
         h.jetpack = *j;
         h.jetpack_why = fmt::format("the newest JetPack for CC {} of platform {} ({}); --jetpack names another",
@@ -256,6 +292,7 @@ InstallAnswer advise_install(const HostTargets& h, const std::string& pip, const
   auto advice = doctor::advise_install(
       q, make_build_advisor(q.toolchains, std::nullopt, h.platform_is_this_machine ? "" : h.platform->name, h.jetpack,
                             h.jetpack_missing));
+  if (!h.jetpack_other.empty()) advice.notes.push_back(h.jetpack_other);
   return {h, std::move(advice)};
 }
 
@@ -297,6 +334,7 @@ Diagnosis diagnose(const std::string& python_arg, const TargetArgs& args) {
   d.report = doctor::diagnose(
       f, make_build_advisor(f.toolchains, py_release, h.platform_is_this_machine ? "" : h.platform->name, h.jetpack,
                             h.jetpack_missing));
+  if (!h.jetpack_other.empty()) d.report->notes.push_back(h.jetpack_other);
   return d;
 }
 

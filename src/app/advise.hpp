@@ -41,6 +41,9 @@ struct HostTargets {
   std::optional<toolchain::JetPack> jetpack;
   std::string jetpack_why;      // "--jetpack", or why this release is assumed
   std::string jetpack_missing;  // a Jetson elsewhere whose GPUs no JetPack of the data supports
+  // When the newest JetPack chose the platform of GPUs several platforms have (Orin): the other
+  // path, a note ("an Orin kept on JetPack 6.2 …: --jetpack 6.2"); empty otherwise.
+  std::string jetpack_other;
 };
 
 // Targets from --sm and --gpu (bad values: Failure, exit 2), else this host's GPUs; the driver

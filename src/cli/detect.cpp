@@ -43,10 +43,16 @@ nlohmann::json detection_json(const detect::Detection& d) {
   nlohmann::json jetpack = nullptr;
   if (m.tegra)
     if (auto j = toolchain::jetpack_of_l4t(toolchain::JetPacks::shipped(), m.l4t))
-      jetpack = {{"version", j->version.str()}, {"cuda", j->cuda.str()}, {"l4t", j->l4t.str()}, {"url", j->url}};
+      jetpack = {{"version", j->version.str()},
+                 {"cuda", j->cuda.str()},
+                 {"l4t", j->l4t.str()},
+                 {"platform", j->platform},
+                 {"ubuntu", j->ubuntu.empty() ? nlohmann::json(nullptr) : nlohmann::json(j->ubuntu)},
+                 {"url", j->url}};
   return {{"source", d.source.empty() ? nlohmann::json(nullptr) : nlohmann::json(d.source)},
           {"machine", m.arch},
           {"l4t", m.tegra ? nlohmann::json(m.l4t) : nlohmann::json(nullptr)},
+          {"l4t_platform", m.l4t_platform.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.l4t_platform)},
           {"jetpack", jetpack},
           {"driver_version", d.driver_version.empty() ? nlohmann::json(nullptr) : nlohmann::json(d.driver_version)},
           {"cuda_version", d.cuda_version ? nlohmann::json(*d.cuda_version) : nlohmann::json(nullptr)},
@@ -81,12 +87,18 @@ void run_detect(const std::string& source, Context& ctx) {
                   d.driver_version.empty() ? "?" : d.driver_version, d.cuda_version.value_or("?")));
   // A Jetson: L4T names its release in /etc/nv_tegra_release; its integrated GPU answers through
   // the CUDA driver API where NVML lists no device (L4T before JetPack 7).
-  // Its JetPack release, read off the L4T version (toolchains/jetpack.toml), names the CUDA it ships.
+  // Its JetPack release, read off the L4T version (toolchains/jetpack.toml), names the CUDA it ships
+  // and the platform a build there targets (an Orin on JetPack 7.2 is sbsa, CUDA 13.2).
   if (auto m = toolchain::this_machine(); m.tegra) {
     auto j = toolchain::jetpack_of_l4t(toolchain::JetPacks::shipped(), m.l4t);
     out(fmt::format("L4T:    {} ({}){}", m.l4t, m.arch,
-                    j ? fmt::format(": JetPack {} with CUDA {} (toolchains/jetpack.toml)", j->version.str(), j->cuda.str())
-                      : std::string(": a JetPack release toolchains/jetpack.toml does not list")));
+                    j ? fmt::format(": JetPack {} with CUDA {}, platform {} (toolchains/jetpack.toml)", j->version.str(),
+                                    j->cuda.str(), j->platform)
+                      : m.l4t_platform.empty()
+                          ? std::string(": a JetPack release toolchains/jetpack.toml does not list")
+                          : fmt::format(": a JetPack release toolchains/jetpack.toml does not list (platform {}, as its "
+                                        "L4T major's releases)",
+                                        m.l4t_platform)));
   }
   for (const auto& g : d.gpus) {
     std::string mem = g.memory_bytes ? fmt::format("{:.0f} GiB", *g.memory_bytes / 1073741824.0) : "?";

@@ -88,6 +88,8 @@ nlohmann::json install_advice_json(const app::InstallAnswer& answer) {
                                              {"l4t", h.jetpack->l4t.str()},
                                              {"cuda", h.jetpack->cuda.str()},
                                              {"platform", h.jetpack->platform},
+                                             {"ubuntu", h.jetpack->ubuntu.empty() ? nlohmann::json(nullptr)
+                                                                                  : nlohmann::json(h.jetpack->ubuntu)},
                                              {"url", h.jetpack->url},
                                              {"why", h.jetpack_why}}
                             : nlohmann::json(nullptr)},
@@ -125,8 +127,8 @@ void print_install_advice(const app::InstallAnswer& answer, const Context& ctx) 
                : fmt::format("driver   ? ({})", h.driver_missing.empty() ? "not given" : h.driver_missing));
   if (h.platform) out(fmt::format("platform {} ({}) from {}", h.platform->name, h.platform->description, h.platform_why));
   if (h.jetpack)
-    out(fmt::format("jetpack  {} (L4T {}, CUDA {}) from {}", h.jetpack->version.str(), h.jetpack->l4t.str(),
-                    h.jetpack->cuda.str(), h.jetpack_why));
+    out(fmt::format("jetpack  {} (L4T {}, CUDA {}, platform {}) from {}", h.jetpack->version.str(), h.jetpack->l4t.str(),
+                    h.jetpack->cuda.str(), h.jetpack->platform, h.jetpack_why));
   if (!a.options.empty()) {
     const auto& o = a.options.front();
     out("");

@@ -57,8 +57,10 @@ Result<JetPacks> JetPacks::load(const fs::path& path) {
       j.ccs.push_back(arch::Cc{cc->major(), cc->minor()});
     }
     j.platform = rd.string("platform", true).value_or("");
+    j.ubuntu = rd.string("ubuntu").value_or("");
     j.url = rd.string("url", true).value_or("");
     j.note = rd.string("note").value_or("");
+    j.no_toolchain = rd.string("no_toolchain").value_or("");
     if (rd.failure()) return *rd.failure();
     if (auto e = rd.finish()) return *e;
     if (j.platform != "jetson" && j.platform != "sbsa")
@@ -82,8 +84,10 @@ Result<JetPack> JetPacks::find(std::string_view version) const {
   auto asked = Version::parse(version);
   const JetPack* best = nullptr;
   if (asked)
-    for (const auto& j : list)
+    for (const auto& j : list) {
+      if (j.version == *asked) return j;             // 6.2 is 6.2, not a later 6.2.x
       if (j.version.starts_with(*asked)) best = &j;  // ascending: the newest match wins
+    }
   if (best) return *best;
   std::vector<std::string> known;
   for (const auto& j : list) known.push_back(fmt::format("{} (CUDA {})", j.version.str(), j.cuda.str()));
@@ -108,6 +112,13 @@ const JetPack* JetPacks::newest_for(std::string_view platform, const std::vector
   return best;
 }
 
+const JetPack* JetPacks::newest_for(const std::vector<arch::Cc>& ccs) const {
+  const JetPack* best = nullptr;
+  for (const auto& j : list)
+    if (std::all_of(ccs.begin(), ccs.end(), [&](arch::Cc cc) { return j.supports(cc); })) best = &j;
+  return best;
+}
+
 std::optional<Version> l4t_version(std::string_view line) {
   static const std::regex re(R"(R(\d+)\s*\(release\),\s*REVISION:\s*(\d+)\.(\d+))");
   std::string s(line);
@@ -121,6 +132,16 @@ std::optional<JetPack> jetpack_of_l4t(const JetPacks& jetpacks, std::string_view
   if (!l4t) return std::nullopt;
   const JetPack* j = jetpacks.for_l4t(*l4t);
   return j ? std::optional<JetPack>(*j) : std::nullopt;
+}
+
+std::string platform_of_l4t(const JetPacks& jetpacks, std::string_view nv_tegra_release) {
+  auto l4t = l4t_version(nv_tegra_release);
+  if (!l4t) return "";
+  if (const JetPack* j = jetpacks.for_l4t(*l4t)) return j->platform;
+  std::string platform;
+  for (const auto& j : jetpacks.list)
+    if (j.l4t.major() == l4t->major()) platform = j.platform;  // ascending: the newest of that major
+  return platform;
 }
 
 std::optional<JetsonBuildCuda> jetson_build_cuda(const JetPack& jetpack, bool this_machine, std::size_t toolkits_installed) {

@@ -3,6 +3,7 @@
 #include <sys/utsname.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 
 #include <fmt/format.h>
@@ -10,6 +11,7 @@
 #include "core/data_dir.hpp"
 #include "core/text.hpp"
 #include "core/toml_load.hpp"
+#include "toolchain/jetpack.hpp"
 
 namespace archbuild::toolchain {
 
@@ -125,10 +127,16 @@ const Platform* Platforms::default_for(std::string_view machine, bool tegra) con
   return nullptr;
 }
 
-const Platform* Platforms::owner_of(arch::Cc cc) const {
+std::vector<const Platform*> Platforms::owners_of(arch::Cc cc) const {
+  std::vector<const Platform*> owners;
   for (const auto& p : list)
-    if (contains(p.only_ccs, cc) || contains(p.exclusive_ccs, cc)) return &p;
-  return nullptr;
+    if (contains(p.only_ccs, cc) || contains(p.exclusive_ccs, cc)) owners.push_back(&p);
+  return owners;
+}
+
+const Platform* Platforms::owner_of(arch::Cc cc) const {
+  auto owners = owners_of(cc);
+  return owners.size() == 1 ? owners.front() : nullptr;
 }
 
 std::optional<std::string> Platforms::refuses(const Platform& p, arch::Cc cc) const {
@@ -138,24 +146,46 @@ std::optional<std::string> Platforms::refuses(const Platform& p, arch::Cc cc) co
     return fmt::format("platform {} has only the GPUs of CC {} ({}), not {}", p.name, text::join(ccs, ", "), file.filename().string(),
                        cc.str());
   }
-  if (const auto* owner = owner_of(cc); owner && owner != &p)
-    return fmt::format("CC {} is a GPU of platform {} only ({}), not of {}", cc.str(), owner->name, owner->description, p.name);
+  auto owners = owners_of(cc);
+  if (owners.size() == 1 && owners.front() != &p)
+    return fmt::format("CC {} is a GPU of platform {} only ({}), not of {}", cc.str(), owners.front()->name,
+                       owners.front()->description, p.name);
+  if (owners.size() > 1 && std::find(owners.begin(), owners.end(), &p) == owners.end()) {
+    std::vector<std::string> names;
+    for (const auto* o : owners) names.push_back(o->name);
+    return fmt::format("CC {} is a GPU of platforms {} only ({}), not of {}", cc.str(), text::join(names, ", "),
+                       file.filename().string(), p.name);
+  }
   if (p.min_cc && cc < *p.min_cc)
     return fmt::format("platform {} drives no GPU older than CC {} (CC {} is not on it)", p.name, p.min_cc->str(), cc.str());
   return std::nullopt;
 }
 
-Machine this_machine() {
+Machine machine_of(std::string arch, const std::optional<std::string>& nv_tegra_release) {
   Machine m;
-  struct utsname u {};
-  if (uname(&u) == 0) m.arch = u.machine;
-  std::ifstream in("/etc/nv_tegra_release");
-  if (in) {
+  m.arch = std::move(arch);
+  if (nv_tegra_release) {
     m.tegra = true;
-    std::getline(in, m.l4t);
-    m.l4t = std::string(text::trim(m.l4t));
+    m.l4t = std::string(text::trim(nv_tegra_release->substr(0, nv_tegra_release->find('\n'))));
+    m.l4t_platform = platform_of_l4t(JetPacks::shipped(), m.l4t);
   }
   return m;
+}
+
+Machine this_machine() {
+  struct utsname u {};
+  std::string arch = uname(&u) == 0 ? std::string(u.machine) : std::string();
+  const char* override_path = std::getenv("ARCHBUILD_NV_TEGRA_RELEASE");
+  std::ifstream in(override_path && *override_path ? override_path : "/etc/nv_tegra_release");
+  std::optional<std::string> line;
+  if (in) std::getline(in, line.emplace());
+  return machine_of(std::move(arch), line);
+}
+
+const Platform* default_platform(const Platforms& ps, const Machine& m) {
+  if (m.tegra && !m.l4t_platform.empty())
+    if (const auto* p = ps.find(m.l4t_platform); p && p->machine == m.arch) return p;
+  return ps.default_for(m.arch, m.tegra);
 }
 
 HostLibraryDirs host_library_dirs() {
@@ -164,7 +194,7 @@ HostLibraryDirs host_library_dirs() {
     HostLibraryDirs d{(m.arch.empty() ? std::string("x86_64") : m.arch) + "-linux-gnu", "x86_64-linux"};
     auto ps = Platforms::load(data_root() / "toolchains" / "platforms.toml");
     if (ps)
-      if (const auto* p = ps->default_for(m.arch, m.tegra)) d.cuda_target = p->cuda_target;
+      if (const auto* p = default_platform(*ps, m)) d.cuda_target = p->cuda_target;
     return d;
   }();
   return dirs;
@@ -210,12 +240,19 @@ Result<PlatformChoice> choose_platform(const Platforms& ps, const std::optional<
     }
   }
   if (c.platform) return c;
-  c.platform = ps.default_for(machine.arch, machine.tegra);
+  c.platform = default_platform(ps, machine);
   if (!c.platform)
     return Error::bad_input(fmt::format("this machine ({}) is none of the platforms of {}; give --platform ({})",
                                         machine.arch.empty() ? "unknown" : machine.arch, ps.file.filename().string(),
                                         text::join(ps.names(), ", ")));
-  c.why = machine.tegra ? fmt::format("this machine ({}, L4T: {})", machine.arch, machine.l4t)
+  // A GPU of several platforms (Orin: jetson or sbsa) that this machine's platform cannot have: the
+  // GPUs did not decide, so the asker must (--platform; --jetpack where a JetPack decides).
+  for (const auto& g : gpus)
+    if (ps.owners_of(g.cc).size() > 1)
+      if (auto r = ps.refuses(*c.platform, g.cc))
+        return Error::bad_input(fmt::format("{}: {}; give --platform", g.label, *r));
+  c.why = machine.tegra ? fmt::format("this machine ({}, L4T: {}{})", machine.arch, machine.l4t,
+                                      machine.l4t_platform.empty() ? "" : ", a JetPack release of platform " + machine.l4t_platform)
                         : fmt::format("this machine ({})", machine.arch);
   return c;
 }

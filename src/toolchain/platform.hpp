@@ -48,9 +48,12 @@ struct Platforms {
   std::vector<std::string> names() const;
   // The default platform of a machine ("aarch64" -> sbsa); nullptr when none is.
   const Platform* default_for(std::string_view machine, bool tegra = false) const;
-  // Why `cc` cannot be a GPU of `p` (a line naming the platform that has it), or nullopt.
+  // Why `cc` cannot be a GPU of `p` (a line naming the platforms that have it), or nullopt.
   std::optional<std::string> refuses(const Platform& p, arch::Cc cc) const;
-  // The one platform a CC belongs to when only one can have it (8.7 -> jetson, 12.1 -> sbsa).
+  // The platforms that list `cc` (only_ccs, exclusive_ccs): 8.7 -> jetson, sbsa; empty: any may.
+  std::vector<const Platform*> owners_of(arch::Cc cc) const;
+  // The one platform a CC belongs to when only one can have it (5.3 -> jetson, 12.1 -> sbsa);
+  // nullptr for a CC of several (8.7: Orin on JetPack 5/6 or 7.2) or of any.
   const Platform* owner_of(arch::Cc cc) const;
 };
 
@@ -59,8 +62,18 @@ struct Machine {
   std::string arch;   // "x86_64", "aarch64"
   bool tegra = false;
   std::string l4t;    // the first line of /etc/nv_tegra_release, when present
+  // The platform the JetPack of that L4T release builds for (toolchains/jetpack.toml: sbsa from
+  // JetPack 7); empty: not a Jetson, or an L4T release the data does not place (then jetson).
+  std::string l4t_platform;
 };
+// /etc/nv_tegra_release, or the file $ARCHBUILD_NV_TEGRA_RELEASE names (tests: a Jetson's line on
+// any host).
 Machine this_machine();
+// A machine from `uname -m` and the release file's first line (nullopt: no such file).
+Machine machine_of(std::string arch, const std::optional<std::string>& nv_tegra_release);
+// This machine's platform when nothing else decides: a Jetson's is its JetPack's (l4t_platform),
+// else the machine's host-CUDA platform; any other machine's its default.
+const Platform* default_platform(const Platforms& ps, const Machine& m);
 
 // Where this machine keeps its libraries: the Debian multiarch name ("aarch64-linux-gnu") and
 // its platform's toolkit targets/ folder ("sbsa-linux"; "x86_64-linux" when it is no platform).

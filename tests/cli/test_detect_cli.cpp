@@ -92,3 +92,35 @@ TEST_CASE("detect: the job's CUDA_VISIBLE_DEVICES hides the GPUs it was not give
   CHECK(none.status == 3);
   CHECK(none.err.find("CUDA_VISIBLE_DEVICES") != std::string::npos);
 }
+
+TEST_CASE("detect on a Jetson: its L4T release names the JetPack, its CUDA and its platform (JetPack 6.2 and 7.2 Orins)",
+          "[cli][detect][arm]") {
+  t::TempDir dir;
+  // nvidia-smi as an Orin answers it; /etc/nv_tegra_release replaced by a file of the same first line.
+  auto o = fake_host(dir, "echo '0, Orin, 8.7, 62841, 595.00'\n");
+  auto seven = dir.write("nv_tegra_release_r39", "# R39 (release), REVISION: 2.0, GCID: 1, BOARD: generic, EABI: aarch64, DATE: Mon Jun  1 00:00:00 UTC 2026\n");
+  o.env["ARCHBUILD_NV_TEGRA_RELEASE"] = seven.string();
+  auto r = t::archbuild({"detect"}, o);
+  INFO(r.out << r.err);
+  CHECK(r.status == 0);
+  CHECK(r.out.find("L4T:    # R39 (release), REVISION: 2.0") != std::string::npos);
+  CHECK(r.out.find("JetPack 7.2 with CUDA 13.2, platform sbsa (toolchains/jetpack.toml)") != std::string::npos);
+  auto j = nlohmann::json::parse(t::archbuild({"detect", "--json"}, o).out);
+  CHECK(j["jetpack"]["version"] == "7.2");
+  CHECK(j["jetpack"]["cuda"] == "13.2");
+  CHECK(j["jetpack"]["l4t"] == "39.2.0");
+  CHECK(j["jetpack"]["platform"] == "sbsa");
+  CHECK(j["l4t_platform"] == "sbsa");
+  CHECK(j["gpus"][0]["cc"] == "8.7");
+  CHECK(j["gpus"][0]["database_name"] == "Jetson AGX Orin");
+  // The same Orin on JetPack 6.2 (L4T 36.4.3): CUDA 12.6, platform jetson.
+  auto six = dir.write("nv_tegra_release_r36", "# R36 (release), REVISION: 4.3, GCID: 38968081, BOARD: generic, EABI: aarch64\n");
+  o.env["ARCHBUILD_NV_TEGRA_RELEASE"] = six.string();
+  auto r6 = t::archbuild({"detect"}, o);
+  CHECK(r6.out.find("JetPack 6.2 with CUDA 12.6, platform jetson") != std::string::npos);
+  // An L4T release the data has no row for: said, with the platform of its L4T major's releases.
+  auto unknown = dir.write("nv_tegra_release_r365", "# R36 (release), REVISION: 5.0, GCID: 1, BOARD: generic\n");
+  o.env["ARCHBUILD_NV_TEGRA_RELEASE"] = unknown.string();
+  auto ru = t::archbuild({"detect"}, o);
+  CHECK(ru.out.find("a JetPack release toolchains/jetpack.toml does not list (platform jetson") != std::string::npos);
+}

@@ -432,7 +432,8 @@ TEST_CASE("install-command: the same advice as its own command, bad input", "[cl
   CHECK(has(bad_driver.err, "--driver latest: not a driver version"));
 }
 
-TEST_CASE("install-command on ARM hosts: GB10 and Thor get the aarch64 wheel, a Jetson Orin the build", "[cli][install][arm]") {
+TEST_CASE("install-command on ARM hosts: GB10, Thor and an Orin on JetPack 7 get the aarch64 wheel, an Orin on JetPack 6 the build",
+          "[cli][install][arm]") {
   FakeHost h;  // the GPUs decide the platform
   auto gb10 = t::archbuild({"install-command", "--gpu", "GB10", "--driver", "580.95.05", "--json"}, h.options());
   INFO(gb10.err);
@@ -449,32 +450,66 @@ TEST_CASE("install-command on ARM hosts: GB10 and Thor get the aarch64 wheel, a 
   CHECK(thor.status == 0);
   CHECK(nlohmann::json::parse(thor.out)["options"][0]["runs"][0]["image"] == "sm_110");
 
-  // Before platforms: "sm_86 compatible-sass on 8.7" from the x86_64 cu132 wheel.
-  auto orin = t::archbuild({"install-command", "--gpu", "Jetson AGX Orin", "--driver", "540.4.0", "--json"}, h.options());
-  INFO(orin.out);
-  CHECK(orin.status == 1);
+  // An Orin asked about from elsewhere: the newest JetPack for 8.7 (7.2: Jetson Linux 39.2, CUDA
+  // 13.2) puts it on sbsa, where the official aarch64 wheels' sm_80 SASS runs on 8.7 (same major,
+  // higher minor): the wheel and its index, and the other path (JetPack 6, platform jetson) said.
+  // Before JetPack 7.2: platform jetson, no wheel, only a build (and before platforms, the x86_64
+  // cu132 wheel's "sm_86 compatible-sass on 8.7").
+  auto orin = t::archbuild({"install-command", "--gpu", "Jetson AGX Orin", "--json"}, h.options());
+  INFO(orin.out << orin.err);
+  CHECK(orin.status == 0);
   auto o = nlohmann::json::parse(orin.out);
-  CHECK(o["platform"]["name"] == "jetson");
-  CHECK(o["platform"]["cuda_libraries"] == "host");
-  CHECK(o["options"].empty());
-  CHECK(has(o["build"]["why"].get<std::string>(), "no pip wheel runs on platform jetson"));
-  if (o["build"]["ok"] == true) {
-    CHECK(has(o["build"]["command"].get<std::string>(), "--sm 87 "));
-    CHECK(has(o["build"]["command"].get<std::string>(), "--platform jetson"));
-  }
-  auto text = t::archbuild({"install-command", "--gpu", "Jetson AGX Orin", "--driver", "540.4.0"}, h.options());
-  CHECK(has(text.out, "platform jetson"));
-  CHECK(has(text.out, "build    no pip wheel runs on platform jetson"));
+  CHECK(o["platform"]["name"] == "sbsa");
+  CHECK(o["platform"]["this_machine"] == false);  // the Orin is elsewhere, whatever this machine is
+  CHECK(has(o["platform"]["why"].get<std::string>(), "the newest JetPack for the GPUs asked about"));
+  CHECK(o["jetpack"]["platform"] == "sbsa");
+  CHECK(has(o["jetpack"]["why"].get<std::string>(), "the newest JetPack for CC 8.7"));
+  REQUIRE_FALSE(o["options"].empty());
+  const auto& best = o["options"][0];
+  CHECK(best["runs"][0]["image"] == "sm_80");
+  CHECK(best["sass"] == true);
+  CHECK(best["index_url"] == "https://download.pytorch.org/whl/" + best["variant"].get<std::string>());
+  CHECK(has(best["pip"].get<std::string>(), "--index-url https://download.pytorch.org/whl/cu"));
+  CHECK(o["build"].is_null());
+  CHECK(has(o["notes"].dump(), "--jetpack 6.2 (platform jetson, CUDA 12.6)"));
+  auto text = t::archbuild({"install-command", "--gpu", "Jetson AGX Orin"}, h.options());
+  CHECK(has(text.out, "platform sbsa"));
+  CHECK(has(text.out, ", platform sbsa) from the newest JetPack for CC 8.7"));
+  CHECK(has(text.out, "--index-url https://download.pytorch.org/whl/"));
 
-  auto bad = t::archbuild({"install-command", "--gpu", "Jetson AGX Orin", "--platform", "sbsa"}, h.options());
+  // An Orin kept on JetPack 6: --platform jetson (or --jetpack 6.2, below) — no pip wheel, the build.
+  auto orin6 = t::archbuild({"install-command", "--gpu", "Jetson AGX Orin", "--platform", "jetson", "--driver", "540.4.0", "--json"},
+                            h.options());
+  INFO(orin6.out);
+  CHECK(orin6.status == 1);
+  auto o6 = nlohmann::json::parse(orin6.out);
+  CHECK(o6["platform"]["name"] == "jetson");
+  CHECK(o6["platform"]["cuda_libraries"] == "host");
+  CHECK(o6["options"].empty());
+  CHECK(has(o6["build"]["why"].get<std::string>(), "no pip wheel runs on platform jetson"));
+  if (o6["build"]["ok"] == true) {
+    CHECK(has(o6["build"]["command"].get<std::string>(), "--sm 87 "));
+    CHECK(has(o6["build"]["command"].get<std::string>(), "--platform jetson"));
+  }
+  auto text6 = t::archbuild({"install-command", "--gpu", "Jetson AGX Orin", "--platform", "jetson", "--driver", "540.4.0"},
+                            h.options());
+  CHECK(has(text6.out, "platform jetson"));
+  CHECK(has(text6.out, "build    no pip wheel runs on platform jetson"));
+
+  // A GPU of one platform named with another: exit 2 (the Orin takes either Arm platform).
+  auto bad = t::archbuild({"install-command", "--gpu", "Jetson Nano", "--platform", "sbsa"}, h.options());
   CHECK(bad.status == 2);
-  CHECK(has(bad.err, "--gpu Jetson AGX Orin sits on platform jetson"));
+  CHECK(has(bad.err, "--gpu Jetson Nano sits on platform jetson"));
+  auto orin_x86 = t::archbuild({"install-command", "--gpu", "Jetson AGX Orin", "--platform", "x86_64"}, h.options());
+  CHECK(orin_x86.status == 2);
+  CHECK(has(orin_x86.err, "CC 8.7 is a GPU of platforms jetson, sbsa only"));
   auto unknown = t::archbuild({"install-command", "--sm", "90", "--platform", "arm64"}, h.options());
   CHECK(unknown.status == 2);
   CHECK(has(unknown.err, "not a platform"));
 }
 
-TEST_CASE("install-command --jetpack: the Jetson's JetPack CUDA names the recipe, and JetPack 7 is Thor's", "[cli][install][arm]") {
+TEST_CASE("install-command --jetpack: the Jetson's JetPack CUDA names the recipe; JetPack 7.0/7.1 are Thor's, 7.2 Orin's too",
+          "[cli][install][arm]") {
   FakeHost h;  // an x86_64 machine advising for a Jetson elsewhere
   auto orin = t::archbuild({"install-command", "--gpu", "Jetson AGX Orin", "--jetpack", "6.2", "--driver", "540.4.0", "--json"},
                            h.options());
@@ -496,11 +531,26 @@ TEST_CASE("install-command --jetpack: the Jetson's JetPack CUDA names the recipe
   CHECK(f["build"]["ok"] == false);
   CHECK(has(f["build"]["detail"].get<std::string>(), "installs CUDA 11.4"));
   CHECK(has(f["build"]["detail"].get<std::string>(), "CUDA 11.8 or newer"));
-  // JetPack 7 supports Thor only: Orin with it is refused (exit 2) with the source.
-  auto orin7 = t::archbuild({"install-command", "--gpu", "Jetson AGX Orin", "--jetpack", "7.0"}, h.options());
-  CHECK(orin7.status == 2);
-  CHECK(has(orin7.err, "JetPack 7.0 supports CC 11.0 only"));
-  CHECK(has(orin7.err, "not 8.7"));
+  // JetPack 7.0 and 7.1 support Thor only: Orin with them is refused (exit 2) with the source.
+  auto orin70 = t::archbuild({"install-command", "--gpu", "Jetson AGX Orin", "--jetpack", "7.0"}, h.options());
+  CHECK(orin70.status == 2);
+  CHECK(has(orin70.err, "JetPack 7.0 supports CC 11.0 only"));
+  CHECK(has(orin70.err, "not 8.7"));
+  // JetPack 7.2 supports Orin, on the sbsa stack with CUDA 13.2: the official aarch64 wheel runs (sm_80
+  // SASS on 8.7), and the build, where one is asked for, uses JetPack's CUDA 13.2 for platform sbsa.
+  auto orin72 = t::archbuild({"install-command", "--gpu", "Jetson AGX Orin", "--jetpack", "7.2", "--json"}, h.options());
+  INFO(orin72.out << orin72.err);
+  CHECK(orin72.status == 0);
+  auto o72 = nlohmann::json::parse(orin72.out);
+  CHECK(o72["platform"]["name"] == "sbsa");
+  CHECK(o72["platform"]["why"] == "--jetpack 7.2 (toolchains/jetpack.toml)");
+  CHECK(o72["jetpack"]["cuda"] == "13.2");
+  CHECK(o72["jetpack"]["l4t"] == "39.2.0");
+  REQUIRE_FALSE(o72["options"].empty());
+  CHECK(o72["options"][0]["runs"][0]["image"] == "sm_80");
+  CHECK_FALSE(has(o72["notes"].dump(), "--jetpack 6.2"));  // asked for 7.2: no other path to offer
+  auto orin72_text = t::archbuild({"install-command", "--gpu", "Jetson AGX Orin", "--jetpack", "7.2"}, h.options());
+  CHECK(has(orin72_text.out, "jetpack  7.2 (L4T 39.2.0, CUDA 13.2, platform sbsa) from --jetpack"));
   // Thor with JetPack 7: the sbsa platform, the official aarch64 wheel.
   auto thor = t::archbuild({"install-command", "--gpu", "Jetson Thor", "--jetpack", "7.0", "--driver", "580.00", "--json"},
                            h.options());
@@ -509,26 +559,67 @@ TEST_CASE("install-command --jetpack: the Jetson's JetPack CUDA names the recipe
   auto clash = t::archbuild({"install-command", "--gpu", "Jetson AGX Orin", "--jetpack", "6.2", "--platform", "sbsa"}, h.options());
   CHECK(clash.status == 2);
   CHECK(has(clash.err, "--jetpack 6.2 is platform jetson"));
+  auto clash7 = t::archbuild({"install-command", "--gpu", "Jetson AGX Orin", "--jetpack", "7.2", "--platform", "jetson"}, h.options());
+  CHECK(clash7.status == 2);
+  CHECK(has(clash7.err, "--jetpack 7.2 is platform sbsa"));
   auto bad = t::archbuild({"install-command", "--sm", "87", "--jetpack", "9.9"}, h.options());
   CHECK(bad.status == 2);
   CHECK(has(bad.err, "--jetpack 9.9: not a JetPack release"));
+}
+
+TEST_CASE("doctor for a Jetson Orin: on JetPack 7.2 an aarch64 wheel fixes it, on JetPack 6.2 only a build", "[cli][doctor][arm]") {
+  if (!python_ok()) {
+    WARN("##archbuild-skip## no /usr/bin/python3");
+    return;
+  }
+  FakeHost h;  // an x86_64 machine asking about an Orin elsewhere
+  // No torch: the install advice of each path, and the other path said where the newest JetPack chose.
+  auto seven = h.doctor({"--gpu", "Jetson AGX Orin", "--jetpack", "7.2"});
+  INFO(seven.out << seven.err);
+  CHECK(seven.status == 0);
+  CHECK(has(seven.out, "the official wheels that run on the sbsa host"));
+  auto six = h.doctor({"--gpu", "Jetson AGX Orin", "--jetpack", "6.2"});
+  INFO(six.out << six.err);
+  CHECK(six.status == 1);
+  CHECK(has(six.out, "no pip wheel runs on platform jetson"));
+  auto newest = h.doctor({"--gpu", "Jetson AGX Orin"});
+  CHECK(newest.status == 0);
+  CHECK(has(newest.err, "--jetpack 6.2"));
+  // A torch without sm_8x (an aarch64 list of 9.0;10.0;12.0, as 2.7's cu128 wheel) on the Orin: no
+  // kernel image; the fix is the official aarch64 wheel under JetPack 7.2, a build under JetPack 6.2.
+  h.torch("2.7.1+cu128", "12.8", {"sm_90", "sm_100", "sm_120"}, std::nullopt);
+  auto j7 = h.json({"--gpu", "Jetson AGX Orin", "--jetpack", "7.2"}, 1);
+  CHECK(j7["targets"][0]["result"] == "no-kernel-image");
+  REQUIRE_FALSE(j7["findings"].empty());
+  REQUIRE_FALSE(j7["findings"][0]["fixes"].empty());
+  CHECK(j7["findings"][0]["fixes"][0]["kind"] == "official-wheel");
+  CHECK(has(j7["findings"][0]["fixes"][0]["command"].get<std::string>(), "--index-url https://download.pytorch.org/whl/cu"));
+  auto j6 = h.json({"--gpu", "Jetson AGX Orin", "--jetpack", "6.2"}, 1);
+  REQUIRE_FALSE(j6["findings"].empty());
+  for (const auto& fix : j6["findings"][0]["fixes"]) CHECK(fix["kind"] != "official-wheel");
 }
 
 TEST_CASE("install-command for a Jetson elsewhere: its newest JetPack's CUDA, never this machine's toolkit", "[cli][install][arm]") {
   FakeHost h;  // an x86_64 machine with CUDA 13.0 installed, advising for a Jetson elsewhere
   h.cuda_home("13.0", "compute_75\\ncompute_80\\ncompute_90\\ncompute_100\\ncompute_110\\ncompute_120\\n");
   // Before: "with the recipe its installed CUDA toolkit allows (here: torch 2.15.0 with CUDA 13.0)".
-  auto orin = t::archbuild({"install-command", "--gpu", "Jetson AGX Orin", "--json"}, h.options());
+  // An Orin on platform jetson (JetPack 5/6): the newest JetPack of that platform, 6.2, and its CUDA.
+  auto orin = t::archbuild({"install-command", "--gpu", "Jetson AGX Orin", "--platform", "jetson", "--json"}, h.options());
   INFO(orin.out << orin.err);
   CHECK(orin.status == 1);
   auto o = nlohmann::json::parse(orin.out);
   CHECK(o["jetpack"]["version"] == "6.2");
-  CHECK(has(o["jetpack"]["why"].get<std::string>(), "the newest JetPack for CC 8.7"));
+  CHECK(has(o["jetpack"]["why"].get<std::string>(), "the newest JetPack for CC 8.7 of platform jetson"));
   REQUIRE(o["build"]["ok"] == true);
   CHECK(o["build"]["command"] == "archbuild wheel --sm 87 --recipe torch-2.14 --cuda 12.6 --platform jetson");
-  auto text = t::archbuild({"install-command", "--gpu", "Jetson AGX Orin"}, h.options());
-  CHECK(has(text.out, "jetpack  6.2 (L4T 36.4.3, CUDA 12.6) from the newest JetPack"));
+  auto text = t::archbuild({"install-command", "--gpu", "Jetson AGX Orin", "--platform", "jetson"}, h.options());
+  CHECK(has(text.out, "jetpack  6.2 (L4T 36.4.3, CUDA 12.6, platform jetson) from the newest JetPack"));
   CHECK_FALSE(has(text.out, "CUDA 13.0"));
+  // Without --platform: the newest JetPack for 8.7 (sbsa), a Jetson elsewhere all the same.
+  auto orin7 = t::archbuild({"install-command", "--gpu", "Jetson AGX Orin", "--json"}, h.options());
+  auto o7 = nlohmann::json::parse(orin7.out);
+  CHECK(o7["jetpack"]["platform"] == "sbsa");
+  CHECK(o7["platform"]["this_machine"] == false);
   // JetPack 6.0's CUDA 12.2 has no recipe: the way out stays on CUDA 12 (no embedded CUDA 13).
   auto six0 = t::archbuild({"install-command", "--gpu", "Jetson AGX Orin", "--jetpack", "6.0", "--json"}, h.options());
   auto s0 = nlohmann::json::parse(six0.out);

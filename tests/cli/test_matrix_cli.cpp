@@ -118,18 +118,31 @@ TEST_CASE("matrix --platform x86_64,sbsa: aarch64 jobs on GitHub's arm64 runner 
   INFO(r.err);
   REQUIRE(r.status == 0);
   auto j = json::parse(r.out);
-  bool x86_90 = false, sbsa_90 = false;
+  bool x86_90 = false, sbsa_90 = false, sbsa_87 = false;
   for (const auto& job : j["include"]) {
     if (job["sm"] == "9.0" && job["platform"] == "x86_64" && job["runs_on"] == "ubuntu-24.04") x86_90 = true;
     if (job["sm"] == "9.0" && job["platform"] == "sbsa" && job["runs_on"] == "ubuntu-24.04-arm") sbsa_90 = true;
-    CHECK_FALSE(job["sm"] == "8.7");  // a Jetson part: neither x86_64 nor sbsa has it
+    // An Orin under JetPack 7.2 is an sbsa GPU; no x86_64 has one.
+    if (job["sm"] == "8.7" && job["platform"] == "sbsa" && job["runs_on"] == "ubuntu-24.04-arm") sbsa_87 = true;
+    CHECK_FALSE((job["sm"] == "8.7" && job["platform"] == "x86_64"));
   }
   CHECK(x86_90);
   CHECK(sbsa_90);
+  CHECK(sbsa_87);
   bool refused_87 = false;
   for (const auto& job : j["refused"])
-    if (job["sm"] == "8.7" && job["rule"] == "platform") refused_87 = true;
+    if (job["sm"] == "8.7" && job["platform"] == "x86_64" && job["rule"] == "platform") refused_87 = true;
   CHECK(refused_87);
+  // An Orin under JetPack 6 (platform jetson): no hosted runner, its jobs refused as such.
+  auto jetson = test::archbuild({"--cache-dir", cache.path().string(), "matrix", "--sm", "87", "--recipe", "torch-2.14",
+                                 "--platform", "jetson", "--json"});
+  INFO(jetson.out << jetson.err);
+  auto jj = json::parse(jetson.out);
+  CHECK(jj["include"].empty());
+  bool runner = false;
+  for (const auto& job : jj["refused"])
+    if (job["sm"] == "8.7" && job["rule"] == "platform-runner") runner = true;
+  CHECK(runner);
   // Without --platform: this machine's. On x86_64 the objects keep their old keys; on an aarch64
   // server (scripts/test-arm64) the job is sbsa's, on the arm64 runner.
   auto plain = test::archbuild({"--cache-dir", cache.path().string(), "matrix", "--sm", "90", "--recipe", "torch-2.14", "--json"});

@@ -380,10 +380,13 @@ TEST_CASE("archbuild plan --sm 90 on this machine's real toolkit and compiler") 
 TEST_CASE("archbuild resolve --platform: Arm platforms, their GPUs, facts and host", "[arm]") {
   FakeHost h;
   h.cuda130();
-  // A GPU the platform cannot have: exit 2 naming the platform that has it.
-  auto orin_on_sbsa = h.run({"resolve", "--sm", "87", "--platform", "sbsa"});
-  CHECK(orin_on_sbsa.status == 2);
-  CHECK(contains(orin_on_sbsa.err, "CC 8.7 is a GPU of platform jetson only"));
+  // A GPU the platform cannot have: exit 2 naming the platforms that have it.
+  auto nano_on_sbsa = h.run({"resolve", "--sm", "53", "--platform", "sbsa"});
+  CHECK(nano_on_sbsa.status == 2);
+  CHECK(contains(nano_on_sbsa.err, "CC 5.3 is a GPU of platform jetson only"));
+  auto orin_on_x86 = h.run({"resolve", "--sm", "87", "--platform", "x86_64"});
+  CHECK(orin_on_x86.status == 2);
+  CHECK(contains(orin_on_x86.err, "CC 8.7 is a GPU of platforms jetson, sbsa only"));
   auto volta_on_sbsa = h.run({"resolve", "--sm", "70", "--platform", "sbsa"});
   CHECK(volta_on_sbsa.status == 2);
   CHECK(contains(volta_on_sbsa.err, "no GPU older than CC 7.5"));
@@ -409,20 +412,33 @@ TEST_CASE("archbuild resolve --platform: Arm platforms, their GPUs, facts and ho
                                                                          : "a sbsa wheel builds on an aarch64 host"));
   CHECK(has_rule(fj, "platform-host", false));
 
-  // A Jetson: the wheel is host-bound (JetPack's CUDA), the same page size.
+  // An Orin on JetPack 5/6 (platform jetson): the wheel is host-bound (JetPack's CUDA), the same page size.
   auto orin = h.run({"plan", "--sm", "87", "--platform", "jetson", "--json"});
   INFO(orin.err);
   auto p = parse(orin);
   CHECK(contains(p.dump(), "max-page-size=0x10000"));
   CHECK(contains(p.dump(), "\"cuda_libraries\":\"host\""));
+  // An Orin on JetPack 7.2 (platform sbsa): the CUDA libraries are pip's, CUDA 13 allowed.
+  auto orin7 = h.run({"plan", "--sm", "87", "--platform", "sbsa", "--json"});
+  INFO(orin7.err);
+  auto p7 = parse(orin7);
+  CHECK(contains(p7.dump(), "max-page-size=0x10000"));
+  CHECK(contains(p7.dump(), "\"cuda_libraries\":\"pip\""));
+  auto orin7r = h.run({"resolve", "--sm", "87", "--platform", "sbsa", "--json"});
+  CHECK(orin7r.status == (machine == "aarch64" ? 0 : 3));
+  auto r7 = parse(orin7r);
+  CHECK(r7["platform"]["name"] == "sbsa");
+  REQUIRE(r7.contains("cuda"));
+  CHECK(r7["cuda"]["release"].get<std::string>().starts_with("13."));  // the installed 13.0, no platform-cuda limit
+  CHECK_FALSE(has_rule(r7, "platform-cuda", false));
 
   // Without --platform: this machine's platform (x86_64, or sbsa on an aarch64 server), with a
-  // note for a Jetson-only target.
+  // note for a target this platform cannot have.
   auto plain = h.run({"resolve", "--sm", "87", "--json"});
   CHECK(plain.status == 0);
   auto q = parse(plain);
   CHECK(q["platform"]["name"] == (machine == "aarch64" ? (fs::exists("/etc/nv_tegra_release") ? "jetson" : "sbsa") : machine));
-  CHECK(contains(q["notes"].dump(), "platform jetson only"));
+  if (machine != "aarch64") CHECK(contains(q["notes"].dump(), "CC 8.7 is a GPU of platforms jetson, sbsa only"));
 }
 
 TEST_CASE("archbuild resolve --platform jetson: CUDA 13 has no L4T toolkit, so CUDA 12 builds a Jetson", "[arm]") {

@@ -2,6 +2,8 @@
 // both with a fake probe and with run::capture on fake toolkit trees (bin/nvcc as a script).
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <regex>
 #include <set>
@@ -449,5 +451,41 @@ TEST_CASE("the installed nvcc agrees with its toolchain file: --list-gpu-code, -
         CHECK((r->status == 0) == tc->compiles(a));
       }
     }
+  }
+}
+
+// The toolkit's own header is the source of its host-compiler limits: where a CUDA toolkit is
+// installed, include/crt/host_config.h rejects GCC above the toolchain file's gcc.max
+// (`#if __GNUC__ > 15`) and clang from max + 1 on (`(__clang_major__ >= 21)`, in its block for
+// clang proper).
+TEST_CASE("the installed toolkit's host_config.h agrees with its toolchain file's compiler limits") {
+  auto env = HostEnv::current();
+  auto tks = discover_toolkits(env, real_probe());
+  if (tks.empty()) {
+    WARN("##archbuild-skip## no CUDA toolkit installed (nvcc not found)");
+    return;
+  }
+  auto all = load_shipped();
+  REQUIRE(all.ok());
+  for (const auto& tk : tks) {
+    INFO("CUDA " << tk.release().str() << " at " << tk.nvcc.string());
+    const Toolchain* tc = nullptr;
+    for (const auto& t : *all)
+      if (t.cuda == tk.release()) tc = &t;
+    REQUIRE(tc);
+    const auto header = tk.nvcc.parent_path().parent_path() / "include" / "crt" / "host_config.h";
+    REQUIRE(std::filesystem::exists(header));
+    std::ifstream in(header);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::smatch m;
+    REQUIRE(std::regex_search(text, m, std::regex(R"(#if __GNUC__ > (\d+))")));
+    REQUIRE(tc->gcc.max);
+    CHECK(tc->gcc.max->str() == m[1].str());
+    const auto clang_block = text.find("defined(__clang__) && !defined(__ibmxl_vrm__)");
+    REQUIRE(clang_block != std::string::npos);
+    const std::string rest = text.substr(clang_block);
+    REQUIRE(std::regex_search(rest, m, std::regex(R"(__clang_major__ >= (\d+))")));
+    REQUIRE(tc->clang.max);
+    CHECK(tc->clang.max->str() == std::to_string(std::stoi(m[1].str()) - 1));
   }
 }
