@@ -410,7 +410,7 @@ json to_json(const Resolution& r) {
   if (!r.message.empty()) j["message"] = r.message;
   json rules = json::array();
   for (const auto& x : r.rules)
-    rules.push_back({{"rule", x.id}, {"subject", x.subject}, {"ok", x.ok}, {"detail", x.detail}});
+    rules.push_back({{"rule", archbuild::rules::str(x.id)}, {"subject", x.subject}, {"ok", x.ok}, {"detail", x.detail}});
   j["rules"] = rules;
   j["notes"] = r.notes;
   j["targets"] = arch_json(r.archs);

@@ -93,9 +93,9 @@ TEST_CASE("app: the stops before a build come from prepare", "[app]") {
   CHECK(prepare::launch_stops(tmp / "cache", tmp / "out").empty());
   auto out = prepare::launch_stops(tmp / "cache", file);
   REQUIRE(out.size() == 1);
-  CHECK(out.front().rule == "out");
+  CHECK(out.front().rule == rules::Id::out);
   auto store = prepare::store_required_stop("connection refused");
-  CHECK(store.rule == "store-required");
+  CHECK(store.rule == rules::Id::store_required);
   CHECK(store.error.exit == Exit::missing_tool);
   CHECK(store.error.message == "--store-required: connection refused");
 }

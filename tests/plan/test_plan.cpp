@@ -84,8 +84,9 @@ Request request(const std::string& targets) {
 }
 
 bool has_rule(const Resolution& r, const std::string& id, bool ok, const std::string& words = "") {
+  REQUIRE(rules::from_name(id));  // a registered rule (core/rules.hpp), not a typo
   for (const auto& x : r.rules)
-    if (x.id == id && x.ok == ok && x.detail.find(words) != std::string::npos) return true;
+    if (x.id == *rules::from_name(id) && x.ok == ok && x.detail.find(words) != std::string::npos) return true;
   return false;
 }
 
