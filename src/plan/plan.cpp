@@ -641,10 +641,10 @@ Result<Plan> make_plan(const Resolution& res, const PlanOptions& options) {
   };
   p.wheel_dir = driver.makes_wheel ? r.wheel_dir : std::string();
   plan_config_settings(driver, options, p);
-  for (const auto& s : driver.steps) p.steps.push_back({s.stage, s.tool, tool(s.tool), step_args(s.args, p), "."});
-  p.wheel_stage = driver.wheel_stage;
-  p.configure_stage = driver.configure_stage;
-  for (const auto& [stage, note] : driver.stage_notes) p.stage_notes[stage] = note;
+  for (const auto& s : driver.steps) p.steps.push_back({std::string(recipe::to_string(s.stage)), s.tool, tool(s.tool), step_args(s.args, p), "."});
+  p.wheel_stage = driver.wheel_stage ? std::string(recipe::to_string(*driver.wheel_stage)) : std::string();
+  p.configure_stage = recipe::to_string(driver.configure_stage);
+  for (const auto& [stage, note] : driver.stage_notes) p.stage_notes[std::string(recipe::to_string(stage))] = note;
 
   // The key: everything that shapes the wheel, nothing that only locates things.
   json k;
