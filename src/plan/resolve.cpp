@@ -356,10 +356,23 @@ std::optional<std::string> compiler_defect(const Recipe& r, const toolchain::Com
   return std::nullopt;
 }
 
+// A compiler the rule passed over, and why.
+struct Rejected {
+  std::filesystem::path path;
+  std::string why;
+  std::string line() const { return fmt::format("{}: {}", path.string(), why); }
+};
+
+std::string lines_of(const std::vector<Rejected>& rejected) {
+  std::vector<std::string> s;
+  for (const auto& r : rejected) s.push_back(r.line());
+  return text::join(s, "; ");
+}
+
 // The newest that is accepted: GCC first (what PyTorch's own builds use), then Clang.
 std::optional<toolchain::Compiler> pick_compiler(const std::vector<toolchain::Compiler>& cs, const Toolchain& tc,
                                                  const Recipe& r, const std::string& machine,
-                                                 std::vector<std::string>& rejected) {
+                                                 std::vector<Rejected>& rejected) {
   std::optional<toolchain::Compiler> best;
   for (const auto& c : cs) {
     std::optional<std::string> why = tc.rejects(c.kind, c.version);
@@ -367,7 +380,7 @@ std::optional<toolchain::Compiler> pick_compiler(const std::vector<toolchain::Co
       why = fmt::format("GCC {} is older than {} needs (at least GCC {})", c.version.str(), r.name, r.min_gcc->str());
     if (!why) why = compiler_defect(r, c, machine);
     if (why) {
-      rejected.push_back(fmt::format("{}: {}", c.path.string(), *why));
+      rejected.push_back({c.path, *why});
       continue;
     }
     auto rank = [](const toolchain::Compiler& x) { return std::pair(x.kind == toolchain::CompilerKind::gcc, x.version); };
@@ -432,9 +445,15 @@ struct Relaxing {
   const toolchain::Platform& platform;
 };
 
+// A refusal's words: what stands in the way, and the way out when there is one.
+struct Refusal {
+  std::string reason;
+  std::string way_out;
+};
+
 // No pair passes: the refusal names the rules that failed and the way out, the smallest
 // relaxation of what was asked that works.
-std::string infeasible_refusal(const Relaxing& x, const Evaluator& ev, const std::vector<Pair>& pairs,
+Refusal infeasible_refusal(const Relaxing& x, const Evaluator& ev, const std::vector<Pair>& pairs,
                                const std::vector<FailedRule>& recipe_level) {
   const Request& req = x.req;
   std::string why = explain(pairs, pairs.empty() ? recipe_level : std::vector<FailedRule>{});
@@ -475,7 +494,7 @@ std::string infeasible_refusal(const Relaxing& x, const Evaluator& ev, const std
                         ? "no recipe archbuild knows can build this; write one (--recipe FILE) for a release and "
                           "CUDA that support it"
                         : text::join(outs, ", or ");
-  return fmt::format("cannot build {}: {}. Way out: {}", arch_names(x.archs), why, way);
+  return {fmt::format("cannot build {}: {}", arch_names(x.archs), why), way};
 }
 
 struct Choice {
@@ -550,39 +569,39 @@ void toolkit_rule(const Installed& x, const Choice& choice, const std::vector<co
 // Rule host-compiler: the newest GCC (then Clang) the CUDA release accepts. The user's
 // CUDAHOSTCXX is a decision to honour or refuse, never to override: the refusal when it cannot
 // be honoured.
-std::optional<std::string> host_compiler_rule(const Installed& x) {
+std::optional<Refusal> host_compiler_rule(const Installed& x) {
   const Toolchain& tc = x.tc;
   Resolution& R = x.R;
   const toolchain::Host& host = x.in.host;
-  std::vector<std::string> rejected;
+  std::vector<Rejected> rejected;
   if (host.cudahostcxx) {
     const toolchain::Compiler* hc = nullptr;
     for (const auto& c : host.compilers)
       if (c.found_by == "CUDAHOSTCXX") hc = &c;
     if (!hc) {
       R.rules.push_back({Id::host_compiler, x.subject, false, "CUDAHOSTCXX is not a GCC or Clang archbuild can run"});
-      return fmt::format("rule {}: CUDAHOSTCXX={} is not a GCC or Clang archbuild can run. Way "
-                         "out: point CUDAHOSTCXX at a g++ that CUDA {} accepts, or unset it",
-                         rules::name(Id::host_compiler), *host.cudahostcxx, tc.cuda.str());
+      return Refusal{fmt::format("rule {}: CUDAHOSTCXX={} is not a GCC or Clang archbuild can run",
+                                 rules::name(Id::host_compiler), *host.cudahostcxx),
+                     fmt::format("point CUDAHOSTCXX at a g++ that CUDA {} accepts, or unset it", tc.cuda.str())};
     }
     auto picked = pick_compiler({*hc}, tc, x.recipe, R.platform.machine, rejected);
     if (!picked) {
       std::vector<toolchain::Compiler> others;
       for (const auto& c : host.compilers)
         if (c.found_by != "CUDAHOSTCXX") others.push_back(c);
-      std::vector<std::string> unused;
+      std::vector<Rejected> unused;
       auto alt = pick_compiler(others, tc, x.recipe, R.platform.machine, unused);
-      R.rules.push_back({Id::host_compiler, x.subject, false, rejected.front()});
-      return fmt::format("rule {}: CUDAHOSTCXX={}: {}. Way out: {}", rules::name(Id::host_compiler), *host.cudahostcxx,
-                         rejected.front().substr(rejected.front().find(": ") + 2),
-                         alt ? fmt::format("CUDAHOSTCXX={} ({}) or unset CUDAHOSTCXX", alt->path.string(), alt->name())
-                             : fmt::format("point CUDAHOSTCXX at g++ {} or older", tc.gcc.max ? tc.gcc.max->str() : ""));
+      R.rules.push_back({Id::host_compiler, x.subject, false, rejected.front().line()});
+      return Refusal{fmt::format("rule {}: CUDAHOSTCXX={}: {}", rules::name(Id::host_compiler), *host.cudahostcxx,
+                                 rejected.front().why),
+                     alt ? fmt::format("CUDAHOSTCXX={} ({}) or unset CUDAHOSTCXX", alt->path.string(), alt->name())
+                         : fmt::format("point CUDAHOSTCXX at g++ {} or older", tc.gcc.max ? tc.gcc.max->str() : "")};
     }
     R.compiler = picked;
   } else {
     R.compiler = pick_compiler(host.compilers, tc, x.recipe, R.platform.machine, rejected);
   }
-  for (const auto& rej : rejected) R.rules.push_back({Id::host_compiler, x.subject, false, "not accepted: " + rej});
+  for (const auto& rej : rejected) R.rules.push_back({Id::host_compiler, x.subject, false, "not accepted: " + rej.line()});
   if (R.compiler) {
     R.rules.push_back({Id::host_compiler, x.subject, true,
                        fmt::format("{} at {} ({}) is accepted by CUDA {}", R.compiler->name(),
@@ -591,7 +610,7 @@ std::optional<std::string> host_compiler_rule(const Installed& x) {
     std::string newest = tc.gcc.max ? tc.gcc.max->str() : "";
     x.missing.push_back(fmt::format("no host compiler CUDA {} accepts{}: install g++-{} and set CUDAHOSTCXX=/usr/bin/g++-{}",
                                     tc.cuda.str(),
-                                    rejected.empty() ? " (no g++ or clang++ on PATH)" : " (" + text::join(rejected, "; ") + ")",
+                                    rejected.empty() ? " (no g++ or clang++ on PATH)" : " (" + lines_of(rejected) + ")",
                                     newest, newest));
   }
   return std::nullopt;
@@ -786,9 +805,11 @@ Resolution resolve(const Request& req, const Inputs& in) {
   Resolution R;
   R.source_url = req.source_url;
   R.source_dir = req.source_dir;
-  auto refuse = [&](std::string msg) {
+  auto refuse = [&](std::string reason, std::string way_out = "") {
     R.status = Exit::bad_input;
-    R.message = std::move(msg);
+    R.message = way_out.empty() ? reason : fmt::format("{}. Way out: {}", reason, way_out);
+    R.reason = std::move(reason);
+    R.way_out = std::move(way_out);
     return R;
   };
 
@@ -820,8 +841,10 @@ Resolution resolve(const Request& req, const Inputs& in) {
   for (const auto& f : recipe_level) R.rules.push_back({f.rule, "", false, f.problem});
 
   std::vector<const Pair*> feasible = Evaluator::passing(pairs);
-  if (feasible.empty())
-    return refuse(infeasible_refusal({req, in, recipes, archs, default_python, default_py, R.platform}, ev, pairs, recipe_level));
+  if (feasible.empty()) {
+    Refusal no = infeasible_refusal({req, in, recipes, archs, default_python, default_py, R.platform}, ev, pairs, recipe_level);
+    return refuse(std::move(no.reason), std::move(no.way_out));
+  }
 
   const Choice choice = choose_pair(feasible, in.host.toolkits, archs, R.rules);
   R.recipe = *choice.pair->recipe;
@@ -832,7 +855,7 @@ Resolution resolve(const Request& req, const Inputs& in) {
   platform_host_rule(in, R, missing);
   const Installed x{req, in, *choice.pair->recipe, *choice.pair->tc, choice.pair->subject(), R, missing};
   toolkit_rule(x, choice, feasible);
-  if (auto refusal = host_compiler_rule(x)) return refuse(*refusal);
+  if (auto refusal = host_compiler_rule(x)) return refuse(std::move(refusal->reason), std::move(refusal->way_out));
   python_rule(x, default_python);
   tools_rule(x);
 

@@ -42,6 +42,10 @@ struct Resolution {
   // choice below stands, but something must be installed: `message` says what and how).
   Exit status = Exit::ok;
   std::string message;
+  // A refusal in its parts: `message` is `reason`, then ". Way out: " and `way_out` where the
+  // refusal names one (a caller that words its own way out takes `reason`).
+  std::string reason;
+  std::string way_out;
   std::vector<Rule> rules;
   std::vector<std::string> notes;
 

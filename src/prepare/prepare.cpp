@@ -127,14 +127,19 @@ const store::Layout& need_cache(const Cache& cache, const std::string& what) {
 
 // Where the plan's tree can be read before planning: the local tree, or the commit's blobs in
 // the mirror (nullopt: not mirrored yet).
-std::optional<contract::FileAccess> tree_files(const plan::Resolution& r, const plan::SourceChoice& sc,
-                                               const Cache& cache) {
-  if (sc.kind == plan::SourceChoice::Kind::local) return contract::directory_access(sc.dir);
+// The tree's files, and the commit they are of (empty for a local tree).
+struct TreeFiles {
+  contract::FileAccess access;
+  std::string commit;
+};
+
+std::optional<TreeFiles> tree_files(const plan::Resolution& r, const plan::SourceChoice& sc, const Cache& cache) {
+  if (sc.kind == plan::SourceChoice::Kind::local) return TreeFiles{contract::directory_access(sc.dir), ""};
   if (!cache.layout || r.url().empty()) return std::nullopt;
   std::string ref = sc.kind == plan::SourceChoice::Kind::ref ? sc.commit : r.recipe.source.commit.value_or(r.recipe.source.tag);
   auto files = source::open_commit_files(cache.layout->git_mirror(r.url()), ref);
   if (!files) return std::nullopt;
-  return contract::FileAccess{files->read, files->list, fmt::format("{}@{}", r.url(), files->commit.substr(0, 12))};
+  return TreeFiles{{files->read, files->list, fmt::format("{}@{}", r.url(), files->commit.substr(0, 12))}, files->commit};
 }
 
 // The recipe's tag (or pinned commit) fetched into the cache's mirror unless it is there (the
@@ -341,15 +346,11 @@ TreeContract read_tree_contract(const plan::Resolution& r, const plan::SourceCho
                            r.recipe.source.commit.value_or(r.recipe.source.tag));
     return t;
   }
-  t.origin = files->origin;
+  t.origin = files->access.origin;
+  // The commit read, as the mirror resolved it (not read back from the origin's words).
   if (sc.kind == plan::SourceChoice::Kind::ref) t.commit = sc.commit;
-  else if (sc.kind == plan::SourceChoice::Kind::recipe_tag) {
-    auto at = files->origin.rfind('@');
-    t.commit = at == std::string::npos ? "" : files->origin.substr(at + 1);
-    if (auto full = source::open_commit_files(cache.layout->git_mirror(r.url()), r.recipe.source.commit.value_or(r.recipe.source.tag)))
-      t.commit = full->commit;
-  }
-  auto c = contract::read_contract(*files);
+  else if (sc.kind == plan::SourceChoice::Kind::recipe_tag) t.commit = files->commit;
+  auto c = contract::read_contract(files->access);
   if (!c) {
     t.note = c.error().message;
     return t;
@@ -629,7 +630,7 @@ Result<Prepared> prepare(const plan::Resolution& r, const Request& q, const Cach
     if (auto files = tree_files(r, opts.source, cache)) {
       auto downloads = load_tree_downloads(data_root() / "data" / "tree-downloads.toml");
       if (!downloads) return downloads.error();
-      for (auto& st : unfetched_downloads(*downloads, r.recipe, env, tree_has(*files))) stops.push_back(std::move(st));
+      for (auto& st : unfetched_downloads(*downloads, r.recipe, env, tree_has(files->access))) stops.push_back(std::move(st));
     }
     for (auto& st : fr.stops) stops.push_back(std::move(st));
 

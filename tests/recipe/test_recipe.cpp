@@ -533,6 +533,12 @@ USE_FOO = "1"
     CHECK(m.find("missing required key 'tag'") != std::string::npos);
     CHECK(m.find("or in the recipe it extends") != std::string::npos);
   }
+  SECTION("a value that quotes the words 'missing required key' is not that error: no hint about the base") {
+    // The hint follows the error's kind (ErrorKind::missing_key), never its words.
+    auto m = load_error(tmp, "extends = \"base\"\nversion = \"missing required key\"\n", "words.toml");
+    CHECK(m.find("\"missing required key\" is not a version") != std::string::npos);
+    CHECK(m.find("or in the recipe it extends") == std::string::npos);
+  }
   SECTION("an error in the base names the base's own line") {
     tmp.write("badbase.toml", "package = \"demo\"\ncuda = [\"twelve\"]\n");
     auto m = load_error(tmp, "extends = \"badbase\"\n", "c2.toml");
