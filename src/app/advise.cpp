@@ -206,7 +206,7 @@ doctor::BuildAdvisor make_build_advisor(const std::vector<toolchain::Toolchain>&
              const std::optional<Version>& cuda) -> doctor::BuildSuggestion {
     doctor::BuildSuggestion s;
     if (!cuda_unknown.empty()) {
-      s.detail = cuda_unknown;
+      s.detail = s.reason = cuda_unknown;
       return s;
     }
     if (!lazy->tried) {
@@ -219,7 +219,7 @@ doctor::BuildAdvisor make_build_advisor(const std::vector<toolchain::Toolchain>&
       }
     }
     if (!lazy->inputs) {
-      s.detail = lazy->error;
+      s.detail = s.reason = lazy->error;
       return s;
     }
     plan::Request req;
@@ -238,6 +238,7 @@ doctor::BuildAdvisor make_build_advisor(const std::vector<toolchain::Toolchain>&
     auto r = plan::resolve(req, *lazy->inputs);
     if (r.status == Exit::bad_input) {
       s.detail = jetson ? jetson->why + ": " + r.message : r.message;
+      s.reason = jetson ? jetson->why + ": " + r.reason : r.reason;
       return s;
     }
     s.ok = true;

@@ -82,7 +82,7 @@ Result<std::vector<arch::Arch>> sm_targets(const std::vector<std::string>& value
     }
   }
   auto targets = arch::parse_arch_lists(values, data, o);
-  if (!targets && !no_native) return Error{targets.error().exit, "--sm: " + targets.error().message};
+  if (!targets && !no_native) return targets.error().with_context("--sm");
   return targets;
 }
 
@@ -153,14 +153,27 @@ std::string file_signature(const std::string& path) {
 // --source-url file:///srv/git/x.git names a repository on this machine: one that is not there is
 // bad input now (as `plan --check` says), not a fetch stage that fails (exit 4). A remote URL
 // cannot be checked offline; its fetch says what is wrong.
+// Something is there, and it is no folder (a file, a FIFO, a device): by its kind, not by how
+// paths::describe words it.
+bool there_but_no_folder(const paths::PathInfo& info) {
+  switch (info.kind) {
+    case paths::Kind::regular:
+    case paths::Kind::fifo:
+    case paths::Kind::socket:
+    case paths::Kind::char_device:
+    case paths::Kind::block_device: return true;
+    case paths::Kind::other: return info.why.empty();  // stat() said what it is: none of the above
+    default: return false;
+  }
+}
+
 Result<Ok> local_source_url_rule(const std::string& url) {
   if (!url.starts_with("file://")) return Ok{};
   const std::string path = url.substr(7);
   auto info = paths::classify(path);
   if (!path.empty() && info.kind == paths::Kind::directory) return Ok{};
   std::string what = path.empty() ? "names no path" : paths::describe(info);
-  if (what.starts_with("is ") && info.kind != paths::Kind::dangling_link && info.kind != paths::Kind::link_loop)
-    what += ", not a git repository's directory";
+  if (!path.empty() && there_but_no_folder(info)) what += ", not a git repository's directory";
   return Error::bad_input(fmt::format("--source-url {}: {}; a file:// URL names a git repository on this machine, as "
                                       "file:///srv/git/x.git",
                                       text::quoted(url, 1024), what));

@@ -91,9 +91,9 @@ JobInStore look_up_job(remote::BuildStore& store, const MatrixRequest& a, const 
 // The rule a refusal names: the first failed rule of the pair asked for, else any failed one.
 std::string refusal_rule(const plan::Resolution& r, const std::string& subject) {
   for (const auto& rule : r.rules)
-    if (!rule.ok && rule.subject == subject) return rule.id;
+    if (!rule.ok && rule.subject == subject) return rules::str(rule.id);
   for (const auto& rule : r.rules)
-    if (!rule.ok) return rule.id;
+    if (!rule.ok) return rules::str(rule.id);
   return "unknown";
 }
 

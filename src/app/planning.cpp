@@ -90,7 +90,7 @@ nlohmann::json PlanView::to_json() const {
   doc["blockers"] = b;
   nlohmann::json stops_doc = nlohmann::json::array();
   for (const auto& st : stops)
-    stops_doc.push_back({{"rule", st.rule}, {"exit", static_cast<int>(st.error.exit)}, {"message", st.error.message}});
+    stops_doc.push_back({{"rule", rules::str(st.rule)}, {"exit", static_cast<int>(st.error.exit)}, {"message", st.error.message}});
   doc["stops"] = stops_doc;
   doc["would_exit"] = nothing_to_build || stops.empty() ? 0 : static_cast<int>(stops.front().error.exit);
   doc["store"] = in_store ? in_store->to_json(*store) : nlohmann::json(nullptr);

@@ -96,8 +96,8 @@ fs::path torch_lib_dir(const std::string& python) {
   }
   auto started = ask(python, kScript, {}, std::nullopt, true);
   if (!started) {  // cannot start it: exit 3, the path quoted (a newline in it stays on the line)
-    std::string why = started.error().message;
-    if (why.starts_with(python + ": ")) why.erase(0, python.size() + 2);
+    // Its own words, without the program capture put in front (the error's context).
+    std::string why = started.error().reason();
     throw Failure(Error{started.error().exit, fmt::format("--python {}: {}", text::quoted(python), why)});
   }
   auto ran = std::move(*started);

@@ -141,7 +141,7 @@ void print_plan(const app::PlanView& v, Context& ctx) {
                             : fmt::format("contract   the tree at {} (read from the mirror):", tree.commit.substr(0, 12)));
     for (const auto& l : contract::describe(*tree.contract)) out("  " + l);
     for (const auto& f : tree.findings)
-      out(fmt::format("  check {:<14} {}  {}", f.rule, f.ok ? "ok    " : "REFUSE", f.message));
+      out(fmt::format("  check {:<14} {}  {}", rules::name(f.rule), f.ok ? "ok    " : "REFUSE", f.message));
   } else {
     out("contract   " + tree.note);
   }

@@ -95,7 +95,7 @@ void print_resolution(const plan::Resolution& r, const Context& ctx) {
       continue;
     }
     std::string subj = rule.subject.empty() || rule.subject == chosen ? "" : rule.subject + ": ";
-    out(fmt::format("  {:<4} {:<18} {}{}", rule.ok ? "ok" : "no", rule.id, subj, rule.detail));
+    out(fmt::format("  {:<4} {:<18} {}{}", rule.ok ? "ok" : "no", rules::name(rule.id), subj, rule.detail));
   }
   if (hidden) out(fmt::format("  ({} passed rules of other candidates not shown; -v shows them)", hidden));
   for (const auto& n : r.notes) note(ctx, "note: " + n);

@@ -605,7 +605,7 @@ std::vector<std::string> describe(const Contract& c) {
 namespace {
 
 Finding driver_matches_backend(const Contract& c, const Expectation& e) {
-  const std::string rule = "driver-backend";
+  const rules::Id rule = rules::Id::driver_backend;
   auto ok = drivers_for(c);
   std::string driver(recipe::to_string(e.driver));
   if (std::find(ok.begin(), ok.end(), e.driver) != ok.end())
@@ -629,7 +629,7 @@ Finding driver_matches_backend(const Contract& c, const Expectation& e) {
 }
 
 Finding version_agrees(const Contract& c, const Expectation& e) {
-  const std::string rule = "version";
+  const rules::Id rule = rules::Id::version;
   if (!c.version) return {rule, true, Exit::ok, "no version.txt: not checked"};
   auto tree = release_part(*c.version);
   if (!tree) return {rule, true, Exit::ok, fmt::format("{}: '{}' has no release number: not checked", c.version_where.str(), *c.version)};
@@ -642,7 +642,7 @@ Finding version_agrees(const Contract& c, const Expectation& e) {
 }
 
 Finding cmake_new_enough(const Contract& c, const Expectation& e) {
-  const std::string rule = "cmake-minimum";
+  const rules::Id rule = rules::Id::cmake_minimum;
   if (!c.cmake_minimum) return {rule, true, Exit::ok, "no cmake_minimum_required"};
   const auto& cm = *c.cmake_minimum;
   if (!e.cmake) return {rule, true, Exit::ok, fmt::format("cmake >= {} ({}); the plan's cmake version is unknown: not checked",
@@ -662,7 +662,7 @@ Finding cmake_new_enough(const Contract& c, const Expectation& e) {
 // src/scikit_build_core/settings/skbuild_read_settings.py): the build would stop in its first
 // seconds, after the venv and the fetch.
 Finding skbuild_metadata_accepted(const Contract& c, const Expectation& e) {
-  const std::string rule = "skbuild-metadata";
+  const rules::Id rule = rules::Id::skbuild_metadata;
   if (!recipe::driver_spec(e.driver).skbuild_settings || !c.skbuild || !c.skbuild->legacy_metadata)
     return {rule, true, Exit::ok, "no provisional [tool.scikit-build.metadata] provider"};
   const ScikitBuild& b = *c.skbuild;
@@ -690,7 +690,7 @@ std::vector<Finding> check(const Contract& c, const Expectation& e) {
 json to_json(const std::vector<Finding>& findings) {
   json j = json::array();
   for (const auto& f : findings)
-    j.push_back({{"rule", f.rule}, {"ok", f.ok}, {"exit", static_cast<int>(f.exit)}, {"message", f.message}});
+    j.push_back({{"rule", rules::str(f.rule)}, {"ok", f.ok}, {"exit", static_cast<int>(f.exit)}, {"message", f.message}});
   return j;
 }
 

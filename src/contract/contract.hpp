@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/rules.hpp"
 #include "core/version.hpp"
 #include "recipe/recipe.hpp"
 
@@ -148,7 +149,7 @@ struct Expectation {
 
 // One check of the contract against the plan.
 struct Finding {
-  std::string rule;  // driver-backend, version, cmake-minimum, skbuild-metadata
+  rules::Id rule;  // driver-backend, version, cmake-minimum, skbuild-metadata
   bool ok = true;
   Exit exit = Exit::ok;  // when not ok
   std::string message;   // one line, naming the file:line and what would be valid

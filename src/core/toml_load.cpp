@@ -65,8 +65,8 @@ const toml::node* TableReader::lookup(std::string_view key, bool required) {
   known_.emplace_back(key);
   const toml::node* n = table_.get(key);
   if (!n && required)
-    fail(Error::bad_input(fmt::format("{}: {}: missing required key '{}'", where(table_, file_),
-                                      context_, key)));
+    fail(Error::bad_input(fmt::format("{}: {}: missing required key '{}'", where(table_, file_), context_, key))
+             .with_kind(ErrorKind::missing_key));
   return n;
 }
 

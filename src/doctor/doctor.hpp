@@ -77,6 +77,7 @@ struct BuildSuggestion {
   std::string recipe;   // "torch-2.9"
   std::string command;  // "archbuild wheel --sm 120 --recipe torch-2.9"
   std::string detail;   // what it builds ("torch 2.9.1 with CUDA 13.0"), or why it is refused
+  std::string reason;   // refused: why, without the resolver's way out (advice that words its own takes this)
   std::string needs;    // the choice stands but something must be installed first
   std::optional<Version> cuda;  // the CUDA release it builds with (ok only)
   // This machine's build libraries where they matter to the advice: a provider preferred or

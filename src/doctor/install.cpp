@@ -145,7 +145,7 @@ BuildSuggestion build_for_driver(const BuildAdvisor& advisor, const std::vector<
     return s;
   }
   // The resolver's own way out names CUDA releases this driver cannot start: only its reason stays.
-  std::string reason = last.detail.substr(0, last.detail.find(". Way out:"));
+  const std::string& reason = last.reason;
   BuildSuggestion none;
   none.detail = fmt::format("{}, and no CUDA release it starts builds {}{}{}: update the driver to >= {}, then: {}", veto,
                             ccs_text(ccs), line ? " on torch " + line->str() : "",
@@ -167,9 +167,18 @@ InstallAdvice advise_install(const InstallQuery& q, const BuildAdvisor& advisor)
     a.notes.push_back("driver not known (give --driver 580.65): each wheel names the driver it needs");
   }
 
+  struct WhyNot {
+    std::string text;
+    bool driver = false;  // the driver stands in the way (Judged::driver_only)
+  };
   struct LineResult {
     const Release* release;
-    std::vector<std::string> why_not;
+    std::vector<WhyNot> why_not;
+    std::string whys() const {
+      std::vector<std::string> s;
+      for (const auto& w : why_not) s.push_back(w.text);
+      return text::join(s, "; ");
+    }
   };
   std::vector<InstallOption> sass, ptx;
   std::vector<LineResult> lines;
@@ -186,16 +195,16 @@ InstallAdvice advise_install(const InstallQuery& q, const BuildAdvisor& advisor)
         (j.option->sass ? sass : ptx).push_back(std::move(*j.option));
         continue;
       }
-      lr.why_not.push_back(j.why_not);
+      lr.why_not.push_back({j.why_not, j.driver_only});
       if (j.driver_only && !driver_blocked)
         driver_blocked = fmt::format("torch {} ({}) runs on {} with driver >= {}", r->line.str(), v->cu(),
                                      ccs_text(a.ccs), j.driver_needed);
     }
     if (vs.empty() && !r->recorded)
-      lr.why_not.push_back("no official wheels recorded: only a recipe names this line");
+      lr.why_not.push_back({"no official wheels recorded: only a recipe names this line"});
     else if (vs.empty())
-      lr.why_not.push_back(wheels == "x86_64" ? "no arch list recorded for its wheels"
-                                              : fmt::format("no {} wheel list recorded", wheels));
+      lr.why_not.push_back({wheels == "x86_64" ? "no arch list recorded for its wheels"
+                                               : fmt::format("no {} wheel list recorded", wheels)});
     lines.push_back(std::move(lr));
   }
   a.options = std::move(sass);
@@ -209,12 +218,12 @@ InstallAdvice advise_install(const InstallQuery& q, const BuildAdvisor& advisor)
     if (best && lr.release->line == *best) {
       std::vector<std::string> driver_why;
       for (const auto& w : lr.why_not)
-        if (w.find("driver") != std::string::npos) driver_why.push_back(w);
+        if (w.driver) driver_why.push_back(w.text);
       if (!driver_why.empty())
         a.ruled_out.push_back(fmt::format("torch {}: {}", lr.release->line.str(), text::join(driver_why, "; ")));
       continue;
     }
-    a.ruled_out.push_back(fmt::format("torch {}: {}", lr.release->line.str(), text::join(lr.why_not, "; ")));
+    a.ruled_out.push_back(fmt::format("torch {}: {}", lr.release->line.str(), lr.whys()));
   }
   if (q.platform && !a.options.empty() && wheels != "x86_64")
     a.notes.push_back(fmt::format("the {} wheels share the index with the x86_64 ones: pip on the {} host picks its "
@@ -245,9 +254,9 @@ InstallAdvice advise_install(const InstallQuery& q, const BuildAdvisor& advisor)
     a.build_why = fmt::format("no official wheel runs on {}{}", ccs_text(a.ccs), driver ? " with driver " + *q.driver : "");
   } else if (newest && a.options.front().line < newest->line) {
     a.build = ask(newest->line);
-    const auto& why = lines.front().why_not;
+    const auto& line = lines.front();
     a.build_why = fmt::format("no official torch {} wheel runs here{}", newest->line.str(),
-                              why.empty() ? "" : " (" + text::join(why, "; ") + ")");
+                              line.why_not.empty() ? "" : " (" + line.whys() + ")");
   }
   return a;
 }

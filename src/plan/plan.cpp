@@ -411,7 +411,7 @@ json to_json(const Resolution& r) {
   if (!r.message.empty()) j["message"] = r.message;
   json rules = json::array();
   for (const auto& x : r.rules)
-    rules.push_back({{"rule", x.id}, {"subject", x.subject}, {"ok", x.ok}, {"detail", x.detail}});
+    rules.push_back({{"rule", archbuild::rules::str(x.id)}, {"subject", x.subject}, {"ok", x.ok}, {"detail", x.detail}});
   j["rules"] = rules;
   j["notes"] = r.notes;
   j["targets"] = arch_json(r.archs);
@@ -509,20 +509,19 @@ json Plan::to_json() const {
   return j;
 }
 
-Result<Plan> make_plan(const Resolution& res, const PlanOptions& options) {
-  if (res.status != Exit::ok) return Error{res.status, res.message};
-  if (!res.toolkit || !res.compiler || !res.python)
-    return Error::missing_tool("the resolution has no toolkit, host compiler or Python to plan with");
+namespace {
+
+// make_plan's phases, in its order: each fills its part of the plan (PlanData) from the
+// resolution and the options, or refuses.
+
+// The source: the recipe's tag, the commit --ref named when planned, or a scanned local tree.
+Result<Ok> plan_source(const Resolution& res, const SourceChoice& sc, PlanData& p) {
   const recipe::Recipe& r = res.recipe;
-  auto d = std::make_shared<PlanData>();
-  PlanData& p = *d;
-  p.resolution = res;
   p.url = res.url();
   p.tag = r.source.tag;
   p.ref = r.source.tag;
   p.commit = r.source.commit;
   p.submodules = r.source.submodules;
-  const SourceChoice& sc = options.source;
   if (sc.kind == SourceChoice::Kind::ref) {
     // The fetch checks out the commit the ref named when planned: a branch that moves later is a
     // new plan with a new key, never a silent change under this one.
@@ -542,46 +541,58 @@ Result<Plan> make_plan(const Resolution& res, const PlanOptions& options) {
   if (p.url.empty() && !p.local)
     return Error::bad_input(fmt::format("{} has no source.url or source.path; give --source-url URL or --source DIR", r.name));
   p.version = source_version(r, sc, res.toolchain, res.archs);
-  const HostResources host = options.resources ? *options.resources : HostResources::current();
+  return Ok{};
+}
+
+// How many compiles run at once: the static rule, or every core under --memory-budget's admission.
+void plan_jobs(const HostResources& host, const PlanOptions& options, const recipe::Recipe& r, PlanData& p) {
   p.jobs = jobs_rule(host, options.jobs, r);
-  if (options.memory_budget_mb) {
-    Admission& a = p.admission;
-    a.on = true;
-    a.figures = r.memory;
-    if (*options.memory_budget_mb > 0) {
-      a.budget_mb = *options.memory_budget_mb;
-      a.budget_from = "--memory-budget " + options.memory_budget_text;
-    } else {
-      a.budget_mb = std::max<std::uint64_t>(1, host.mem_available / (1024 * 1024) * 9 / 10);
-      a.budget_from = fmt::format("90% of {:.1f} GiB available", p.jobs.mem_gib);
-    }
-    if (!p.jobs.from_option) {
-      p.jobs.static_jobs = p.jobs.jobs;
-      p.jobs.jobs = p.jobs.cores;
-      p.jobs.admitted = true;
-    }
+  if (!options.memory_budget_mb) return;
+  Admission& a = p.admission;
+  a.on = true;
+  a.figures = r.memory;
+  if (*options.memory_budget_mb > 0) {
+    a.budget_mb = *options.memory_budget_mb;
+    a.budget_from = "--memory-budget " + options.memory_budget_text;
+  } else {
+    a.budget_mb = std::max<std::uint64_t>(1, host.mem_available / (1024 * 1024) * 9 / 10);
+    a.budget_from = fmt::format("90% of {:.1f} GiB available", p.jobs.mem_gib);
   }
+  if (!p.jobs.from_option) {
+    p.jobs.static_jobs = p.jobs.jobs;
+    p.jobs.jobs = p.jobs.cores;
+    p.jobs.admitted = true;
+  }
+}
 
-  auto keyed = [&](const std::string& k, std::string v) { p.env[k] = EnvVar{std::move(v), true, ""}; };
-  auto unkeyed = [&](const std::string& k, std::string v, std::string why) {
-    p.env[k] = EnvVar{std::move(v), false, std::move(why)};
-  };
-  for (const auto& [k, v] : r.env) keyed(k, v);
-  keyed(r.arch.env, res.arch_list);
-  if (!r.version_env.empty()) keyed(r.version_env, p.version);
-  if (!r.build_number_env.empty()) keyed(r.build_number_env, std::to_string(r.build_number));
+void keyed(PlanData& p, const std::string& k, std::string v) { p.env[k] = EnvVar{std::move(v), true, ""}; }
+void unkeyed(PlanData& p, const std::string& k, std::string v, std::string why) {
+  p.env[k] = EnvVar{std::move(v), false, std::move(why)};
+}
 
+// The recipe's environment, keyed: its env, the arch list, the version and build number.
+void plan_recipe_env(const Resolution& res, PlanData& p) {
+  const recipe::Recipe& r = res.recipe;
+  for (const auto& [k, v] : r.env) keyed(p, k, v);
+  keyed(p, r.arch.env, res.arch_list);
+  if (!r.version_env.empty()) keyed(p, r.version_env, p.version);
+  if (!r.build_number_env.empty()) keyed(p, r.build_number_env, std::to_string(r.build_number));
+}
+
+// Where the toolchain is, unkeyed (the key holds the versions): CUDA, the compilers, the jobs,
+// PATH, the build venv.
+void plan_toolchain_env(const Resolution& res, const PlanOptions& options, PlanData& p) {
   const auto& tk = *res.toolkit;
   const auto& cc = *res.compiler;
-  unkeyed("CUDA_HOME", tk.root.string(), "a path; the key holds the CUDA version");
-  unkeyed("CUDACXX", tk.nvcc.string(), "a path; the key holds nvcc's version");
-  unkeyed("CUDAHOSTCXX", cc.path.string(), "a path; the key holds the compiler's kind and version");
-  unkeyed("CXX", cc.path.string(), "the same compiler as CUDAHOSTCXX, so C++ and CUDA objects agree");
-  if (!cc.c_path.empty()) unkeyed("CC", cc.c_path.string(), "the C compiler of the same installation");
-  unkeyed("MAX_JOBS", std::to_string(p.jobs.jobs), "parallelism does not change the output");
-  unkeyed("CMAKE_BUILD_PARALLEL_LEVEL", std::to_string(p.jobs.jobs), "parallelism does not change the output");
-  if (r.nvcc_threads)
-    unkeyed("NVCC_THREADS", std::to_string(p.jobs.threads_per_job), "parallelism does not change the output");
+  unkeyed(p, "CUDA_HOME", tk.root.string(), "a path; the key holds the CUDA version");
+  unkeyed(p, "CUDACXX", tk.nvcc.string(), "a path; the key holds nvcc's version");
+  unkeyed(p, "CUDAHOSTCXX", cc.path.string(), "a path; the key holds the compiler's kind and version");
+  unkeyed(p, "CXX", cc.path.string(), "the same compiler as CUDAHOSTCXX, so C++ and CUDA objects agree");
+  if (!cc.c_path.empty()) unkeyed(p, "CC", cc.c_path.string(), "the C compiler of the same installation");
+  unkeyed(p, "MAX_JOBS", std::to_string(p.jobs.jobs), "parallelism does not change the output");
+  unkeyed(p, "CMAKE_BUILD_PARALLEL_LEVEL", std::to_string(p.jobs.jobs), "parallelism does not change the output");
+  if (res.recipe.nvcc_threads)
+    unkeyed(p, "NVCC_THREADS", std::to_string(p.jobs.threads_per_job), "parallelism does not change the output");
   // PATH: the chosen toolkit, Python, compiler and tools first, then the system's.
   std::vector<std::string> dirs;
   auto add_dir = [&](const fs::path& d) {
@@ -599,11 +610,16 @@ Result<Plan> make_plan(const Resolution& res, const PlanOptions& options) {
   add_dir(cc.path.parent_path());
   for (const auto& [name, path] : res.tools) add_dir(path.parent_path());
   for (const char* sys : {"/usr/local/bin", "/usr/bin", "/bin"}) add_dir(sys);
-  unkeyed("PATH", text::join(dirs, ":"), "paths; the key holds the versions of what they lead to");
+  unkeyed(p, "PATH", text::join(dirs, ":"), "paths; the key holds the versions of what they lead to");
   if (options.venv) {
     p.venv = options.venv;
-    unkeyed("VIRTUAL_ENV", options.venv->dir.string(), "a path; the key holds the venv's interpreter and package versions");
+    unkeyed(p, "VIRTUAL_ENV", options.venv->dir.string(), "a path; the key holds the venv's interpreter and package versions");
   }
+}
+
+// The caller's environment: the pass-through names, and --env (keyed; never over what the plan
+// decides itself).
+Result<Ok> plan_user_env(const recipe::Recipe& r, const PlanOptions& options, PlanData& p) {
   p.passthrough = build_env_allowlist();
   for (const auto& [k, v] : options.env) {
     bool valid = !k.empty() && !std::isdigit(static_cast<unsigned char>(k[0])) &&
@@ -613,12 +629,14 @@ Result<Plan> make_plan(const Resolution& res, const PlanOptions& options) {
       return Error::bad_input(fmt::format("--env {}: archbuild sets {} from the plan ({}); change what decides it "
                                           "(--sm, --cuda, --python, --jobs) instead",
                                           k, k, p.env[k].keyed ? p.env[k].value : p.env[k].why));
-    keyed(k, v);
+    keyed(p, k, v);
   }
-  if (auto e = plan_recipe_libraries(res, options, p); !e) return e.error();
+  return Ok{};
+}
 
-  // What the build would download, under the environment just fixed: the caller's resolution of
-  // each active one (a resolution for a disabled one is dropped).
+// What the build would download, under the environment just fixed: the caller's resolution of
+// each active one (a resolution for a disabled one is dropped).
+void plan_fetches(const Resolution& res, const PlanOptions& options, PlanData& p) {
   std::map<std::string, std::string> keyed_env;
   for (const auto& [k, v] : p.env) keyed_env[k] = v.value;
   p.fetches = fetch_plans(res, keyed_env);
@@ -629,9 +647,12 @@ Result<Plan> make_plan(const Resolution& res, const PlanOptions& options) {
     f.ref = it->second.ref;
     f.commit = it->second.commit;
   }
+}
 
-  // The driver's steps (recipe/driver.hpp: setup.py commands before torch 2.9, PEP 517 through
-  // python -m build after, scikit-build-core where pyproject.toml names it, …).
+// The driver's steps (recipe/driver.hpp: setup.py commands before torch 2.9, PEP 517 through
+// python -m build after, scikit-build-core where pyproject.toml names it, …).
+void plan_steps(const Resolution& res, const PlanOptions& options, PlanData& p) {
+  const recipe::Recipe& r = res.recipe;
   const recipe::DriverSpec& driver = recipe::driver_spec(r.driver);
   const fs::path py = options.venv ? options.venv->python : res.python->path;
   auto tool = [&](const std::string& t) -> fs::path {
@@ -642,10 +663,30 @@ Result<Plan> make_plan(const Resolution& res, const PlanOptions& options) {
   };
   p.wheel_dir = driver.makes_wheel ? r.wheel_dir : std::string();
   plan_config_settings(driver, options, p);
-  for (const auto& s : driver.steps) p.steps.push_back({s.stage, s.tool, tool(s.tool), step_args(s.args, p), "."});
-  p.wheel_stage = driver.wheel_stage;
-  p.configure_stage = driver.configure_stage;
-  for (const auto& [stage, note] : driver.stage_notes) p.stage_notes[stage] = note;
+  for (const auto& s : driver.steps) p.steps.push_back({std::string(recipe::to_string(s.stage)), s.tool, tool(s.tool), step_args(s.args, p), "."});
+  p.wheel_stage = driver.wheel_stage ? std::string(recipe::to_string(*driver.wheel_stage)) : std::string();
+  p.configure_stage = recipe::to_string(driver.configure_stage);
+  for (const auto& [stage, note] : driver.stage_notes) p.stage_notes[std::string(recipe::to_string(stage))] = note;
+}
+
+}  // namespace
+
+Result<Plan> make_plan(const Resolution& res, const PlanOptions& options) {
+  if (res.status != Exit::ok) return Error{res.status, res.message};
+  if (!res.toolkit || !res.compiler || !res.python)
+    return Error::missing_tool("the resolution has no toolkit, host compiler or Python to plan with");
+  const recipe::Recipe& r = res.recipe;
+  auto d = std::make_shared<PlanData>();
+  PlanData& p = *d;
+  p.resolution = res;
+  if (auto e = plan_source(res, options.source, p); !e) return e.error();
+  plan_jobs(options.resources ? *options.resources : HostResources::current(), options, r, p);
+  plan_recipe_env(res, p);
+  plan_toolchain_env(res, options, p);
+  if (auto e = plan_user_env(r, options, p); !e) return e.error();
+  if (auto e = plan_recipe_libraries(res, options, p); !e) return e.error();
+  plan_fetches(res, options, p);
+  plan_steps(res, options, p);
 
   // The key: everything that shapes the wheel, nothing that only locates things (plan/key.hpp).
   p.key_inputs = key_inputs_of(p).to_json();

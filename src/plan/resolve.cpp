@@ -14,6 +14,7 @@ namespace archbuild::plan {
 namespace {
 
 using recipe::Recipe;
+using rules::Id;
 using toolchain::Toolchain;
 
 std::string join_versions(const std::vector<Version>& vs, std::string_view sep = ", ") {
@@ -100,13 +101,14 @@ std::optional<Rule> venv_installs(const toolchain::Python& py, const std::vector
   for (const char* needed : {"venv", "pip"})
     if (!py.has_module(needed) || std::find(lacking.begin(), lacking.end(), needed) != lacking.end())
       return std::nullopt;
-  return Rule{"python-modules", subject, true,
+  return Rule{Id::python_modules, subject, true,
               fmt::format("{} lacks {}: the build venv installs them with pip (the index, --find-links or "
                           "--index-url)", py.path.string(), text::join(lacking, ", "))};
 }
 
-struct Failure {
-  std::string rule;
+// A rule a candidate fails, before it joins the rules list (plan::Rule) with its subject.
+struct FailedRule {
+  Id rule;
   std::string problem;  // the same words for every candidate it stops (grouped in refusals)
   std::string detail;   // this candidate's own words (the rules list)
 };
@@ -116,7 +118,7 @@ struct Pair {
   Version cuda;
   const Toolchain* tc = nullptr;
   std::vector<Rule> passed;
-  std::vector<Failure> failed;
+  std::vector<FailedRule> failed;
   std::string subject() const { return fmt::format("{} + CUDA {}", recipe->name, cuda.str()); }
 };
 
@@ -133,13 +135,13 @@ class Evaluator {
             const toolchain::Platform& platform)
       : req_(req), in_(in), recipes_(recipes), archs_(archs), default_python_(default_python), platform_(platform) {}
 
-  std::vector<Pair> pairs(const Constraints& c, std::vector<Failure>* recipe_level = nullptr) const {
+  std::vector<Pair> pairs(const Constraints& c, std::vector<FailedRule>* recipe_level = nullptr) const {
     std::vector<Pair> out;
     for (const Recipe* r : recipes_) {
       if (c.torch && !r->torch_version().starts_with(*c.torch)) continue;
       if (c.cuda && std::find(r->cuda.begin(), r->cuda.end(), *c.cuda) == r->cuda.end()) {
         if (recipe_level)
-          recipe_level->push_back({"recipe-cuda", fmt::format("{} supports CUDA {}, not {}", r->name,
+          recipe_level->push_back({Id::recipe_cuda, fmt::format("{} supports CUDA {}, not {}", r->name,
                                                               join_versions(r->cuda), c.cuda->str())});
         continue;
       }
@@ -163,33 +165,33 @@ class Evaluator {
     Pair p;
     p.recipe = &r;
     p.cuda = cuda;
-    auto ok = [&](std::string id, std::string detail) { p.passed.push_back({std::move(id), p.subject(), true, std::move(detail)}); };
-    auto fail = [&](std::string id, std::string problem, std::string detail = "") {
+    auto ok = [&](Id id, std::string detail) { p.passed.push_back({std::move(id), p.subject(), true, std::move(detail)}); };
+    auto fail = [&](Id id, std::string problem, std::string detail = "") {
       if (detail.empty()) detail = problem;
       p.failed.push_back({std::move(id), std::move(problem), std::move(detail)});
     };
 
-    if (c.torch) ok("torch-version", fmt::format("{} is torch {}", r.name, r.torch_version().str()));
-    if (c.cuda) ok("recipe-cuda", fmt::format("{} supports CUDA {}", r.name, cuda.str()));
+    if (c.torch) ok(Id::torch_version, fmt::format("{} is torch {}", r.name, r.torch_version().str()));
+    if (c.cuda) ok(Id::recipe_cuda, fmt::format("{} supports CUDA {}", r.name, cuda.str()));
     p.tc = find_toolchain(in_.toolchains, cuda);
     if (!p.tc) {
-      fail("toolchain-data", fmt::format("no toolchains/cuda-{}.toml describes CUDA {}", cuda.str(), cuda.str()));
+      fail(Id::toolchain_data, fmt::format("no toolchains/cuda-{}.toml describes CUDA {}", cuda.str(), cuda.str()));
     } else {
-      ok("toolchain-data", fmt::format("CUDA {}: {}", cuda.str(), p.tc->file.filename().string()));
+      ok(Id::toolchain_data, fmt::format("CUDA {}: {}", cuda.str(), p.tc->file.filename().string()));
       std::vector<std::string> bad;
       for (const auto& a : archs_)
         if (!p.tc->compiles(a)) bad.push_back(arch_bound(a, cuda, in_.toolchains));
       if (bad.empty())
-        ok("toolkit-arch", fmt::format("CUDA {} compiles {}", cuda.str(), arch_names(archs_)));
+        ok(Id::toolkit_arch, fmt::format("CUDA {} compiles {}", cuda.str(), arch_names(archs_)));
       else
-        for (auto& b : bad) fail("toolkit-arch", b);
+        for (auto& b : bad) fail(Id::toolkit_arch, b);
     }
     if (platform_.cuda_below) {
       if (cuda < *platform_.cuda_below)
-        ok("platform-cuda", fmt::format("platform {} builds with CUDA older than {}", platform_.name,
+        ok(Id::platform_cuda, fmt::format("platform {} builds with CUDA older than {}", platform_.name,
                                         platform_.cuda_below->str()));
       else
-        fail("platform-cuda", fmt::format("platform {} builds with CUDA older than {}: {} (toolchains/platforms.toml)",
+        fail(Id::platform_cuda, fmt::format("platform {} builds with CUDA older than {}: {} (toolchains/platforms.toml)",
                                           platform_.name, platform_.cuda_below->str(), platform_.cuda_below_why));
     }
     // The arch list must be spelled so that this release's parser accepts it.
@@ -222,30 +224,30 @@ class Evaluator {
         syntax.push_back(fmt::format("{} of {} builds nothing that runs on {} (it knows only sm {})", r.arch.env,
                                      r.name, a.cc_name(), sm_values(r.arch.values)));
     if (syntax.empty())
-      ok("arch-syntax", fmt::format("{} of {} accepts {}", reader, r.name, arch_names(archs_)));
+      ok(Id::arch_syntax, fmt::format("{} of {} accepts {}", reader, r.name, arch_names(archs_)));
     else
-      for (auto& s : syntax) fail("arch-syntax", s, fmt::format("{} of {}", s, r.name));
+      for (auto& s : syntax) fail(Id::arch_syntax, s, fmt::format("{} of {}", s, r.name));
 
     std::optional<Version> py = c.python ? c.python : default_python_;
     if (py) {
       if (std::find(r.python.begin(), r.python.end(), *py) != r.python.end())
-        ok("python-version", fmt::format("{} supports Python {}", r.name, py->str()));
+        ok(Id::python_version, fmt::format("{} supports Python {}", r.name, py->str()));
       else
-        fail("python-version",
+        fail(Id::python_version,
              fmt::format("Python {}{} is not supported", py->str(), c.python ? "" : " (the default python3)"),
              fmt::format("{} supports Python {}, not {}{}", r.name, join_versions(r.python), py->str(),
                          c.python ? "" : " (the default python3)"));
     }
     if (req_.source_dir)
-      ok("source-url", fmt::format("--source {} (a local tree, as it is)", req_.source_dir->string()));
+      ok(Id::source_url, fmt::format("--source {} (a local tree, as it is)", req_.source_dir->string()));
     else if (req_.source_url)
-      ok("source-url", fmt::format("--source-url {}", *req_.source_url));
+      ok(Id::source_url, fmt::format("--source-url {}", *req_.source_url));
     else if (!r.source.path.empty())
-      ok("source-url", fmt::format("source.path {} (a local tree, as it is)", r.source.path.string()));
+      ok(Id::source_url, fmt::format("source.path {} (a local tree, as it is)", r.source.path.string()));
     else if (r.source.url.empty())
-      fail("source-url", "no source.url or source.path in the recipe; give --source-url URL or --source DIR");
+      fail(Id::source_url, "no source.url or source.path in the recipe; give --source-url URL or --source DIR");
     else
-      ok("source-url", r.source.url);
+      ok(Id::source_url, r.source.url);
     return p;
   }
 
@@ -259,21 +261,21 @@ class Evaluator {
 
 // "sm_120 needs CUDA >= 12.8 (torch-2.5 + CUDA 12.4, 12.1, 11.8)": failures grouped by rule and
 // problem, each with the pairs it stopped.
-std::string explain(const std::vector<Pair>& pairs, const std::vector<Failure>& recipe_level) {
-  static const std::vector<std::string> order = {"recipe-cuda", "toolchain-data", "toolkit-arch", "platform-cuda",
-                                                 "arch-syntax", "python-version", "source-url"};
-  std::map<std::pair<std::string, std::string>, std::vector<const Pair*>> groups;
+std::string explain(const std::vector<Pair>& pairs, const std::vector<FailedRule>& recipe_level) {
+  static const std::vector<Id> order = {Id::recipe_cuda, Id::toolchain_data, Id::toolkit_arch, Id::platform_cuda,
+                                                 Id::arch_syntax, Id::python_version, Id::source_url};
+  std::map<std::pair<Id, std::string>, std::vector<const Pair*>> groups;
   for (const auto& p : pairs)
     for (const auto& f : p.failed) groups[{f.rule, f.problem}].push_back(&p);
   std::vector<std::string> parts;
   for (const auto& rule : order) {
     for (const auto& f : recipe_level)
-      if (f.rule == rule) parts.push_back(fmt::format("rule {}: {}", f.rule, f.problem));
+      if (f.rule == rule) parts.push_back(fmt::format("rule {}: {}", rules::name(f.rule), f.problem));
     for (const auto& [key, ps] : groups) {
       if (key.first != rule) continue;
       std::string where;
       // CUDA-level problems list the pairs they stop, recipe-level ones the recipes.
-      if (rule == "toolkit-arch" || rule == "toolchain-data" || rule == "platform-cuda") {
+      if (rule == Id::toolkit_arch || rule == Id::toolchain_data || rule == Id::platform_cuda) {
         std::vector<std::string> by_recipe;
         std::map<std::string, std::vector<Version>> m;
         std::vector<std::string> names;
@@ -289,7 +291,7 @@ std::string explain(const std::vector<Pair>& pairs, const std::vector<Failure>& 
           if (std::find(names.begin(), names.end(), p->recipe->name) == names.end()) names.push_back(p->recipe->name);
         where = fmt::format(" [{}]", text::join(names, ", "));
       }
-      parts.push_back(fmt::format("rule {}: {}{}", key.first, key.second, where));
+      parts.push_back(fmt::format("rule {}: {}{}", rules::name(key.first), key.second, where));
     }
   }
   return text::join(parts, "; ");
@@ -354,10 +356,23 @@ std::optional<std::string> compiler_defect(const Recipe& r, const toolchain::Com
   return std::nullopt;
 }
 
+// A compiler the rule passed over, and why.
+struct Rejected {
+  std::filesystem::path path;
+  std::string why;
+  std::string line() const { return fmt::format("{}: {}", path.string(), why); }
+};
+
+std::string lines_of(const std::vector<Rejected>& rejected) {
+  std::vector<std::string> s;
+  for (const auto& r : rejected) s.push_back(r.line());
+  return text::join(s, "; ");
+}
+
 // The newest that is accepted: GCC first (what PyTorch's own builds use), then Clang.
 std::optional<toolchain::Compiler> pick_compiler(const std::vector<toolchain::Compiler>& cs, const Toolchain& tc,
                                                  const Recipe& r, const std::string& machine,
-                                                 std::vector<std::string>& rejected) {
+                                                 std::vector<Rejected>& rejected) {
   std::optional<toolchain::Compiler> best;
   for (const auto& c : cs) {
     std::optional<std::string> why = tc.rejects(c.kind, c.version);
@@ -365,7 +380,7 @@ std::optional<toolchain::Compiler> pick_compiler(const std::vector<toolchain::Co
       why = fmt::format("GCC {} is older than {} needs (at least GCC {})", c.version.str(), r.name, r.min_gcc->str());
     if (!why) why = compiler_defect(r, c, machine);
     if (why) {
-      rejected.push_back(fmt::format("{}: {}", c.path.string(), *why));
+      rejected.push_back({c.path, *why});
       continue;
     }
     auto rank = [](const toolchain::Compiler& x) { return std::pair(x.kind == toolchain::CompilerKind::gcc, x.version); };
@@ -409,13 +424,13 @@ std::optional<std::string> torch_version_rule(const Request& req, const std::vec
                          [&](const Recipe* r) { return r->torch_version().starts_with(*req.torch); });
   if (any) return std::nullopt;
   if (auto why = pairing_refusal(recipes, *req.torch)) {
-    rules.push_back({"torch-pairing", "", false, *why});
-    return "rule torch-pairing: " + *why;
+    rules.push_back({Id::torch_pairing, "", false, *why});
+    return fmt::format("rule {}: {}", rules::name(Id::torch_pairing), *why);
   }
   std::set<Version> lines;
   for (const Recipe* r : recipes) lines.insert(line_of(*r));
-  rules.push_back({"torch-version", "", false, fmt::format("no recipe for torch {}", req.torch->str())});
-  return fmt::format("rule torch-version: no recipe ({}) is for torch {}; they cover torch {}", req.recipe_label,
+  rules.push_back({Id::torch_version, "", false, fmt::format("no recipe for torch {}", req.torch->str())});
+  return fmt::format("rule {}: no recipe ({}) is for torch {}; they cover torch {}", rules::name(Id::torch_version), req.recipe_label,
                      req.torch->str(), join_versions(std::vector<Version>(lines.begin(), lines.end())));
 }
 
@@ -430,12 +445,18 @@ struct Relaxing {
   const toolchain::Platform& platform;
 };
 
+// A refusal's words: what stands in the way, and the way out when there is one.
+struct Refusal {
+  std::string reason;
+  std::string way_out;
+};
+
 // No pair passes: the refusal names the rules that failed and the way out, the smallest
 // relaxation of what was asked that works.
-std::string infeasible_refusal(const Relaxing& x, const Evaluator& ev, const std::vector<Pair>& pairs,
-                               const std::vector<Failure>& recipe_level) {
+Refusal infeasible_refusal(const Relaxing& x, const Evaluator& ev, const std::vector<Pair>& pairs,
+                               const std::vector<FailedRule>& recipe_level) {
   const Request& req = x.req;
-  std::string why = explain(pairs, pairs.empty() ? recipe_level : std::vector<Failure>{});
+  std::string why = explain(pairs, pairs.empty() ? recipe_level : std::vector<FailedRule>{});
   if (pairs.empty() && recipe_level.empty()) why = "no recipe matches the request";
   std::vector<std::string> outs;
   if (req.torch) {
@@ -465,7 +486,7 @@ std::string infeasible_refusal(const Relaxing& x, const Evaluator& ev, const std
   if (outs.empty())
     for (const auto& p : pairs)
       if (!p.failed.empty() && std::all_of(p.failed.begin(), p.failed.end(),
-                                           [](const Failure& f) { return f.rule == "source-url"; })) {
+                                           [](const FailedRule& f) { return f.rule == Id::source_url; })) {
         outs.push_back(fmt::format("give --source-url URL, the repository to fetch {} from", p.recipe->name));
         break;
       }
@@ -473,7 +494,7 @@ std::string infeasible_refusal(const Relaxing& x, const Evaluator& ev, const std
                         ? "no recipe archbuild knows can build this; write one (--recipe FILE) for a release and "
                           "CUDA that support it"
                         : text::join(outs, ", or ");
-  return fmt::format("cannot build {}: {}. Way out: {}", arch_names(x.archs), why, way);
+  return {fmt::format("cannot build {}: {}", arch_names(x.archs), why), way};
 }
 
 struct Choice {
@@ -494,7 +515,7 @@ Choice choose_pair(const std::vector<const Pair*>& feasible, const std::vector<t
       for (const auto& a : archs)
         if (!tk.lists(a.cc)) unlisted.push_back("compute_" + std::to_string(a.cc.sm()));
       if (!unlisted.empty()) {
-        rules.push_back({"nvcc-arch-list", p->subject(), false,
+        rules.push_back({Id::nvcc_arch_list, p->subject(), false,
                          fmt::format("`{} --list-gpu-arch` lacks {}", tk.nvcc.string(), text::join(unlisted, ", "))});
         continue;
       }
@@ -524,7 +545,7 @@ void toolkit_rule(const Installed& x, const Choice& choice, const std::vector<co
   if (const toolchain::Toolkit* installed = choice.installed) {
     x.R.toolkit = *installed;
     std::string listed = installed->listed ? "; nvcc --list-gpu-arch confirms the targets" : "";
-    x.R.rules.push_back({"toolkit-installed", x.subject, true,
+    x.R.rules.push_back({Id::toolkit_installed, x.subject, true,
                          fmt::format("CUDA {} at {} ({}){}", installed->version.str(), installed->root.string(),
                                      installed->found_by, listed)});
     return;
@@ -537,7 +558,7 @@ void toolkit_rule(const Installed& x, const Choice& choice, const std::vector<co
       if (alt.empty() && tk.release() == p->cuda)
         alt = fmt::format(" (or use the installed CUDA {}: --torch {} --cuda {})", tk.version.str(),
                           line_of(*p->recipe).str(), p->cuda.str());
-  x.R.rules.push_back({"toolkit-installed", x.subject, false,
+  x.R.rules.push_back({Id::toolkit_installed, x.subject, false,
                        fmt::format("CUDA {} is not installed (found: {})", x.tc.cuda.str(),
                                    have.empty() ? "none" : text::join(have, ", "))});
   x.missing.push_back(fmt::format("CUDA {} is not installed: install it (e.g. to /usr/local/cuda-{}) or point "
@@ -548,48 +569,48 @@ void toolkit_rule(const Installed& x, const Choice& choice, const std::vector<co
 // Rule host-compiler: the newest GCC (then Clang) the CUDA release accepts. The user's
 // CUDAHOSTCXX is a decision to honour or refuse, never to override: the refusal when it cannot
 // be honoured.
-std::optional<std::string> host_compiler_rule(const Installed& x) {
+std::optional<Refusal> host_compiler_rule(const Installed& x) {
   const Toolchain& tc = x.tc;
   Resolution& R = x.R;
   const toolchain::Host& host = x.in.host;
-  std::vector<std::string> rejected;
+  std::vector<Rejected> rejected;
   if (host.cudahostcxx) {
     const toolchain::Compiler* hc = nullptr;
     for (const auto& c : host.compilers)
       if (c.found_by == "CUDAHOSTCXX") hc = &c;
     if (!hc) {
-      R.rules.push_back({"host-compiler", x.subject, false, "CUDAHOSTCXX is not a GCC or Clang archbuild can run"});
-      return fmt::format("rule host-compiler: CUDAHOSTCXX={} is not a GCC or Clang archbuild can run. Way "
-                         "out: point CUDAHOSTCXX at a g++ that CUDA {} accepts, or unset it",
-                         *host.cudahostcxx, tc.cuda.str());
+      R.rules.push_back({Id::host_compiler, x.subject, false, "CUDAHOSTCXX is not a GCC or Clang archbuild can run"});
+      return Refusal{fmt::format("rule {}: CUDAHOSTCXX={} is not a GCC or Clang archbuild can run",
+                                 rules::name(Id::host_compiler), *host.cudahostcxx),
+                     fmt::format("point CUDAHOSTCXX at a g++ that CUDA {} accepts, or unset it", tc.cuda.str())};
     }
     auto picked = pick_compiler({*hc}, tc, x.recipe, R.platform.machine, rejected);
     if (!picked) {
       std::vector<toolchain::Compiler> others;
       for (const auto& c : host.compilers)
         if (c.found_by != "CUDAHOSTCXX") others.push_back(c);
-      std::vector<std::string> unused;
+      std::vector<Rejected> unused;
       auto alt = pick_compiler(others, tc, x.recipe, R.platform.machine, unused);
-      R.rules.push_back({"host-compiler", x.subject, false, rejected.front()});
-      return fmt::format("rule host-compiler: CUDAHOSTCXX={}: {}. Way out: {}", *host.cudahostcxx,
-                         rejected.front().substr(rejected.front().find(": ") + 2),
-                         alt ? fmt::format("CUDAHOSTCXX={} ({}) or unset CUDAHOSTCXX", alt->path.string(), alt->name())
-                             : fmt::format("point CUDAHOSTCXX at g++ {} or older", tc.gcc.max ? tc.gcc.max->str() : ""));
+      R.rules.push_back({Id::host_compiler, x.subject, false, rejected.front().line()});
+      return Refusal{fmt::format("rule {}: CUDAHOSTCXX={}: {}", rules::name(Id::host_compiler), *host.cudahostcxx,
+                                 rejected.front().why),
+                     alt ? fmt::format("CUDAHOSTCXX={} ({}) or unset CUDAHOSTCXX", alt->path.string(), alt->name())
+                         : fmt::format("point CUDAHOSTCXX at g++ {} or older", tc.gcc.max ? tc.gcc.max->str() : "")};
     }
     R.compiler = picked;
   } else {
     R.compiler = pick_compiler(host.compilers, tc, x.recipe, R.platform.machine, rejected);
   }
-  for (const auto& rej : rejected) R.rules.push_back({"host-compiler", x.subject, false, "not accepted: " + rej});
+  for (const auto& rej : rejected) R.rules.push_back({Id::host_compiler, x.subject, false, "not accepted: " + rej.line()});
   if (R.compiler) {
-    R.rules.push_back({"host-compiler", x.subject, true,
+    R.rules.push_back({Id::host_compiler, x.subject, true,
                        fmt::format("{} at {} ({}) is accepted by CUDA {}", R.compiler->name(),
                                    R.compiler->path.string(), R.compiler->found_by, tc.cuda.str())});
   } else {
     std::string newest = tc.gcc.max ? tc.gcc.max->str() : "";
     x.missing.push_back(fmt::format("no host compiler CUDA {} accepts{}: install g++-{} and set CUDAHOSTCXX=/usr/bin/g++-{}",
                                     tc.cuda.str(),
-                                    rejected.empty() ? " (no g++ or clang++ on PATH)" : " (" + text::join(rejected, "; ") + ")",
+                                    rejected.empty() ? " (no g++ or clang++ on PATH)" : " (" + lines_of(rejected) + ")",
                                     newest, newest));
   }
   return std::nullopt;
@@ -613,7 +634,7 @@ void python_modules_rule(const Installed& x) {
   if (!lacking.empty() && !x.req.python) {
     for (const auto& other : others) {
       if (!has_all(other) || other.release() != R.python->release()) continue;
-      R.rules.push_back({"python-default", x.subject, true,
+      R.rules.push_back({Id::python_default, x.subject, true,
                          fmt::format("{} lacks {}; {} (Python {}) has them: building with it (--python chooses)",
                                      R.python->path.string(), text::join(lacking, ", "), other.path.string(),
                                      other.version.str())});
@@ -628,7 +649,7 @@ void python_modules_rule(const Installed& x) {
   }
   if (lacking.empty()) {
     if (!needed.empty())
-      R.rules.push_back({"python-modules", x.subject, true,
+      R.rules.push_back({Id::python_modules, x.subject, true,
                          fmt::format("{} can import {}", R.python->path.string(), text::join(needed, ", "))});
     return;
   }
@@ -642,7 +663,7 @@ void python_modules_rule(const Installed& x) {
   std::string detail = fmt::format("{} (Python {}) lacks the module{} {} that {} needs", R.python->path.string(),
                                    R.python->version.str(), lacking.size() > 1 ? "s" : "", text::join(lacking, ", "),
                                    fmt::format("the {} driver", recipe::to_string(x.recipe.driver)));
-  R.rules.push_back({"python-modules", x.subject, false, detail});
+  R.rules.push_back({Id::python_modules, x.subject, false, detail});
   x.missing.push_back(fmt::format("{}: install {} (Debian) or `{} -m pip install {}`{}", detail,
                                   text::join(packages, " "), R.python->path.string(), text::join(lacking, " "),
                                   alternative));
@@ -663,14 +684,14 @@ void python_rule(const Installed& x, const toolchain::Python* default_python) {
   }
   if (!R.python) {
     std::string want = x.req.python ? x.req.python->str() : x.recipe.python.back().str();
-    R.rules.push_back({"python-installed", x.subject, false,
+    R.rules.push_back({Id::python_installed, x.subject, false,
                        fmt::format("no python{} on PATH, among pyenv's versions or in /usr/bin", want)});
     x.missing.push_back(fmt::format("python{} is not on PATH, among pyenv's versions or in /usr/bin: install it, or "
                                     "give its path (supported by {}: {})",
                                     want, x.recipe.name, join_versions(x.recipe.python)));
     return;
   }
-  R.rules.push_back({"python-installed", x.subject, true,
+  R.rules.push_back({Id::python_installed, x.subject, true,
                      fmt::format("Python {} at {} ({})", R.python->version.str(), R.python->path.string(),
                                  R.python->found_by)});
   python_modules_rule(x);
@@ -683,9 +704,9 @@ void tools_rule(const Installed& x) {
     if (it != x.in.host.tools.end()) {
       x.R.tools[t] = it->second;
       if (auto v = x.in.host.tool_versions.find(t); v != x.in.host.tool_versions.end()) x.R.tool_versions[t] = v->second;
-      x.R.rules.push_back({"tool-installed", x.subject, true, fmt::format("{} at {}", t, it->second.string())});
+      x.R.rules.push_back({Id::tool_installed, x.subject, true, fmt::format("{} at {}", t, it->second.string())});
     } else {
-      x.R.rules.push_back({"tool-installed", x.subject, false, fmt::format("{} is not on PATH", t)});
+      x.R.rules.push_back({Id::tool_installed, x.subject, false, fmt::format("{} is not on PATH", t)});
       x.missing.push_back(fmt::format("{} is not on PATH: install it", t));
     }
   }
@@ -709,7 +730,7 @@ std::optional<std::string> platform_rule(const Request& req, const Inputs& in, c
     for (const auto& a : archs) gpus.push_back({a.cc, "", fmt::format("--sm {}", a.cc_name())});
   auto choice = toolchain::choose_platform(ps, req.platform, gpus, machine);
   if (!choice) {
-    R.rules.push_back({"platform", "", false, choice.error().message});
+    R.rules.push_back({Id::platform, "", false, choice.error().message});
     return choice.error().message;
   }
   R.platform = *choice->platform;
@@ -720,7 +741,7 @@ std::optional<std::string> platform_rule(const Request& req, const Inputs& in, c
         R.notes.push_back(fmt::format("{}: a wheel for platform {} cannot run there; --platform names the platform the "
                                       "GPU sits on ({})",
                                       *no, R.platform.name, text::join(ps.names(), ", ")));
-  R.rules.push_back({"platform", "", true,
+  R.rules.push_back({Id::platform, "", true,
                      fmt::format("{} ({}; wheel tag *_{}, CUDA libraries from {}) from {}", R.platform.name,
                                  R.platform.description, R.platform.wheel_arch,
                                  R.platform.pip_cuda ? "nvidia-* pip packages" : "the system (host-bound wheel)",
@@ -771,12 +792,12 @@ void build_notes(Resolution& R) {
 void platform_host_rule(const Inputs& in, Resolution& R, std::vector<std::string>& missing) {
   toolchain::Machine machine = in.machine ? *in.machine : toolchain::this_machine();
   if (machine.arch == R.platform.machine) {
-    R.rules.push_back({"platform-host", "", true, fmt::format("this machine is {}", machine.arch)});
+    R.rules.push_back({Id::platform_host, "", true, fmt::format("this machine is {}", machine.arch)});
     return;
   }
   std::string why = fmt::format("a {} wheel builds on an {} host; this machine is {}: run the same command there",
                                 R.platform.name, R.platform.machine, machine.arch.empty() ? "unknown" : machine.arch);
-  R.rules.push_back({"platform-host", "", false, why});
+  R.rules.push_back({Id::platform_host, "", false, why});
   missing.push_back(why);
 }
 
@@ -784,9 +805,11 @@ Resolution resolve(const Request& req, const Inputs& in) {
   Resolution R;
   R.source_url = req.source_url;
   R.source_dir = req.source_dir;
-  auto refuse = [&](std::string msg) {
+  auto refuse = [&](std::string reason, std::string way_out = "") {
     R.status = Exit::bad_input;
-    R.message = std::move(msg);
+    R.message = way_out.empty() ? reason : fmt::format("{}. Way out: {}", reason, way_out);
+    R.reason = std::move(reason);
+    R.way_out = std::move(way_out);
     return R;
   };
 
@@ -795,7 +818,7 @@ Resolution resolve(const Request& req, const Inputs& in) {
   if (archs.empty()) return refuse("no target architecture: give --sm, e.g. --sm 90");
   if (req.ptx) archs.back().ptx = true;
   R.archs = archs;
-  R.rules.push_back({"targets", "", true, arch_names(archs)});
+  R.rules.push_back({Id::targets, "", true, arch_names(archs)});
   if (auto refusal = platform_rule(req, in, archs, R)) return refuse(*refusal);
 
   std::vector<const Recipe*> recipes = candidate_recipes(in.recipes);
@@ -809,7 +832,7 @@ Resolution resolve(const Request& req, const Inputs& in) {
   if (!req.python && default_python) default_py = default_python->release();
 
   Evaluator ev(req, in, recipes, archs, default_py, R.platform);
-  std::vector<Failure> recipe_level;
+  std::vector<FailedRule> recipe_level;
   std::vector<Pair> pairs = ev.pairs({req.torch, req.cuda, req.python}, &recipe_level);
   for (const auto& p : pairs) {
     for (const auto& ok : p.passed) R.rules.push_back(ok);
@@ -818,8 +841,10 @@ Resolution resolve(const Request& req, const Inputs& in) {
   for (const auto& f : recipe_level) R.rules.push_back({f.rule, "", false, f.problem});
 
   std::vector<const Pair*> feasible = Evaluator::passing(pairs);
-  if (feasible.empty())
-    return refuse(infeasible_refusal({req, in, recipes, archs, default_python, default_py, R.platform}, ev, pairs, recipe_level));
+  if (feasible.empty()) {
+    Refusal no = infeasible_refusal({req, in, recipes, archs, default_python, default_py, R.platform}, ev, pairs, recipe_level);
+    return refuse(std::move(no.reason), std::move(no.way_out));
+  }
 
   const Choice choice = choose_pair(feasible, in.host.toolkits, archs, R.rules);
   R.recipe = *choice.pair->recipe;
@@ -830,7 +855,7 @@ Resolution resolve(const Request& req, const Inputs& in) {
   platform_host_rule(in, R, missing);
   const Installed x{req, in, *choice.pair->recipe, *choice.pair->tc, choice.pair->subject(), R, missing};
   toolkit_rule(x, choice, feasible);
-  if (auto refusal = host_compiler_rule(x)) return refuse(*refusal);
+  if (auto refusal = host_compiler_rule(x)) return refuse(std::move(refusal->reason), std::move(refusal->way_out));
   python_rule(x, default_python);
   tools_rule(x);
 
@@ -838,7 +863,7 @@ Resolution resolve(const Request& req, const Inputs& in) {
   recipe::ArchListText printed = recipe::print_arch_list(x.recipe.arch, archs);
   R.arch_list = printed.text;
   for (auto& n : printed.notes) R.notes.push_back(n);
-  R.rules.push_back({"arch-list", x.subject, true, fmt::format("{}={}", x.recipe.arch.env, R.arch_list)});
+  R.rules.push_back({Id::arch_list, x.subject, true, fmt::format("{}={}", x.recipe.arch.env, R.arch_list)});
 
   if (!missing.empty()) {
     R.status = Exit::missing_tool;

@@ -9,6 +9,7 @@
 
 #include "arch/arch.hpp"
 #include "core/error.hpp"
+#include "core/rules.hpp"
 #include "core/version.hpp"
 #include "recipe/recipe.hpp"
 #include "toolchain/platform.hpp"
@@ -30,7 +31,7 @@ struct Request {
 
 // One rule checked, for printing: "toolkit-arch  ok  CUDA 13.0 compiles sm_90".
 struct Rule {
-  std::string id;       // toolkit-arch, arch-syntax, host-compiler, …
+  rules::Id id;         // toolkit-arch, arch-syntax, host-compiler, … (core/rules.hpp)
   std::string subject;  // "torch-2.9 + CUDA 13.0", or "" for the request itself
   bool ok = true;
   std::string detail;
@@ -41,6 +42,10 @@ struct Resolution {
   // choice below stands, but something must be installed: `message` says what and how).
   Exit status = Exit::ok;
   std::string message;
+  // A refusal in its parts: `message` is `reason`, then ". Way out: " and `way_out` where the
+  // refusal names one (a caller that words its own way out takes `reason`).
+  std::string reason;
+  std::string way_out;
   std::vector<Rule> rules;
   std::vector<std::string> notes;
 

@@ -34,13 +34,13 @@ std::optional<Error> Prepared::first_stop() const {
 
 std::vector<Stop> launch_stops(const std::optional<fs::path>& cache_dir, const fs::path& out) {
   std::vector<Stop> stops;
-  if (auto dir = store::choose_cache_dir(cache_dir); !dir) stops.push_back({"cache-dir", dir.error()});
-  if (auto c = store::check_out_dir(fs::absolute(out)); !c) stops.push_back({"out", c.error()});
+  if (auto dir = store::choose_cache_dir(cache_dir); !dir) stops.push_back({rules::Id::cache_dir, dir.error()});
+  if (auto c = store::check_out_dir(fs::absolute(out)); !c) stops.push_back({rules::Id::out, c.error()});
   return stops;
 }
 
 Stop store_required_stop(const std::string& problem) {
-  return {"store-required", Error::missing_tool(fmt::format("--store-required: {}", problem))};
+  return {rules::Id::store_required, Error::missing_tool(fmt::format("--store-required: {}", problem))};
 }
 
 // ---- the parts -------------------------------------------------------------------------------
@@ -127,14 +127,19 @@ const store::Layout& need_cache(const Cache& cache, const std::string& what) {
 
 // Where the plan's tree can be read before planning: the local tree, or the commit's blobs in
 // the mirror (nullopt: not mirrored yet).
-std::optional<contract::FileAccess> tree_files(const plan::Resolution& r, const plan::SourceChoice& sc,
-                                               const Cache& cache) {
-  if (sc.kind == plan::SourceChoice::Kind::local) return contract::directory_access(sc.dir);
+// The tree's files, and the commit they are of (empty for a local tree).
+struct TreeFiles {
+  contract::FileAccess access;
+  std::string commit;
+};
+
+std::optional<TreeFiles> tree_files(const plan::Resolution& r, const plan::SourceChoice& sc, const Cache& cache) {
+  if (sc.kind == plan::SourceChoice::Kind::local) return TreeFiles{contract::directory_access(sc.dir), ""};
   if (!cache.layout || r.url().empty()) return std::nullopt;
   std::string ref = sc.kind == plan::SourceChoice::Kind::ref ? sc.commit : r.recipe.source.commit.value_or(r.recipe.source.tag);
   auto files = source::open_commit_files(cache.layout->git_mirror(r.url()), ref);
   if (!files) return std::nullopt;
-  return contract::FileAccess{files->read, files->list, fmt::format("{}@{}", r.url(), files->commit.substr(0, 12))};
+  return TreeFiles{{files->read, files->list, fmt::format("{}@{}", r.url(), files->commit.substr(0, 12))}, files->commit};
 }
 
 // The recipe's tag (or pinned commit) fetched into the cache's mirror unless it is there (the
@@ -295,14 +300,14 @@ FetchResolution resolve_fetches(const plan::Resolution& r, const plan::SourceCho
     // The recipe does not fit the tree (exit 2): a stop like the others, so `plan` shows the
     // whole answer and `wheel` meets them in the same order.
     if (!text) {
-      out.stops.push_back({"fetch-pin", Error::bad_input(fmt::format(
+      out.stops.push_back({rules::Id::fetch_pin, Error::bad_input(fmt::format(
           "{}: [[fetch]] {} names the pin file {}, which the tree ({}) does not have; fix the recipe's pin_file "
           "(or unless_env) for this tree", r.recipe.file.string(), f.name, text::join(f.pin_files, " or "), origin))});
       continue;
     }
     std::string ref = pin_of(*text);
     if (ref.empty()) {
-      out.stops.push_back({"fetch-pin", Error::bad_input(fmt::format(
+      out.stops.push_back({rules::Id::fetch_pin, Error::bad_input(fmt::format(
           "{} ({}): empty; expected the tag or commit of {} that [[fetch]] {} checks out", f.pin_file, origin, f.url,
           f.name))});
       continue;
@@ -315,11 +320,11 @@ FetchResolution resolve_fetches(const plan::Resolution& r, const plan::SourceCho
           for (const auto& [var, values] : rf.unless_env) off.push_back("--env " + var + "=" + values.front());
       std::string way_out = off.empty() ? "" : ", or build without it (" + text::join(off, " or ") + ")";
       if (q.offline)
-        out.stops.push_back({"fetch-pin", Error::missing_tool(fmt::format(
+        out.stops.push_back({rules::Id::fetch_pin, Error::missing_tool(fmt::format(
             "offline: the tree pins {} at {} ({}), which the mirror of {} does not have; run once without --offline "
             "to fetch it{}", f.name, ref, f.pin_file, f.url, way_out))});
       else
-        out.stops.push_back({"fetch-pin", Error::missing_tool(fmt::format(
+        out.stops.push_back({rules::Id::fetch_pin, Error::missing_tool(fmt::format(
             "fetch {} ({} @ {}, pinned by {}): {}{}", f.name, f.url, ref, f.pin_file, info.error().message, way_out))});
       continue;
     }
@@ -341,15 +346,11 @@ TreeContract read_tree_contract(const plan::Resolution& r, const plan::SourceCho
                            r.recipe.source.commit.value_or(r.recipe.source.tag));
     return t;
   }
-  t.origin = files->origin;
+  t.origin = files->access.origin;
+  // The commit read, as the mirror resolved it (not read back from the origin's words).
   if (sc.kind == plan::SourceChoice::Kind::ref) t.commit = sc.commit;
-  else if (sc.kind == plan::SourceChoice::Kind::recipe_tag) {
-    auto at = files->origin.rfind('@');
-    t.commit = at == std::string::npos ? "" : files->origin.substr(at + 1);
-    if (auto full = source::open_commit_files(cache.layout->git_mirror(r.url()), r.recipe.source.commit.value_or(r.recipe.source.tag)))
-      t.commit = full->commit;
-  }
-  auto c = contract::read_contract(*files);
+  else if (sc.kind == plan::SourceChoice::Kind::recipe_tag) t.commit = files->commit;
+  auto c = contract::read_contract(files->access);
   if (!c) {
     t.note = c.error().message;
     return t;
@@ -373,7 +374,7 @@ contract::Expectation early_expectation(const plan::Resolution& r) {
 std::vector<Stop> contradictions(const std::vector<contract::Finding>& findings, const std::string& origin) {
   std::vector<Stop> out;
   for (const auto& f : findings)
-    if (!f.ok && f.rule != "version") out.push_back({f.rule, Error{f.exit, fmt::format("{} (tree: {})", f.message, origin)}});
+    if (!f.ok && f.rule != rules::Id::version) out.push_back({f.rule, Error{f.exit, fmt::format("{} (tree: {})", f.message, origin)}});
   return out;
 }
 
@@ -447,7 +448,7 @@ ReleaseLine release_line_rule(const std::optional<std::string>& tree_version, co
   } else if (ahead) {
     out.note = both + ": no recipe of line " + tl.str() + " exists yet, so the newest is used; its pins may not fit";
   } else {
-    out.stop = Stop{"release-line", Error::bad_input(fmt::format(
+    out.stop = Stop{rules::Id::release_line, Error::bad_input(fmt::format(
         "{}: choose the recipe of line {} (--torch {} or --recipe), or build it with this one on purpose "
         "(--allow-release-mismatch)", both, tl.str(), tl.str()))};
   }
@@ -456,7 +457,7 @@ ReleaseLine release_line_rule(const std::optional<std::string>& tree_version, co
 
 std::optional<Version> recipe_line_of_tree(const Prepared& p, const Request& q) {
   if (q.allow_release_mismatch) return std::nullopt;
-  if (std::none_of(p.stops.begin(), p.stops.end(), [](const Stop& s) { return s.rule == "release-line"; }))
+  if (std::none_of(p.stops.begin(), p.stops.end(), [](const Stop& s) { return s.rule == rules::Id::release_line; }))
     return std::nullopt;
   auto release = contract::release_part(p.plan->version.substr(0, p.plan->version.find('+')));
   if (!release || release->size() < 2) return std::nullopt;
@@ -543,7 +544,7 @@ std::vector<Stop> unfetched_downloads(const std::vector<TreeDownload>& downloads
     if (!recipe::fetch_disabled_by(off, build_env).empty()) continue;
     std::vector<std::string> switches;
     for (const auto& [var, values] : d.unless_env) switches.push_back("--env " + var + "=" + values.front());
-    out.push_back({"tree-download", Error::missing_tool(fmt::format(
+    out.push_back({rules::Id::tree_download, Error::missing_tool(fmt::format(
         "the tree's {} pins {} and its build clones it from the network ({}), but the recipe {} has no [[fetch]] "
         "named \"{}\": add one (see recipes/torch-common.toml){}", present, d.name, d.why, recipe.file.string(),
         d.fetch, switches.empty() ? "" : ", or build without it (" + text::join(switches, " or ") + ")"))});
@@ -614,7 +615,7 @@ Result<Prepared> prepare(const plan::Resolution& r, const Request& q, const Cach
       venv_note = v.note;
       if (v.stop) {
         venv_failed = true;
-        stops.push_back({"build-venv", *v.stop});
+        stops.push_back({rules::Id::build_venv, *v.stop});
       }
     }
 
@@ -629,7 +630,7 @@ Result<Prepared> prepare(const plan::Resolution& r, const Request& q, const Cach
     if (auto files = tree_files(r, opts.source, cache)) {
       auto downloads = load_tree_downloads(data_root() / "data" / "tree-downloads.toml");
       if (!downloads) return downloads.error();
-      for (auto& st : unfetched_downloads(*downloads, r.recipe, env, tree_has(*files))) stops.push_back(std::move(st));
+      for (auto& st : unfetched_downloads(*downloads, r.recipe, env, tree_has(files->access))) stops.push_back(std::move(st));
     }
     for (auto& st : fr.stops) stops.push_back(std::move(st));
 
@@ -652,9 +653,9 @@ Result<Prepared> prepare(const plan::Resolution& r, const Request& q, const Cach
     }
     p.tree = std::move(tree);
 
-    if (auto e = plan::missing_libraries(p.plan->libraries)) stops.push_back({"libraries", *e});
+    if (auto e = plan::missing_libraries(p.plan->libraries)) stops.push_back({rules::Id::libraries, *e});
     p.host = plan::check_host(p.plan, host_figures(cache.layout ? cache.layout->root() : fs::path()));
-    if (auto e = p.host.error()) stops.push_back({"host", *e});
+    if (auto e = p.host.error()) stops.push_back({rules::Id::host, *e});
     p.stops = std::move(stops);
     return p;
   } catch (const Failure& f) {

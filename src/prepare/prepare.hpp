@@ -19,6 +19,7 @@
 
 #include "contract/contract.hpp"
 #include "core/error.hpp"
+#include "core/rules.hpp"
 #include "plan/host_check.hpp"
 #include "plan/plan.hpp"
 #include "plan/resolve.hpp"
@@ -70,7 +71,7 @@ struct Services {
 
 // One reason `wheel` stops before its first stage.
 struct Stop {
-  std::string rule;  // tree-contract, build-venv, tree-download, fetch-pin, libraries, host, cmake
+  rules::Id rule;  // cache-dir, out, release-line, the contract's, build-venv, tree-download, fetch-pin, libraries, host
   Error error;
 };
 

@@ -15,12 +15,12 @@ HalfConfigured cmake_half_configured() { return {"CMakeCache.txt", {"build.ninja
 
 // `python -m build` over the tree's backend: one call configures, compiles and packages.
 std::vector<StepSpec> pep517_steps() {
-  return {{"build", "python", {"-m", "build", "--wheel", "--no-isolation", "--outdir", "{wheel_dir}", "{config_settings}", "."}}};
+  return {{Stage::build, "python", {"-m", "build", "--wheel", "--no-isolation", "--outdir", "{wheel_dir}", "{config_settings}", "."}}};
 }
 
-std::map<std::string, std::string> pep517_notes(const std::string& configures) {
-  return {{"configure", "the backend configures in the build step (python -m build runs " + configures + ")"},
-          {"package", "the build step made the wheel; this stage normalizes and stores it"}};
+std::map<Stage, std::string> pep517_notes(const std::string& configures) {
+  return {{Stage::configure, "the backend configures in the build step (python -m build runs " + configures + ")"},
+          {Stage::package, "the build step made the wheel; this stage normalizes and stores it"}};
 }
 
 // The table: one entry per driver, by era of the projects it builds, in the order of
@@ -34,10 +34,10 @@ const std::vector<DriverSpec>& table() {
       d.summary = "setup.py build --cmake-only / bdist_wheel";
       d.python_modules = {"setuptools", "wheel"};
       d.tools = {"cmake"};
-      d.steps = {{"configure", "python", {"setup.py", "build", "--cmake-only"}},
-                 {"build", "cmake", {"--build", "{build_dir}"}},
-                 {"package", "python", {"setup.py", "bdist_wheel"}}};
-      d.wheel_stage = "package";
+      d.steps = {{Stage::configure, "python", {"setup.py", "build", "--cmake-only"}},
+                 {Stage::build, "cmake", {"--build", "{build_dir}"}},
+                 {Stage::package, "python", {"setup.py", "bdist_wheel"}}};
+      d.wheel_stage = Stage::package;
       d.half_configured = cmake_half_configured();
       d.builds.first_for = {"setuptools"};
       d.builds.needs_file = "setup.py";
@@ -51,8 +51,8 @@ const std::vector<DriverSpec>& table() {
       d.summary = "python -m build --wheel";
       d.python_modules = {"build", "setuptools", "wheel"};
       d.steps = pep517_steps();
-      d.wheel_stage = "build";
-      d.configure_stage = "build";
+      d.wheel_stage = Stage::build;
+      d.configure_stage = Stage::build;
       d.stage_notes = pep517_notes("CMake");
       d.half_configured = cmake_half_configured();
       d.builds.first_for = {"setuptools", "other"};
@@ -65,8 +65,8 @@ const std::vector<DriverSpec>& table() {
       d.summary = "python -m build --wheel with the scikit-build-core backend";
       d.python_modules = {"build", "scikit_build_core"};
       d.steps = pep517_steps();
-      d.wheel_stage = "build";
-      d.configure_stage = "build";
+      d.wheel_stage = Stage::build;
+      d.configure_stage = Stage::build;
       d.stage_notes = pep517_notes("CMake");
       d.skbuild_settings = true;
       d.half_configured = cmake_half_configured();
@@ -78,10 +78,10 @@ const std::vector<DriverSpec>& table() {
       d.name = "cmake";
       d.tools = {"cmake", "ninja"};  // -G Ninja
       d.runs_python = false;
-      d.steps = {{"configure", "cmake", {"-S", ".", "-B", "{build_dir}", "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release"}},
-                 {"build", "cmake", {"--build", "{build_dir}"}}};
+      d.steps = {{Stage::configure, "cmake", {"-S", ".", "-B", "{build_dir}", "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release"}},
+                 {Stage::build, "cmake", {"--build", "{build_dir}"}}};
       d.makes_wheel = false;
-      d.stage_notes = {{"package", "the cmake driver makes no wheel"}};
+      d.stage_notes = {{Stage::package, "the cmake driver makes no wheel"}};
       d.half_configured = cmake_half_configured();
       d.builds.first_for = {"cmake"};
       d.builds.refusal_otherwise = "there is no top CMakeLists.txt";
@@ -95,8 +95,8 @@ const std::vector<DriverSpec>& table() {
       d.python_modules = {"build"};
       d.tools = {"meson", "ninja"};  // meson-python runs `meson` and finds ninja on PATH
       d.steps = pep517_steps();
-      d.wheel_stage = "build";
-      d.configure_stage = "build";
+      d.wheel_stage = Stage::build;
+      d.configure_stage = Stage::build;
       d.stage_notes = pep517_notes("Meson");
       // meson-python builds in a temporary directory unless told (nothing would resume, ccache
       // would see new paths every time); 0.12 (Debian 12) names the setting builddir, later

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "recipe/recipe.hpp"
+#include "recipe/stage.hpp"
 
 namespace archbuild::recipe {
 
@@ -33,7 +34,7 @@ enum class LauncherRoute {
 // One step: argv after the program. "{build_dir}" and "{wheel_dir}" are the plan's;
 // "{config_settings}" is "-C NAME=VALUE" for each of the plan's config settings.
 struct StepSpec {
-  std::string stage;  // configure, build or package
+  Stage stage;        // configure, build or package
   std::string tool;   // "python" (the build's interpreter) or a program the build needs (cmake)
   std::vector<std::string> args;
 };
@@ -78,9 +79,9 @@ struct DriverSpec {
   bool runs_python = true;         // false: no build venv, no Python at all (cmake)
   std::vector<StepSpec> steps;
   bool makes_wheel = true;                    // false: the plan's wheel_dir is empty
-  std::string wheel_stage;                    // the stage whose steps write the wheel; "" none
-  std::string configure_stage = "configure";  // "build": the backend configures in its build step
-  std::map<std::string, std::string> stage_notes;  // why a stage has no step of its own
+  std::optional<Stage> wheel_stage;           // the stage whose steps write the wheel; none: no wheel
+  Stage configure_stage = Stage::configure;   // build: the backend configures in its build step
+  std::map<Stage, std::string> stage_notes;  // why a stage has no step of its own
   std::vector<ConfigSetting> config_settings;      // always passed
   // The driver is scikit-build-core's own: it passes config settings only where the tree's
   // [tool.scikit-build] leaves them open (plan.cpp), and the contract checks that table's rules.

@@ -690,7 +690,8 @@ class RecipeReader {
         }
       } else {
         return rd.error_at("name", "[[fetch]]: missing required key 'pin_file' (the file of the tree naming the tag or "
-                                   "commit, e.g. .ci/docker/ci_commit_pins/nccl-cu{cuda_major}.txt)");
+                                   "commit, e.g. .ci/docker/ci_commit_pins/nccl-cu{cuda_major}.txt)")
+            .with_kind(ErrorKind::missing_key);
       }
       if (const toml::table* u = rd.table("unless_env")) {
         for (const auto& [k, node] : *u) {
@@ -860,7 +861,7 @@ Result<Recipe> load_file(const fs::path& file, const Search& search) {
   // Required keys may come from any file of the chain; a base (abstract) may leave them out.
   if (auto e = RecipeReader(file.string(), abstract).read(loaded->merged, r)) {
     Error err = *e;
-    if (loaded->chain.size() > 1 && err.message.find("missing required key") != std::string::npos)
+    if (loaded->chain.size() > 1 && err.kind == ErrorKind::missing_key)
       err.message += " (set it in this file or in the recipe it extends)";
     return err;
   }

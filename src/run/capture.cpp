@@ -29,7 +29,8 @@ std::optional<std::filesystem::path> find_program(const std::string& name) {
 Result<Captured> capture(const std::vector<std::string>& argv, const CaptureOptions& options) {
   if (argv.empty()) return Error::bad_input("capture: empty command");
   auto exe = find_program(argv[0]);
-  if (!exe) return Error::missing_tool(fmt::format("{}: not found or not executable", argv[0]));
+  if (!exe)
+    return Error::missing_tool("not found or not executable").with_context(argv[0]).with_kind(ErrorKind::cannot_start);
 
   bp::environment env;
   if (!options.clean_env) {
@@ -53,7 +54,8 @@ Result<Captured> capture(const std::vector<std::string>& argv, const CaptureOpti
                                     bp::std_in < boost::asio::buffer(*options.input), io, ec)
                         : bp::child(bp::exe = exe->string(), bp::args = args, bp::env = env, bp::start_dir = start_dir,
                                     bp::std_out > out_f, bp::std_err > err_f, bp::std_in < bp::null, io, ec);
-  if (ec) return Error::missing_tool(fmt::format("{}: cannot start: {}", argv[0], ec.message()));
+  if (ec)
+    return Error::missing_tool("cannot start: " + ec.message()).with_context(argv[0]).with_kind(ErrorKind::cannot_start);
   // Boost 1.74's wait_for() races with asio's SIGCHLD handling: a watchdog thread enforces
   // the timeout, and io.run() returns once the output pipes close.
   Captured c;

@@ -29,6 +29,7 @@ struct Attempt {
   bool ok = false;
   bool permanent = false;
   std::string message;
+  bool names_url = false;  // the message is a whole sentence naming the URL (else libgit2's words)
 };
 
 // Whether fetching again can help after libgit2 failed with `rc`: a network, TLS or I/O failure
@@ -235,6 +236,7 @@ Attempt fetch_once(git_repository* repo, const std::string& url, const std::stri
       }
       auto near = text::nearest(ref, names);
       a.permanent = true;
+      a.names_url = true;
       a.message = fmt::format("{} has no tag or branch '{}'{}", url, ref,
                               near.empty() ? "" : " (did you mean " + text::join(near, ", ") + "?)");
       return a;
@@ -303,7 +305,7 @@ Result<Resolved> update_mirror_resolved(const std::string& url, const std::strin
     }
   }
   if (!last.ok) {
-    if (last.permanent && last.message.find(url) != std::string::npos) return Error::build_failed(last.message);
+    if (last.permanent && last.names_url) return Error::build_failed(last.message);
     return Error::build_failed(fmt::format("cannot fetch '{}' from {}: {}", ref, url, last.message));
   }
   auto resolved = resolve_local(repo->get(), ref);

@@ -30,9 +30,9 @@ void remove_build_tree(Context& ctx) {
 
 }  // namespace
 
-Result<Ok> configure_stage(Context& ctx, const run::StageInfo& info, bool first_of_run) {
+Result<Ok> configure_stage(Context& ctx, const run::StageInfo& info) {
   // A configure that failed half-way leaves a CMakeCache that setup.py would trust.
-  if (first_of_run) remove_build_tree(ctx);
+  if (ctx.started_at == recipe::Stage::configure) remove_build_tree(ctx);
   auto run = run_steps(ctx, info);
   if (!run) return run.error();
   json extra = {{"launchers", ctx.launchers()}};

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "recipe/stage.hpp"
 #include "stages/pipeline.hpp"
 #include "store/key_record.hpp"
 
@@ -37,6 +38,7 @@ struct Context {
   std::map<std::string, std::string> env;  // what every step gets
   bool admitting = false;  // every compile through archbuild's launcher, admitted by memory
   std::optional<nlohmann::json> oom_retry;  // the build stage's retry with half the jobs, if any
+  recipe::Stage started_at = recipe::Stage::fetch;  // the first stage this run runs (where it resumed)
   PipelineResult result;
 
   // The compiler launchers of this run (and the CMake seed carrying them, if any), as the

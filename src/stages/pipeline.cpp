@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "run/interrupt.hpp"
+#include "recipe/stage.hpp"
 #include "run/session.hpp"
 #include "stages/stage.hpp"
 #include "store/atomic_file.hpp"
@@ -18,10 +19,43 @@ namespace archbuild::stages {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using recipe::Stage;
 
 const std::vector<std::string>& stage_names() {
-  static const std::vector<std::string> names = {"fetch", "configure", "build", "package", "validate"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (recipe::Stage s : recipe::kStages) v.emplace_back(recipe::to_string(s));
+    return v;
+  }();
   return names;
+}
+
+StageFunction stage_function(recipe::Stage stage) {
+  // No default: a stage without its function is a compile warning (-Wswitch), not validate.
+  switch (stage) {
+    case recipe::Stage::fetch: return &fetch_stage;
+    case recipe::Stage::configure: return &configure_stage;
+    case recipe::Stage::build: return &build_stage;
+    case recipe::Stage::package: return &package_stage;
+    case recipe::Stage::validate: return &validate_stage;
+  }
+  return nullptr;
+}
+
+Result<std::optional<recipe::Stage>> resume_point(const store::KeyRecord& record) {
+  auto doc = record.read();
+  if (!doc) return doc.error();
+  if (auto stamps = doc->find("stages"); stamps != doc->end() && stamps->is_object())
+    for (const auto& item : stamps->items())
+      if (auto s = recipe::stage_read(item.key(), record.path().string()); !s)
+        return Error::bad_input(s.error().message + ": the record is damaged or another archbuild's; remove it to "
+                                                    "build the key again");
+  auto first = record.resume_point(stage_names());
+  if (!first) return first.error();
+  if (!*first) return std::optional<recipe::Stage>();
+  auto s = recipe::stage_read(**first, record.path().string());
+  if (!s) return s.error();
+  return std::optional<recipe::Stage>(*s);
 }
 
 namespace {
@@ -83,44 +117,44 @@ class Pipeline {
     if (failed_) return *failed_;
 
     if (auto r = record.update([&](json& doc) { doc["plan"] = ctx_.plan.to_json(); }); !r) return r.error();
-    auto resume = record.resume_point(stage_names());
+    auto resume = resume_point(record);
     if (!resume) return resume.error();
-    std::string start = resume->value_or("validate");
+    Stage start = resume->value_or(Stage::validate);
     // A stamp is only as good as the tree it describes.
-    if (start != "fetch" && !fetched_tree_matches(ctx_)) {
+    if (start != Stage::fetch && !fetched_tree_matches(ctx_)) {
       if (auto r = record.clear_stages(); !r) return r.error();
-      start = "fetch";
+      start = Stage::fetch;
     }
     if (start != "fetch") start = verified_start(start);
     if (auto r = prepare_environment(ctx_); !r) return r.error();
     // CMake reads the compiler launchers only when it first configures: a tree configured with
     // others (archbuild moved, ccache added or gone) would keep running those, so it is
     // configured again.
-    if (start == "build" || start == "package") {
+    if (start == Stage::build || start == Stage::package) {
       auto doc = record.read();
       json was = doc ? doc->value("/stages/configure/launchers"_json_pointer, json()) : json();
       if (was != ctx_.launchers()) {
         reporter.message(run::Level::info, "the compiler launchers (or the CMake seed that carries them) changed since this tree was configured: "
                                                    "configuring again");
-        if (auto r = record.clear_stage("configure"); !r) return r.error();
-        start = "configure";
+        if (auto r = record.clear_stage(recipe::to_string(Stage::configure)); !r) return r.error();
+        start = Stage::configure;
       }
     }
     auto before = read_ccache_counts(ctx_.runner, options.compiler_cache, ctx_.env);
 
-    const auto& names = stage_names();
-    auto first = std::find(names.begin(), names.end(), start);
-    for (auto it = names.begin(); it != first; ++it) ctx_.result.resumed_past.push_back(*it);
+    ctx_.started_at = start;
     int index = 0;
-    for (auto it = names.begin(); it != names.end(); ++it) {
+    for (Stage stage : recipe::kStages) {
       ++index;
-      run::StageInfo info{*it, index, static_cast<int>(names.size()), ""};
-      if (it < first) {
+      const std::string name(recipe::to_string(stage));
+      run::StageInfo info{name, index, static_cast<int>(recipe::kStages.size()), ""};
+      if (stage < start) {
+        ctx_.result.resumed_past.push_back(name);
         reporter.stage_finished(info, {run::StageStatus::skipped, 0, "done by an earlier run", {}});
         continue;
       }
-      if (auto r = run_stage(info, it == first); !r) return r.error();
-      ctx_.result.ran.push_back(*it);
+      if (auto r = stage_function(stage)(ctx_, info); !r) return r.error();
+      ctx_.result.ran.push_back(name);
     }
 
     auto after = read_ccache_counts(ctx_.runner, options.compiler_cache, ctx_.env);
@@ -133,15 +167,6 @@ class Pipeline {
   }
 
  private:
-  Result<Ok> run_stage(const run::StageInfo& info, bool first_of_run) {
-    const std::string& stage = info.name;
-    if (stage == "fetch") return fetch_stage(ctx_, info);
-    if (stage == "configure") return configure_stage(ctx_, info, first_of_run);
-    if (stage == "build") return build_stage(ctx_, info);
-    if (stage == "package") return package_stage(ctx_, info);
-    return validate_stage(ctx_, info);
-  }
-
   std::optional<PipelineResult> try_reuse() {
     auto ref = ctx_.record.wheel();
     if (!ref) {

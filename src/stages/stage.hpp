@@ -45,8 +45,8 @@ Result<Ok> finish_stage(Context& ctx, const run::StageInfo& info, const StepsRun
 // A stage with no step (the backend configures in its build step): stamped, not faked.
 Result<Ok> skip_stage(Context& ctx, const run::StageInfo& info, nlohmann::json extra);
 
-// stages/configure.cpp
-Result<Ok> configure_stage(Context& ctx, const run::StageInfo& info, bool first_of_run);
+// stages/configure.cpp — from a clean build tree when the run starts here (ctx.started_at).
+Result<Ok> configure_stage(Context& ctx, const run::StageInfo& info);
 // The configure log's feature summary against the plan's libraries (stages/feature_summary.hpp).
 Result<nlohmann::json> check_features_in(Context& ctx, const std::filesystem::path& log);
 // A build tree whose CMake configure did not finish is removed before the stage that configures.
@@ -67,6 +67,14 @@ Result<Ok> validate_stage(Context& ctx, const run::StageInfo& info);
 Result<nlohmann::json> validate_named(const std::function<Result<nlohmann::json>(const std::filesystem::path&)>& validate,
                                       const std::filesystem::path& stored, const std::string& filename,
                                       const std::filesystem::path& scratch, const nlohmann::json& portability);
+
+// stages/pipeline.cpp — each stage's function, by a switch with no default (a stage without its
+// function is -Wswitch's warning, never another stage's run).
+using StageFunction = Result<Ok> (*)(Context& ctx, const run::StageInfo& info);
+StageFunction stage_function(recipe::Stage stage);
+// Where a run starts: the first stage without a stamp in the key's record (nullopt: all done). A
+// stamp under a name that is no stage is a damaged record (exit 2), never a stage.
+Result<std::optional<recipe::Stage>> resume_point(const store::KeyRecord& record);
 
 // stages/manifest.cpp — the provenance (keys/<key>.json "manifest") and the copy in --out.
 Result<Ok> publish(Context& ctx);

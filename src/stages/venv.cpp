@@ -304,13 +304,13 @@ class Maker {
     reporter_.message(run::Level::info, fmt::format("making the build venv {} from {} ({} requirements; log {})",
                                                     v.dir.string(), v.interpreter, reqs.pip.size(), log_.string()));
     append_ = false;
-    v.sources = package_sources();
+    const PackageSources sources = package_sources();
+    v.sources = sources.lines;
     json signatures;  // of the sys.path folders, for a venv over packages that are not its own
     auto first = create_and_install(work, false, reqs.pip);
     if (!first) return first.error();
     if (!unreachable_.empty()) {
-      for (auto& s : v.sources)
-        if (s.rfind("index ", 0) == 0 || s.rfind("extra index ", 0) == 0) s += " (unreachable: not asked again)";
+      for (std::size_t i = 0; i < sources.indexes; ++i) v.sources[i] += " (unreachable: not asked again)";
       reporter_.message(run::Level::warning,
                         fmt::format("the package index did not answer pip ({}); it is not asked again for this "
                                     "venv (--find-links only)",
@@ -381,22 +381,33 @@ class Maker {
     return v;
   }
 
-  // Where pip looks, as its own configuration says (shown by `plan`, kept in the manifest).
-  std::vector<std::string> package_sources() const {
+  // Where pip looks, as its own configuration says (shown by `plan`, kept in the manifest); the
+  // first `indexes` lines are package indexes (an index that does not answer is marked there).
+  struct PackageSources {
+    std::vector<std::string> lines;
+    std::size_t indexes = 0;
+  };
+  PackageSources package_sources() const {
     auto get = [&](const char* n) -> std::string {
       auto it = env_.find(n);
       return it == env_.end() ? "" : it->second;
     };
     std::vector<std::string> s;
     std::string no_index = get("PIP_NO_INDEX");
-    if (req_.offline)
+    std::size_t indexes = 0;
+    if (req_.offline) {
       s.push_back("no index (--offline)");
-    else if (no_index.empty() || no_index == "0" || no_index == "false" || no_index == "no" || no_index == "off")
+    } else if (no_index.empty() || no_index == "0" || no_index == "false" || no_index == "no" || no_index == "off") {
       s.push_back("index " + (get("PIP_INDEX_URL").empty() ? std::string("(pip's configured or default)") : get("PIP_INDEX_URL")));
-    if (!req_.offline && !get("PIP_EXTRA_INDEX_URL").empty()) s.push_back("extra index " + get("PIP_EXTRA_INDEX_URL"));
+      ++indexes;
+    }
+    if (!req_.offline && !get("PIP_EXTRA_INDEX_URL").empty()) {
+      s.push_back("extra index " + get("PIP_EXTRA_INDEX_URL"));
+      ++indexes;
+    }
     if (!get("PIP_FIND_LINKS").empty()) s.push_back("find-links " + get("PIP_FIND_LINKS"));
     if (!get("PIP_CONFIG_FILE").empty()) s.push_back("pip config " + get("PIP_CONFIG_FILE"));
-    return s;
+    return {std::move(s), indexes};
   }
 
   run::CommandResult exec(std::vector<std::string> argv, const run::LineCallback& on_line = {},

@@ -85,6 +85,31 @@ TEST_CASE("app: --cuda and --sm are each one rule", "[app]") {
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().message.starts_with("--sm: "));  // named once
   CHECK_FALSE(bad.error().message.starts_with("--sm: --sm"));
+  CHECK(bad.error().context == std::vector<std::string>{"--sm"});  // the option is the error's context
+  CHECK_FALSE(bad.error().reason().starts_with("--sm"));
+}
+
+TEST_CASE("app: --source-url file:// naming no folder says what is there, by the path's kind", "[app]") {
+  test::TempDir tmp;
+  auto file = tmp.write("repo.git", "x");
+  fs::create_directory(tmp / "dir.git");
+  auto refusal = [&](const fs::path& p) {
+    app::ResolveArgs a;
+    a.sm = {"90"};
+    a.source_url = "file://" + p.string();
+    try {
+      app::request_from_args(a);
+    } catch (const Failure& f) {
+      CHECK(f.error.exit == Exit::bad_input);
+      return f.error.message;
+    }
+    return std::string();
+  };
+  CHECK(has(refusal(file), "is a regular file, not a git repository's directory;"));
+  CHECK(has(refusal(tmp / "none.git"), ": no such file or directory; a file:// URL"));
+  fs::create_symlink(tmp / "gone", tmp / "dangling.git");
+  CHECK(has(refusal(tmp / "dangling.git"), "is a symbolic link to nothing; a file:// URL"));
+  CHECK(refusal(tmp / "dir.git").empty());  // a folder: its fetch says whether it is a repository
 }
 
 TEST_CASE("app: the stops before a build come from prepare", "[app]") {
@@ -93,9 +118,9 @@ TEST_CASE("app: the stops before a build come from prepare", "[app]") {
   CHECK(prepare::launch_stops(tmp / "cache", tmp / "out").empty());
   auto out = prepare::launch_stops(tmp / "cache", file);
   REQUIRE(out.size() == 1);
-  CHECK(out.front().rule == "out");
+  CHECK(out.front().rule == rules::Id::out);
   auto store = prepare::store_required_stop("connection refused");
-  CHECK(store.rule == "store-required");
+  CHECK(store.rule == rules::Id::store_required);
   CHECK(store.error.exit == Exit::missing_tool);
   CHECK(store.error.message == "--store-required: connection refused");
 }

@@ -52,8 +52,9 @@ Expectation expect(recipe::Driver d, const char* version = "2.15.0", std::option
 }
 
 const Finding& finding(const std::vector<Finding>& fs, const std::string& rule) {
+  REQUIRE(rules::from_name(rule));  // a registered rule (core/rules.hpp), not a typo
   for (const auto& f : fs)
-    if (f.rule == rule) return f;
+    if (f.rule == *rules::from_name(rule)) return f;
   FAIL("no finding " << rule);
   return fs.front();
 }
@@ -347,7 +348,7 @@ TEST_CASE("checks: the example minitorch-skbuild follows PyTorch's contract", "[
   CHECK(overrides == std::vector<std::string>{"DEBUG=true->Debug", "REL_WITH_DEB_INFO=true->RelWithDebInfo"});
   CHECK(c->dynamic_metadata_where.line > 0);
   for (const auto& f : check(*c, expect(recipe::Driver::scikit_build_core, "0.1.0")))
-    CHECK((f.ok || f.rule == "cmake-minimum"));
+    CHECK((f.ok || f.rule == rules::Id::cmake_minimum));
 }
 
 TEST_CASE("checks: version.txt's release against the recipe's (exit 2)", "[contract]") {

@@ -68,6 +68,34 @@ TEST_CASE("Result carries a value or an error with its exit status", "[core]") {
   CHECK_THROWS_AS(std::move(bad).take(), Failure);
 }
 
+TEST_CASE("Error: a kind to decide by and a context chain in front of the message", "[core]") {
+  Error plain = Error::bad_input("no such recipe");
+  CHECK(plain.kind == ErrorKind::general);
+  CHECK(plain.context.empty());
+  CHECK(plain.reason() == "no such recipe");
+  // Aggregate construction as every module writes it still works, with the defaults.
+  Error old{Exit::missing_tool, "nvcc: not found"};
+  CHECK(old.kind == ErrorKind::general);
+  CHECK(old.reason() == "nvcc: not found");
+
+  Error e = Error::missing_tool("not found or not executable").with_context("python3.11").with_kind(ErrorKind::cannot_start);
+  CHECK(e.message == "python3.11: not found or not executable");
+  CHECK(e.exit == Exit::missing_tool);
+  CHECK(e.kind == ErrorKind::cannot_start);
+  CHECK(e.context == std::vector<std::string>{"python3.11"});
+  CHECK(e.reason() == "not found or not executable");
+  // Outermost first; the words below any context stay what they were.
+  const Error outer = e.with_context("--python");
+  CHECK(outer.message == "--python: python3.11: not found or not executable");
+  CHECK(outer.context == std::vector<std::string>{"--python", "python3.11"});
+  CHECK(outer.reason() == "not found or not executable");
+  CHECK(e.context.size() == 1);  // the const& form copies
+  // A message extended after its context keeps its reason's tail.
+  Error more = Error::bad_input("bad value").with_context("r.toml");
+  more.message += " (set it here)";
+  CHECK(more.reason() == "bad value (set it here)");
+}
+
 TEST_CASE("strict TOML: syntax errors give file:line:column", "[core][toml]") {
   auto r = tomlx::parse_string("a = 1\nb = [1,\n", "x.toml");
   REQUIRE_FALSE(r.ok());
@@ -114,5 +142,6 @@ TEST_CASE("strict TOML: wrong types, missing keys and unknown keys", "[core][tom
     auto e = r.finish();
     REQUIRE(e);
     CHECK(e->message.find("missing required key 'missing'") != std::string::npos);
+    CHECK(e->kind == ErrorKind::missing_key);
   }
 }

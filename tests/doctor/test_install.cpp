@@ -311,7 +311,8 @@ TEST_CASE("install: the build advised runs on the driver: the newest CUDA it sta
     doctor::BuildSuggestion s;
     const Version pick = cuda ? *cuda : Version{{13, 0}};
     if (pick < Version{{12, 8}} || (ccs.front() == Cc{11, 0} && pick < Version{{13, 0}})) {
-      s.detail = "cannot build sm_" + std::to_string(ccs.front().sm()) + ". Way out: --cuda 13.0";
+      s.reason = "sm_" + std::to_string(ccs.front().sm()) + " needs CUDA >= 13.0";
+      s.detail = "cannot build sm_" + std::to_string(ccs.front().sm()) + ": rule toolkit-arch. Way out: --cuda 13.0";
       return s;
     }
     s.ok = true;
@@ -335,6 +336,7 @@ TEST_CASE("install: the build advised runs on the driver: the newest CUDA it sta
   CHECK_THAT(thor.detail, Catch::Contains("no CUDA release it starts builds 11.0") &&
                               Catch::Contains("update the driver to >= 580, then: archbuild wheel --sm 110"));
   CHECK_THAT(thor.detail, !Catch::Contains("Way out"));  // the resolver's way out names CUDA 13 again
+  CHECK_THAT(thor.detail, Catch::Contains("(sm_110 needs CUDA >= 13.0)"));  // its reason, a field: not cut from detail
 
   asked.clear();
   auto thor580 = doctor::build_for_driver(adv, {Cc{11, 0}}, std::nullopt, d580, releases(), toolchains());

@@ -84,8 +84,9 @@ Request request(const std::string& targets) {
 }
 
 bool has_rule(const Resolution& r, const std::string& id, bool ok, const std::string& words = "") {
+  REQUIRE(rules::from_name(id));  // a registered rule (core/rules.hpp), not a typo
   for (const auto& x : r.rules)
-    if (x.id == id && x.ok == ok && x.detail.find(words) != std::string::npos) return true;
+    if (x.id == *rules::from_name(id) && x.ok == ok && x.detail.find(words) != std::string::npos) return true;
   return false;
 }
 
@@ -106,6 +107,10 @@ TEST_CASE("resolve --sm 120 --torch 2.5: CUDA too old and a parser without two-d
     if (V(l.line.c_str()) >= V("2.7")) can.push_back(l.line);
   CHECK(can.size() >= 9);
   CHECK(contains(r.message, "Way out: --torch 2.7 or newer (" + text::join(can, ", ") + " can)"));
+  // The parts are fields (doctor words its own way out from `reason`): the message is them joined.
+  CHECK(r.way_out == "--torch 2.7 or newer (" + text::join(can, ", ") + " can)");
+  CHECK(r.reason.starts_with("cannot build sm_120: rule toolkit-arch"));
+  CHECK(r.message == r.reason + ". Way out: " + r.way_out);
   CHECK(has_rule(r, "toolkit-arch", false, "sm_120 needs CUDA >= 12.8"));
   CHECK(has_rule(r, "arch-syntax", false, "of torch-2.5"));
 }
@@ -326,6 +331,22 @@ TEST_CASE("host compilers: newest accepted GCC, then Clang, CUDAHOSTCXX is honou
     CHECK(r.status == Exit::bad_input);
     CHECK(contains(r.message, "rule host-compiler: CUDAHOSTCXX=/usr/bin/g++-15"));
     CHECK(contains(r.message, "Way out: CUDAHOSTCXX=/usr/bin/g++-13 (g++ 13.3.0) or unset CUDAHOSTCXX"));
+    CHECK(r.way_out == "CUDAHOSTCXX=/usr/bin/g++-13 (g++ 13.3.0) or unset CUDAHOSTCXX");
+    CHECK(r.message == r.reason + ". Way out: " + r.way_out);
+    // The rejected compiler's reason, not its line cut at the first ": " (a path may hold one).
+    CHECK(contains(r.reason, "rule host-compiler: CUDAHOSTCXX=/usr/bin/g++-15: "));
+    CHECK_FALSE(contains(r.reason, "/usr/bin/g++-15: /usr/bin/g++-15"));
+    CHECK(has_rule(r, "host-compiler", false, "/usr/bin/g++-15: "));
+  }
+  SECTION("a CUDAHOSTCXX path with ': ' in it: the refusal names the compiler's reason whole") {
+    auto user = gxx("15.1.0", "/opt/a: b/g++-15");
+    user.found_by = "CUDAHOSTCXX";
+    h.compilers = {user, gxx("13.3.0", "/usr/bin/g++-13")};
+    h.cudahostcxx = "/opt/a: b/g++-15";
+    auto r = resolve(req, inputs(h));
+    CHECK(r.status == Exit::bad_input);
+    CHECK(contains(r.reason, "rule host-compiler: CUDAHOSTCXX=/opt/a: b/g++-15: "));
+    CHECK_FALSE(contains(r.reason, "CUDAHOSTCXX=/opt/a: b/g++-15: b/g++-15"));
   }
   SECTION("CUDAHOSTCXX pointing at an accepted compiler is used even if not the newest") {
     auto user = gxx("12.3.0", "/opt/gcc12/bin/g++");

@@ -99,8 +99,9 @@ prepare::Prepared prepared(const plan::Resolution& r, prepare::Request q, const 
 }
 
 bool has_stop(const prepare::Prepared& p, const std::string& rule, const std::string& words = "") {
+  REQUIRE(rules::from_name(rule));  // a registered rule (core/rules.hpp), not a typo
   for (const auto& s : p.stops)
-    if (s.rule == rule && s.error.message.find(words) != std::string::npos) return true;
+    if (s.rule == *rules::from_name(rule) && s.error.message.find(words) != std::string::npos) return true;
   return false;
 }
 

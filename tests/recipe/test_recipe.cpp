@@ -11,6 +11,7 @@
 
 #include "recipe/driver.hpp"
 #include "recipe/recipe.hpp"
+#include "recipe/stage.hpp"
 #include "support/tempdir.hpp"
 #include "support/torch_lines.hpp"
 
@@ -281,11 +282,12 @@ TEST_CASE("drivers: one table entry each, looked up by name") {
     REQUIRE(again);
     CHECK(*again == d);
     CHECK_FALSE(s.steps.empty());
-    CHECK(s.makes_wheel == !s.wheel_stage.empty());
+    CHECK(s.makes_wheel == s.wheel_stage.has_value());
     CHECK(std::any_of(s.steps.begin(), s.steps.end(), [&](const recipe::StepSpec& st) { return st.stage == s.configure_stage; }));
   }
   CHECK(std::set<std::string>(names.begin(), names.end()).size() == names.size());
   CHECK(recipe::to_string(recipe::Driver::setup_py) == "setup-py");
+  CHECK(recipe::to_string(recipe::driver_spec(recipe::Driver::setup_py).steps.front().stage) == "configure");
   CHECK(recipe::to_string(recipe::Driver::python_build) == "python-build");
   CHECK(recipe::to_string(recipe::Driver::scikit_build_core) == "scikit-build-core");
   CHECK(recipe::to_string(recipe::Driver::cmake) == "cmake");
@@ -530,6 +532,12 @@ USE_FOO = "1"
     auto m = load_error(tmp, "extends = \"base\"\nversion = \"1.0\"\n", "nosrc.toml");
     CHECK(m.find("missing required key 'tag'") != std::string::npos);
     CHECK(m.find("or in the recipe it extends") != std::string::npos);
+  }
+  SECTION("a value that quotes the words 'missing required key' is not that error: no hint about the base") {
+    // The hint follows the error's kind (ErrorKind::missing_key), never its words.
+    auto m = load_error(tmp, "extends = \"base\"\nversion = \"missing required key\"\n", "words.toml");
+    CHECK(m.find("\"missing required key\" is not a version") != std::string::npos);
+    CHECK(m.find("or in the recipe it extends") == std::string::npos);
   }
   SECTION("an error in the base names the base's own line") {
     tmp.write("badbase.toml", "package = \"demo\"\ncuda = [\"twelve\"]\n");
@@ -824,4 +832,23 @@ TEST_CASE("a dependent's recipe: torch_recipe relative to its file, the CUDA ope
   std::string t = kGood;
   t += "\n[validate]\ncuda_op = \"ok = True\"\n";
   CHECK_THAT(load_error(tmp, t), Catch::Contains("r.toml:") && Catch::Contains("needs cuda_op_what"));
+}
+
+// recipe/stage.hpp: one name table for the stages, in their order; a name that is none of them is
+// refused where it is read (the key record's stamps, stages/pipeline.cpp), never taken for one.
+TEST_CASE("stages: one name table, to and from the names records and JSON hold") {
+  std::vector<std::string> names;
+  for (recipe::Stage s : recipe::kStages) {
+    names.emplace_back(recipe::to_string(s));
+    CHECK(recipe::stage_named(recipe::to_string(s)) == s);
+  }
+  CHECK(names == std::vector<std::string>{"fetch", "configure", "build", "package", "validate"});
+  CHECK_FALSE(recipe::stage_named("Validate"));
+  CHECK_FALSE(recipe::stage_named(""));
+  auto bad = recipe::stage_read("install", "keys/k.json");
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().exit == Exit::bad_input);
+  CHECK(bad.error().message == "keys/k.json names the stage \"install\", which archbuild does not have (its stages: fetch, "
+                               "configure, build, package, validate)");
+  CHECK(*recipe::stage_read("package", "keys/k.json") == recipe::Stage::package);
 }

@@ -682,3 +682,15 @@ TEST_CASE("example minitorch: kernels compiled for exactly TORCH_CUDA_ARCH_LIST 
   for (const auto& l : lines) kept = kept || l.find("not re-running cmake") != std::string::npos;
   CHECK(kept);
 }
+
+// A program that cannot be started: the error's kind says so and its context is the program, so
+// a caller words its own line from reason() (app/torch.cpp) instead of cutting the message.
+TEST_CASE("capture: a program that cannot start is of its kind, with the program as the context", "[run]") {
+  auto r = capture({"/nonexistent/archbuild-no-such-program", "-c", "x"});
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().exit == Exit::missing_tool);
+  CHECK(r.error().kind == ErrorKind::cannot_start);
+  CHECK(r.error().message == "/nonexistent/archbuild-no-such-program: not found or not executable");
+  CHECK(r.error().context == std::vector<std::string>{"/nonexistent/archbuild-no-such-program"});
+  CHECK(r.error().reason() == "not found or not executable");
+}

@@ -19,6 +19,7 @@
 #include "run/scripted_runner.hpp"
 #include "stages/pipeline.hpp"
 #include "stages/reproducible.hpp"
+#include "stages/stage.hpp"
 #include "binary/elf.hpp"
 #include "store/atomic_file.hpp"
 #include "store/key_record.hpp"
@@ -261,6 +262,42 @@ TEST_CASE("a failed stage is exit 4 with the log tail, the rerun resumes there",
   REQUIRE(again.ok());
   CHECK(again->resumed_past == std::vector<std::string>{"fetch", "configure"});
   CHECK(stages_of(runner) == std::vector<std::string>{"build", "package"});
+}
+
+// recipe::Stage: the dispatch is a switch over the enum, one function per stage; a stamp the
+// record holds under a name that is no stage stops the run instead of being taken for validate.
+TEST_CASE("each stage dispatches to its own function", "[stages]") {
+  CHECK(stages::stage_function(recipe::Stage::fetch) == &stages::fetch_stage);
+  CHECK(stages::stage_function(recipe::Stage::configure) == &stages::configure_stage);
+  CHECK(stages::stage_function(recipe::Stage::build) == &stages::build_stage);
+  CHECK(stages::stage_function(recipe::Stage::package) == &stages::package_stage);
+  CHECK(stages::stage_function(recipe::Stage::validate) == &stages::validate_stage);
+  CHECK(stages::stage_names() == std::vector<std::string>{"fetch", "configure", "build", "package", "validate"});
+}
+
+TEST_CASE("a stage name in the key record that is no stage is refused, never run as validate", "[stages]") {
+  Env e;
+  auto plan = example_plan("9.0");
+  run::ScriptedRunner failing;
+  run::ScriptedResponse broken;
+  broken.exit_status = 1;
+  failing.on({"/usr/bin/cmake", "--build"}, broken);
+  REQUIRE_FALSE(stages::run_pipeline(plan, e.layout, failing, *e.reporter, e.options).ok());
+  store::KeyRecord rec(e.layout, plan->key);
+  auto where = stages::resume_point(rec);
+  REQUIRE(where.ok());
+  CHECK(*where == recipe::Stage::build);
+  REQUIRE(rec.mark_done("install").ok());
+  auto refused = stages::resume_point(rec);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().exit == Exit::bad_input);
+  CHECK(refused.error().message.find("names the stage \"install\", which archbuild does not have") != std::string::npos);
+  CHECK(refused.error().message.find(rec.path().string()) != std::string::npos);
+  auto runner = happy_runner();
+  auto again = stages::run_pipeline(plan, e.layout, runner, *e.reporter, e.options);
+  REQUIRE_FALSE(again.ok());
+  CHECK(again.error().exit == Exit::bad_input);
+  CHECK(runner.calls().empty());  // nothing ran: not the build, not validate
 }
 
 TEST_CASE("a stamp without its source tree does not count", "[stages]") {
