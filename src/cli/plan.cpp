@@ -65,6 +65,8 @@ void print_plan(const app::PlanView& v, Context& ctx) {
                     v->interpreter_version));
     out(fmt::format("  requirements  {}", v->requirements.empty() ? "(none)" : text::join(v->requirements, " ")));
     for (const auto& h : v->from_host) out(fmt::format("  from the host {}", h));
+    for (const auto& h : v->from_venv) out(fmt::format("  by the venv   {}", h));
+    for (const auto& h : v->from_system) out(fmt::format("  NOT from pip  {}", h));
     out(fmt::format("  packages from {}", text::join(v->sources, "; ")));
     out(fmt::format("  cmake         {}", v->cmake.empty() ? fmt::format("the host's ({})", v->cmake_version.value_or("?"))
                                                            : fmt::format("{} {}", v->cmake.string(), v->cmake_version.value_or("?"))));

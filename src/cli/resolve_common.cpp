@@ -66,7 +66,10 @@ void print_resolution(const plan::Resolution& r, const Context& ctx) {
     const auto& rc = r.recipe;
     out(fmt::format("recipe     {} ({} {}, tag {})  {}", rc.name, rc.package, rc.version.str(), rc.source.tag,
                     rc.file.string()));
-    out(fmt::format("source     {}", r.url().empty() ? "(none: give --source-url)" : r.url()));
+    if (auto dir = r.local_dir())
+      out(fmt::format("source     local tree {}", dir->string()));
+    else
+      out(fmt::format("source     {}", r.url().empty() ? "(none: give --source-url)" : r.url()));
     if (r.toolkit)
       out(fmt::format("toolkit    CUDA {} (nvcc {}) at {} ({})", r.toolkit->version.str(),
                       r.toolkit->compiler_version().str(), r.toolkit->root.string(), r.toolkit->found_by));

@@ -557,7 +557,8 @@ json to_json(const Contract& c) {
   json reqs = json::array();
   for (const auto& r : c.requirements)
     reqs.push_back({{"name", r.name}, {"extras", r.extras}, {"specifier", r.specifier}, {"marker", r.marker},
-                    {"file", r.where.file}, {"line", r.where.line}, {"text", requirement_text(r)}});
+                    {"file", r.where.file}, {"line", r.where.line}, {"text", requirement_text(r)},
+                    {"installed", installed_for_build(r)}});
   j["requirements"] = reqs;
   j["cmake_minimum"] = c.cmake_minimum ? json{{"min", c.cmake_minimum->min.str()},
                                               {"max", c.cmake_minimum->max ? json(c.cmake_minimum->max->str()) : json(nullptr)},
@@ -570,6 +571,8 @@ json to_json(const Contract& c) {
   j["notes"] = c.notes;
   return j;
 }
+
+bool installed_for_build(const Requirement& r) { return r.where.file != "requirements.txt"; }
 
 std::vector<std::string> describe(const Contract& c) {
   std::vector<std::string> out;
@@ -586,7 +589,9 @@ std::vector<std::string> describe(const Contract& c) {
     out.push_back("  build type   " + build_type_rule(b));
   }
   out.push_back(fmt::format("requirements   {}", c.requirements.empty() ? "none declared" : ""));
-  for (const auto& r : c.requirements) out.push_back(fmt::format("  {:<28} {}", requirement_text(r), r.where.str()));
+  for (const auto& r : c.requirements)
+    out.push_back(fmt::format("  {:<28} {}{}", requirement_text(r), r.where.str(),
+                              installed_for_build(r) ? "" : "  (not installed: runtime and test set)"));
   if (c.cmake_minimum)
     out.push_back(fmt::format("cmake minimum  {}{} ({})", c.cmake_minimum->min.str(),
                               c.cmake_minimum->max ? "..." + c.cmake_minimum->max->str() : "", c.cmake_minimum->where.str()));

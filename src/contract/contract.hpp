@@ -124,6 +124,10 @@ Result<Contract> read_contract(const FileAccess& files);
 
 // Parsers, exposed for tests. `file` names the source in Where and messages.
 Result<std::optional<Requirement>> parse_requirement(const std::string& text, const Where& where);
+// Whether the build venv installs it: [build-system].requires and requirements-build.txt build
+// the tree; requirements.txt's own lines are its runtime and test set (PyTorch's has
+// hypothesis, lintrunner …), read and shown but not installed.
+bool installed_for_build(const Requirement& r);
 Result<std::vector<Requirement>> parse_requirements_file(const FileAccess& files, const std::string& file,
                                                          std::vector<std::string>* notes = nullptr);
 Result<std::optional<CmakeMinimum>> parse_cmake_minimum(const std::string& text, const std::string& file);

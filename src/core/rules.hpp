@@ -47,6 +47,8 @@ enum class Id : std::uint8_t {
   out,
   store_required,
   release_line,
+  source_pin,
+  submodules,
   build_venv,
   tree_download,
   fetch_pin,

@@ -62,10 +62,14 @@ std::string source_version(const recipe::Recipe& r, const SourceChoice& s, const
   switch (s.kind) {
     case SourceChoice::Kind::recipe_tag: return base;
     case SourceChoice::Kind::ref:
-      if (s.ref_is_tag) {
-        if (s.ref == r.source.tag) return base;
-        if (auto v = release_of(s.ref)) return fmt::format("{}+{}", *v, labels);
+      if (s.ref_is_tag && !s.other_repository) {
+        bool pinned_elsewhere = r.source.commit && !s.commit.starts_with(text::lower(*r.source.commit));
+        if (s.ref == r.source.tag && !pinned_elsewhere) return base;
+        if (s.ref != r.source.tag)
+          if (auto v = release_of(s.ref)) return fmt::format("{}+{}", *v, labels);
       }
+      if (s.ref_is_tag)  // the tag's release, and the commit that says whose tree it is
+        if (auto v = release_of(s.ref)) return fmt::format("{}+git{}.{}", *v, s.commit.substr(0, 7), labels);
       if (auto v = release_of(first_line)) release = *v;
       return fmt::format("{}+git{}.{}", release, s.commit.substr(0, 7), labels);
     case SourceChoice::Kind::local:
@@ -332,6 +336,8 @@ json venv_json(const BuildVenv& v) {
           {"interpreter_version", v.interpreter_version},
           {"requirements", v.requirements},
           {"from_host", v.from_host},
+          {"from_venv", v.from_venv},
+          {"from_system", v.from_system},
           {"sources", v.sources},
           {"system_site_packages", v.system_site_packages},
           {"packages", v.packages},

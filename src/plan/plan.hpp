@@ -94,6 +94,8 @@ struct SourceChoice {
   std::string ref;
   std::string commit;
   bool ref_is_tag = false;
+  // --source-url named another repository than the recipe's: its tags are not the recipe's builds.
+  bool other_repository = false;
   // The tree's own version.txt (first line), when it has one: a non-tag build's release part.
   std::optional<std::string> tree_version;
   // local: --source DIR / the recipe's source.path, built as it is (uncommitted changes included).
@@ -152,6 +154,11 @@ struct BuildVenv {
   std::vector<std::string> requirements;  // what pip was asked for (PEP 508, as the tree wrote them)
   // Requirements a program of the host satisfies instead ("cmake>=3.18: /usr/bin/cmake 3.25.1").
   std::vector<std::string> from_host;
+  // Requirements the venv satisfies itself, not asked of pip ("pip: the venv's own (ensurepip, no index)").
+  std::vector<std::string> from_venv;
+  // A venv over the interpreter's packages: each required package it sees that is not its own,
+  // with where it is ("build 0.9.0: /usr/lib/python3/dist-packages"); never silent.
+  std::vector<std::string> from_system;
   // Where packages came from: "index https://…", "find-links DIR", "system-site-packages of …".
   std::vector<std::string> sources;
   bool system_site_packages = false;
@@ -272,7 +279,9 @@ std::string build_key(const nlohmann::json& key_inputs);
 std::string local_version(const recipe::Recipe& r, const toolchain::Toolchain& tc, const std::vector<arch::Arch>& archs);
 // The same for a source other than the recipe's tag: a non-tag commit says so ("2.16.0a0+git1a2b3c4.
 // cu130.sm90", the release from the tree's version.txt), a tag other than the recipe's gives its own
-// release ("v2.15.1" → 2.15.1), a local tree "+src<hash7>". PEP 440 valid in every case.
+// release ("v2.15.1" → 2.15.1), a local tree "+src<hash7>". PEP 440 valid in every case. A tag of
+// another repository, or the recipe's tag naming another commit than its pin, is not the
+// recipe's tree: "+git<commit7>" then too, so two trees never share one wheel name.
 std::string source_version(const recipe::Recipe& r, const SourceChoice& s, const toolchain::Toolchain& tc,
                            const std::vector<arch::Arch>& archs);
 

@@ -154,6 +154,49 @@ void ensure_mirrored(const plan::Resolution& r, const plan::SourceChoice& sc, co
   if (!info) throw Failure(info.error());
 }
 
+// The recipe's tag against its pinned commit, decided from the cache's mirror where the tag is
+// there (`plan` reads only that; `wheel` fetches the tag itself, not every ref, where it is
+// not): a tag naming another commit — a --source-url of another tree, a tag moved upstream — is
+// the fetch stage's own refusal, with its message and exit, before anything is made for it.
+std::optional<Stop> source_pin_rule(const plan::Resolution& r, const plan::SourceChoice& sc, const Cache& cache,
+                                    const Request& q, const Services& s) {
+  if (sc.kind != plan::SourceChoice::Kind::recipe_tag || r.url().empty() || !r.recipe.source.commit || !cache.layout)
+    return std::nullopt;
+  const std::string& tag = r.recipe.source.tag;
+  std::string commit;
+  if (auto files = source::open_commit_files(cache.layout->git_mirror(r.url()), tag)) {
+    commit = files->commit;
+  } else if (q.for_build) {
+    auto info = source::resolve_ref(r.url(), tag, mirror_slot(*cache.layout, r.url()), source_options(q.offline, s));
+    if (!info) throw Failure(info.error());
+    commit = info->commit;
+  } else {
+    return std::nullopt;  // not mirrored yet: `plan` says the tree awaits its fetch
+  }
+  if (source::pin_matches(commit, *r.recipe.source.commit)) return std::nullopt;
+  return Stop{rules::Id::source_pin, source::pin_mismatch(r.url(), tag, commit, *r.recipe.source.commit)};
+}
+
+// A local tree whose .gitmodules names folders that are missing or empty (cloned without
+// --recursive): its configure would run `git submodule update` (a download mid-build) or stop
+// with "Submodule … appears incomplete" (cmake/PreBuildSteps.cmake). archbuild copies the tree
+// as it is and fetches nothing into it, so it stops here, naming each, before any venv.
+std::optional<Stop> submodules_rule(const plan::Resolution& r, const plan::SourceChoice& sc) {
+  if (sc.kind != plan::SourceChoice::Kind::local || !r.recipe.source.submodules) return std::nullopt;
+  auto missing = source::missing_submodules(sc.dir);
+  if (missing.empty()) return std::nullopt;
+  std::vector<std::string> each;
+  for (const auto& m : missing)
+    each.push_back(fmt::format("{} ({}{})", m.path, m.commit ? "gitlink " + m.commit->substr(0, 12) : "no gitlink",
+                               m.url.empty() ? "" : ", " + m.url));
+  return Stop{rules::Id::submodules, Error::bad_input(fmt::format(
+      "{}: {} submodule{} of .gitmodules {} not checked out (the tree was cloned without --recursive?): {}; "
+      "the build would fetch or refuse them mid-build. Run `git submodule update --init --recursive` in the tree, "
+      "or build a commit through the mirrors (--ref), whose checkout archbuild completes itself",
+      sc.dir.string(), missing.size(), missing.size() == 1 ? "" : "s", missing.size() == 1 ? "is" : "are",
+      text::join(each, "; ")))};
+}
+
 std::map<std::string, std::string> pip_environment(const plan::Resolution& r, const Request& q) {
   std::map<std::string, std::string> env;
   for (char** e = environ; e && *e; ++e) {
@@ -419,6 +462,7 @@ Result<plan::SourceChoice> choose_source(const plan::Resolution& r, const std::s
     sc.ref = ref;
     sc.commit = info->commit;
     sc.ref_is_tag = info->kind == source::RefInfo::Kind::tag;
+    sc.other_repository = !r.recipe.source.url.empty() && url != r.recipe.source.url;
     auto version = source::read_file_at(slot.dir, info->commit, "version.txt");
     if (!version) return version.error();
     sc.tree_version = *version;
@@ -441,12 +485,24 @@ ReleaseLine release_line_rule(const std::optional<std::string>& tree_version, co
   if (tl == rl) return out;
   bool ahead = !q.recipe_lines.empty() &&
                std::all_of(q.recipe_lines.begin(), q.recipe_lines.end(), [&](const Version& v) { return line_of(v) < tl; });
+  // Older than every line of the recipe's package (the lines given are of its package: the
+  // recipe's own is among them).
+  bool older = std::any_of(q.recipe_lines.begin(), q.recipe_lines.end(), [&](const Version& v) { return line_of(v) == rl; }) &&
+               std::all_of(q.recipe_lines.begin(), q.recipe_lines.end(), [&](const Version& v) { return tl < line_of(v); });
   std::string both = fmt::format("{} is {} (release line {}), but the recipe {} builds {} (line {})", where, first,
                                  tl.str(), recipe.file.string(), recipe.version.str(), rl.str());
   if (q.allow_release_mismatch) {
     out.note = both + ": built on purpose (--allow-release-mismatch)";
   } else if (ahead) {
     out.note = both + ": no recipe of line " + tl.str() + " exists yet, so the newest is used; its pins may not fit";
+  } else if (older) {
+    // No recipe to choose: naming --torch of that line would only be refused by resolution.
+    Version oldest = *std::min_element(q.recipe_lines.begin(), q.recipe_lines.end());
+    out.older_than_every_recipe = true;
+    out.stop = Stop{rules::Id::release_line, Error::bad_input(fmt::format(
+        "{} is {} (release line {}), older than every recipe: no recipe covers line {}; the oldest is line {} "
+        "(--torch {}), for trees of that line or newer", where, first, tl.str(), tl.str(), line_of(oldest).str(),
+        line_of(oldest).str()))};
   } else {
     out.stop = Stop{rules::Id::release_line, Error::bad_input(fmt::format(
         "{}: choose the recipe of line {} (--torch {} or --recipe), or build it with this one on purpose "
@@ -524,11 +580,21 @@ Result<std::vector<TreeDownload>> load_tree_downloads(const fs::path& file) {
 }
 
 std::vector<Stop> unfetched_downloads(const std::vector<TreeDownload>& downloads, const recipe::Recipe& recipe,
-                                      const std::map<std::string, std::string>& build_env, const TreeHas& has) {
+                                      const std::map<std::string, std::string>& build_env, const TreeHas& has,
+                                      const std::optional<Version>& cuda) {
   std::vector<Stop> out;
   for (const auto& d : downloads) {
     std::string present;
-    for (const auto& p : d.pin_files)
+    std::vector<std::string> pins;  // the placeholders filled for the plan's CUDA (left out without one)
+    for (const auto& p : d.pin_files) {
+      if (p.find('{') == std::string::npos) pins.push_back(p);
+      else if (cuda) {
+        recipe::Fetch one;
+        one.pin_files = {p};
+        pins.push_back(recipe::pin_files_for(one, *cuda).front());
+      }
+    }
+    for (const auto& p : pins)
       if (auto found = has(p)) {
         present = *found;
         break;
@@ -569,10 +635,14 @@ Result<Prepared> prepare(const plan::Resolution& r, const Request& q, const Cach
       if (!sc) return sc.error();
       opts.source = std::move(*sc);
     }
-    if (q.for_build) ensure_mirrored(r, opts.source, need_cache(cache, "wheel"), q.offline, s);
+    // The recipe's tag against its pin, from the mirror, before the tree is read at that commit.
+    auto pin_stop = source_pin_rule(r, opts.source, cache, q, s);
+    if (pin_stop) stops.push_back(std::move(*pin_stop));
+    else if (q.for_build) ensure_mirrored(r, opts.source, need_cache(cache, "wheel"), q.offline, s);
 
     // The tree's release line and contract against the recipe, before a venv is made for it.
     std::vector<std::string> notes;
+    bool no_recipe_fits = false;
     TreeContract tree = read_tree_contract(r, opts.source, cache);
     {
       std::optional<std::string> version = opts.source.tree_version;
@@ -587,12 +657,15 @@ Result<Prepared> prepare(const plan::Resolution& r, const Request& q, const Cach
       auto line = release_line_rule(version, where, r.recipe, q);
       if (line.stop) stops.push_back(std::move(*line.stop));
       if (!line.note.empty()) notes.push_back(line.note);
+      no_recipe_fits = line.older_than_every_recipe;
     }
-    if (tree.contract) {
+    // Against a recipe of no line of the tree's, the contract's findings would be noise.
+    if (tree.contract && !no_recipe_fits) {
       opts.skbuild = tree.contract->skbuild;  // what the tree's [tool.scikit-build] decides itself
       tree.findings = contract::check(*tree.contract, early_expectation(r));
       for (auto& st : contradictions(tree.findings, tree.origin)) stops.push_back(std::move(st));
     }
+    if (auto sub = submodules_rule(r, opts.source)) stops.push_back(std::move(*sub));
 
     std::string venv_note;
     bool venv_failed = false;
@@ -630,7 +703,9 @@ Result<Prepared> prepare(const plan::Resolution& r, const Request& q, const Cach
     if (auto files = tree_files(r, opts.source, cache)) {
       auto downloads = load_tree_downloads(data_root() / "data" / "tree-downloads.toml");
       if (!downloads) return downloads.error();
-      for (auto& st : unfetched_downloads(*downloads, r.recipe, env, tree_has(files->access))) stops.push_back(std::move(st));
+        std::optional<Version> cuda;
+        if (r.toolkit) cuda = r.toolkit->version;
+        for (auto& st : unfetched_downloads(*downloads, r.recipe, env, tree_has(files->access), cuda)) stops.push_back(std::move(st));
     }
     for (auto& st : fr.stops) stops.push_back(std::move(st));
 
@@ -643,7 +718,7 @@ Result<Prepared> prepare(const plan::Resolution& r, const Request& q, const Cach
     p.notes = std::move(notes);
 
     // The plan's whole expectation (its cmake) against the contract: what the early check could not know.
-    if (tree.contract) {
+    if (tree.contract && !no_recipe_fits) {
       auto full = contract::check(*tree.contract, stages::contract_expectation(p.plan));
       for (const auto& f : full)
         if (!f.ok && std::none_of(tree.findings.begin(), tree.findings.end(),

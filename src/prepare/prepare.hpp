@@ -144,7 +144,7 @@ std::map<std::string, std::string> planned_env(const plan::Resolution& r, const 
 // file.
 struct TreeDownload {
   std::string name;                    // "eigen"
-  std::vector<std::string> pin_files;  // relative to the tree
+  std::vector<std::string> pin_files;  // relative to the tree; "{cuda_major}{cuda_minor}" as in [[fetch]]
   std::string fetch;                   // the [[fetch]] name that stands for it
   std::map<std::string, std::vector<std::string>> unless_env;  // the build downloads nothing then
   std::string why;                     // which code of the tree clones it (an upstream citation)
@@ -153,8 +153,10 @@ Result<std::vector<TreeDownload>> load_tree_downloads(const std::filesystem::pat
 // The first file of the tree matching a pin_files pattern, or nullopt.
 using TreeHas = std::function<std::optional<std::string>(const std::string& pattern)>;
 TreeHas tree_has(const contract::FileAccess& files);
+// `cuda`: the plan's CUDA release, for pin_files with "{cuda_major}"/"{cuda_minor}".
 std::vector<Stop> unfetched_downloads(const std::vector<TreeDownload>& downloads, const recipe::Recipe& recipe,
-                                      const std::map<std::string, std::string>& build_env, const TreeHas& has);
+                                      const std::map<std::string, std::string>& build_env, const TreeHas& has,
+                                      const std::optional<Version>& cuda = std::nullopt);
 
 // The rule "the recipe fits the tree's release line" (2.11.0a0 is line 2.11): a stop (exit 2)
 // naming both and the way out, a note where the tree is ahead of every recipe, nothing when
@@ -162,6 +164,7 @@ std::vector<Stop> unfetched_downloads(const std::vector<TreeDownload>& downloads
 struct ReleaseLine {
   std::optional<Stop> stop;
   std::string note;
+  bool older_than_every_recipe = false;  // the stop says no recipe covers the tree's line
 };
 ReleaseLine release_line_rule(const std::optional<std::string>& tree_version, const std::string& where,
                               const recipe::Recipe& recipe, const Request& request);

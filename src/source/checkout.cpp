@@ -139,11 +139,20 @@ Result<Ok> checkout_into(const fs::path& dir, const fs::path& mirror_dir, const 
   return Ok{};
 }
 
-bool starts_with_icase(const std::string& s, const std::string& prefix) {
-  return text::starts_with_icase(s, prefix);
+}  // namespace
+
+bool pin_matches(const std::string& commit, const std::string& pin) {
+  std::string p = text::lower(text::trim(pin));
+  return !p.empty() && text::starts_with_icase(commit, p);
 }
 
-}  // namespace
+Error pin_mismatch(const std::string& url, const std::string& ref, const std::string& commit, const std::string& pin) {
+  return Error::build_failed(fmt::format(
+      "{}: '{}' is commit {}, but the recipe pins commit {}; the tag may have been moved upstream, or this "
+      "repository is not the recipe's — check the recipe's commit (--ref {} builds the commit this repository's "
+      "'{}' names)",
+      url, ref, commit, pin, ref, ref));
+}
 
 Result<Checkout> fetch_source(const SourceSpec& spec, const fs::path& target, const MirrorFor& mirror_for,
                               const SourceOptions& options) {
@@ -155,12 +164,7 @@ Result<Checkout> fetch_source(const SourceSpec& spec, const fs::path& target, co
     std::string pin = text::lower(text::trim(spec.commit));
     bool hex = pin.size() >= 7 && pin.size() <= 40 && pin.find_first_not_of("0123456789abcdef") == std::string::npos;
     if (!hex) return Error::bad_input(fmt::format("pinned commit '{}' is not a commit hash (7 to 40 hex digits)", spec.commit));
-    if (!starts_with_icase(resolved->commit, pin))
-      return Error::build_failed(fmt::format(
-          "{}: '{}' is commit {}, but the recipe pins commit {}; the tag may have been moved upstream, or this "
-          "repository is not the recipe's — check the recipe's commit (--ref {} builds the commit this repository's "
-          "'{}' names)",
-          spec.url, spec.ref, resolved->commit, spec.commit, spec.ref, spec.ref));
+    if (!pin_matches(resolved->commit, pin)) return pin_mismatch(spec.url, spec.ref, resolved->commit, spec.commit);
   }
 
   // Leftovers of killed runs (the caller holds the key's lock, so they are nobody's).

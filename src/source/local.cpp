@@ -300,4 +300,72 @@ Result<fs::path> copy_local_tree(const LocalTree& tree, const fs::path& target, 
   return target;
 }
 
+namespace {
+
+// `path = X` and `url = Y` of each [submodule "…"] section, as git's config syntax writes them
+// (what PyTorch's PreBuildSteps.cmake reads of the file too: its `path` lines).
+std::vector<MissingSubmodule> gitmodules_entries(const fs::path& file) {
+  std::vector<MissingSubmodule> out;
+  std::ifstream in(file);
+  std::string line;
+  bool in_submodule = false;
+  while (std::getline(in, line)) {
+    std::string l = text::trim(line);
+    if (l.empty() || l[0] == '#' || l[0] == ';') continue;
+    if (l[0] == '[') {
+      in_submodule = l.rfind("[submodule", 0) == 0;
+      if (in_submodule) out.push_back({});
+      continue;
+    }
+    if (!in_submodule) continue;
+    auto eq = l.find('=');
+    if (eq == std::string::npos) continue;
+    std::string key = text::lower(text::trim(l.substr(0, eq))), value = text::trim(l.substr(eq + 1));
+    if (value.size() >= 2 && value.front() == '"' && value.back() == '"') value = value.substr(1, value.size() - 2);
+    if (key == "path") out.back().path = value;
+    else if (key == "url") out.back().url = value;
+  }
+  std::erase_if(out, [](const MissingSubmodule& m) { return m.path.empty(); });
+  return out;
+}
+
+// The gitlink HEAD's tree records at `path`, where `root` is the top of a repository.
+std::optional<std::string> gitlink_at(git_repository* repo, const std::string& path) {
+  git_oid head;
+  if (git_reference_name_to_id(&head, repo, "HEAD") != 0) return std::nullopt;
+  git_commit* c = nullptr;
+  if (git_commit_lookup(&c, repo, &head) != 0) return std::nullopt;
+  Commit commit(c);
+  git_tree* t = nullptr;
+  if (git_commit_tree(&t, commit.get()) != 0) return std::nullopt;
+  std::unique_ptr<git_tree, Deleter<git_tree, git_tree_free>> tree(t);
+  git_tree_entry* e = nullptr;
+  if (git_tree_entry_bypath(&e, tree.get(), path.c_str()) != 0) return std::nullopt;
+  std::unique_ptr<git_tree_entry, Deleter<git_tree_entry, git_tree_entry_free>> entry(e);
+  if (git_tree_entry_type(entry.get()) != GIT_OBJECT_COMMIT) return std::nullopt;
+  return oid_hex(*git_tree_entry_id(entry.get()));
+}
+
+}  // namespace
+
+std::vector<MissingSubmodule> missing_submodules(const fs::path& root) {
+  std::error_code ec;
+  if (!fs::is_regular_file(root / ".gitmodules", ec)) return {};
+  std::vector<MissingSubmodule> out;
+  for (auto& m : gitmodules_entries(root / ".gitmodules")) {
+    fs::path dir = root / m.path;
+    bool empty = !fs::is_directory(dir, ec) || fs::is_empty(dir, ec);
+    if (empty) out.push_back(std::move(m));
+  }
+  if (out.empty()) return out;
+  // The commits the superproject records, where the tree is the top of its repository.
+  init_libgit2();
+  git_repository* raw = nullptr;
+  if (git_repository_open(&raw, root.c_str()) == 0) {
+    Repo repo(raw);
+    for (auto& m : out) m.commit = gitlink_at(repo.get(), m.path);
+  }
+  return out;
+}
+
 }  // namespace archbuild::source

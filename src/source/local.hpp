@@ -46,4 +46,16 @@ Result<LocalTree> scan_local_tree(const std::filesystem::path& dir, std::string_
 Result<std::filesystem::path> copy_local_tree(const LocalTree& tree, const std::filesystem::path& target,
                                               const std::function<bool()>& cancelled = {});
 
+// A submodule the tree's .gitmodules names whose folder is missing or empty: a checkout made
+// without --recursive. PyTorch's configure then runs `git submodule update --init --recursive`
+// itself where the tree has .git (a download mid-build), else stops ("Submodule … appears
+// incomplete", pytorch/pytorch@09dbde5c7b52:cmake/PreBuildSteps.cmake); archbuild's copy has no .git.
+struct MissingSubmodule {
+  std::string path;                   // as .gitmodules says ("third_party/pybind11")
+  std::string url;                    // as .gitmodules says
+  std::optional<std::string> commit;  // the gitlink HEAD records; none: no gitlink (or no repository)
+};
+// In .gitmodules order; empty when the tree has no .gitmodules or every folder has files.
+std::vector<MissingSubmodule> missing_submodules(const std::filesystem::path& root);
+
 }  // namespace archbuild::source

@@ -116,6 +116,14 @@ Result<CommitFiles> open_commit_files(const std::filesystem::path& mirror, const
 // (its last path component dropped per "../"). Absolute URLs come back unchanged.
 std::string resolve_submodule_url(const std::string& parent_url, const std::string& url);
 
+// A recipe's pinned commit (full or >= 7 hex digits) against what its tag names: true when
+// `commit` starts with it.
+bool pin_matches(const std::string& commit, const std::string& pin);
+// The refusal of a tag that names another commit than the recipe pins (moved upstream, or a
+// mirror of another tree): both hashes and the `--ref` way out, exit 4 (docs/build.md). The
+// fetch stage and prepare's check of the cached mirror say the same.
+Error pin_mismatch(const std::string& url, const std::string& ref, const std::string& commit, const std::string& pin);
+
 // True for 40 hex digits.
 bool is_full_commit(const std::string& s);
 

@@ -57,11 +57,16 @@ for mod in ("packaging.requirements", "pip._vendor.packaging.requirements"):
     except Exception:
         pass
 dists = {}
+where = {}
 for d in md.distributions():
     name = d.metadata["Name"]
     if name and canon(name) not in dists:
         dists[canon(name)] = d.version
-out = {"python": platform.python_version(), "packages": dists, "requirements": [], "path": [p for p in sys.path if p]}
+        try:
+            where[canon(name)] = str(d.locate_file(""))
+        except Exception:
+            pass
+out = {"python": platform.python_version(), "packages": dists, "where": where, "requirements": [], "path": [p for p in sys.path if p]}
 for text in json.loads(sys.argv[1]):
     e = {"requirement": text}
     if Req is not None:
@@ -158,6 +163,7 @@ struct ParentVenv {
 struct Probe {
   std::string python;
   std::map<std::string, std::string> packages;
+  std::map<std::string, std::string> where;  // the folder each distribution is in
   json requirements = json::array();
   std::vector<std::string> path;  // the interpreter's sys.path folders
 };
@@ -185,6 +191,27 @@ bool signatures_hold(const json& recorded) {
   return true;
 }
 
+// A venv over the interpreter's (or a parent venv's) packages: each package the requirements
+// name that the venv sees outside its own folder, with its version and where it is, so that
+// `plan` and the manifest say which packages did not come from pip.
+std::vector<std::string> from_system_lines(const Probe& p, const fs::path& own) {
+  std::error_code ec;
+  std::string mine = fs::weakly_canonical(own, ec).string();
+  std::set<std::string> seen;
+  std::vector<std::string> out;
+  for (const auto& r : p.requirements) {
+    std::string name = r.value("name", std::string());
+    if (name.empty() || !r.value("applies", true) || !seen.insert(name).second) continue;
+    auto ver = p.packages.find(name);
+    auto at = p.where.find(name);
+    if (ver == p.packages.end() || at == p.where.end()) continue;
+    std::string dir = fs::weakly_canonical(at->second, ec).string();
+    if (dir.rfind(mine + "/", 0) == 0) continue;
+    out.push_back(fmt::format("{} {}: {}", name, ver->second, at->second));
+  }
+  return out;
+}
+
 class Maker {
  public:
   Maker(const VenvRequest& req, const store::Layout& layout, run::Runner& runner, run::Reporter& reporter)
@@ -205,6 +232,8 @@ class Maker {
     v.from_host = reqs.from_host;
     v.pip_options = req_.pip_options;
     v.from_host.insert(v.from_host.end(), reqs.from_wheels.begin(), reqs.from_wheels.end());
+    v.from_venv = reqs.from_venv;
+    venv_pip_ = reqs.venv_pip;
     auto wheels = installed_wheels(req_.wheels);
     if (!wheels) return wheels.error();
     v.wheels = std::move(*wheels);
@@ -215,6 +244,7 @@ class Maker {
     // A venv's python: its realpath is the base interpreter's, so the venv it belongs to tells
     // two such interpreters apart (only then, so other venvs keep their hashes).
     if (parent_) hashed += "\nparent venv " + parent_->prefix;
+    if (reqs.venv_pip) hashed += "\nwith its own pip";  // only then, so other venvs keep their hashes
     v.hash = sha256_hex(hashed).substr(0, 24);
     v.dir = layout_.venv(v.hash);
     v.python = v.dir / "bin" / "python";
@@ -261,6 +291,7 @@ class Maker {
     v.system_site_packages = doc.value("system_site_packages", false);
     v.sources = doc.value("sources", std::vector<std::string>{});
     v.packages = doc.value("packages", std::map<std::string, std::string>{});
+    v.from_system = doc.value("from_system", std::vector<std::string>{});
     // Over the system's (or a parent venv's) packages: probed again only when a folder of its
     // sys.path changed since the last probe, so a repeat of a built key starts no process.
     if (v.system_site_packages && !signatures_hold(doc.value("path_signatures", json()))) {
@@ -268,7 +299,9 @@ class Maker {
       auto p = probe(v.python, v.requirements);
       if (!p) return std::nullopt;
       v.packages = p->packages;
+      v.from_system = from_system_lines(*p, v.dir);
       doc["packages"] = p->packages;
+      doc["from_system"] = v.from_system;
       doc["path_signatures"] = path_signatures(p->path);
       (void)store::write_file_atomic(marker, doc.dump(2));  // the next reuse trusts this answer
     }
@@ -358,6 +391,10 @@ class Maker {
                                                log_.string(), text::join(missing, "\n  ")));
       }
       v.packages = p->packages;
+      v.from_system = from_system_lines(*p, work);
+      if (!v.from_system.empty())
+        reporter_.message(run::Level::warning,
+                          fmt::format("the build venv uses packages pip did not install: {}", text::join(v.from_system, "; ")));
       signatures = path_signatures(p->path);
     } else {
       auto p = install_and_probe(work, v.wheels, reqs.pip);
@@ -369,7 +406,8 @@ class Maker {
                    {"requirements", v.requirements},
                    {"system_site_packages", v.system_site_packages},
                    {"sources", v.sources},
-                   {"packages", v.packages}};
+                   {"packages", v.packages},
+                   {"from_system", v.from_system}};
     if (!signatures.empty()) marker["path_signatures"] = signatures;
     if (auto w = store::write_file_atomic(work / kMarker, marker.dump(2)); !w) return w.error();
     // Published by an atomic rename of a new link over the name.
@@ -483,7 +521,7 @@ class Maker {
     // per venv. An interpreter without pip gets a venv with its own.
     if (!has_pip_) has_pip_ = exec({req_.interpreter.string(), "-c", "import pip"}).ok();
     std::vector<std::string> venv = {req_.interpreter.string(), "-m", "venv"};
-    if (*has_pip_) venv.push_back("--without-pip");
+    if (*has_pip_ && !venv_pip_) venv.push_back("--without-pip");
     // A venv's python makes venvs whose home is the base interpreter: --system-site-packages
     // would show the base's packages, not the venv's. Its own site-packages are added instead.
     if (system_site && !parent_) venv.push_back("--system-site-packages");
@@ -566,6 +604,7 @@ class Maker {
     Probe p;
     p.python = doc.value("python", "");
     p.packages = doc.value("packages", std::map<std::string, std::string>{});
+    p.where = doc.value("where", std::map<std::string, std::string>{});
     p.requirements = doc.value("requirements", json::array());
     p.path = doc.value("path", std::vector<std::string>{});
     return p;
@@ -579,6 +618,7 @@ class Maker {
   bool append_ = false;
   bool damage_said_ = false;  // a damaged venv is said once (reuse is asked twice)
   std::optional<bool> has_pip_;
+  bool venv_pip_ = false;  // the venv gets its own pip (the tree requires pip)
   std::map<std::string, std::string> env_;  // pip's (pip_environment)
   std::optional<ParentVenv> parent_;        // the interpreter is a venv's python
   std::string unreachable_;                 // why pip could not reach the index ("[Errno 111] Connection refused")
@@ -743,9 +783,18 @@ PipRequirements pip_requirements(const VenvRequest& req) {
   for (const auto& r : req.requirements) {
     // requirements.txt is the tree's runtime and test set (PyTorch's includes hypothesis,
     // lintrunner …): only [build-system].requires and requirements-build.txt build it.
-    if (r.where.file == "requirements.txt") continue;
+    if (!contract::installed_for_build(r)) continue;
     std::string n = canonical_name(r.name);
     std::string text = requirement_text(r);
+    // `pip` without a version (requirements-build.txt @ pytorch/pytorch@1975038f: "pip  # not
+    // technically needed, but this makes setup.py invocation work"): the venv's own pip, from
+    // the interpreter's ensurepip, which needs no index; asking pip for it fails offline.
+    if (n == "pip" && r.specifier.empty() && r.extras.empty() && r.marker.empty()) {
+      out.venv_pip = true;
+      out.from_venv.push_back(fmt::format("{} ({}): the venv's own pip (ensurepip, no index)", text, r.where.str()));
+      names.insert(n);
+      continue;
+    }
     if (auto w = wheel_files.find(n); w != wheel_files.end()) {
       out.from_wheels.push_back(fmt::format("{}: {}", text, w->second));
       names.insert(n);

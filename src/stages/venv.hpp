@@ -64,6 +64,11 @@ struct PipRequirements {
   std::optional<std::string> cmake_problem;  // why the host's cmake cannot be the build's
   // Requirements left to a wheel file of the request ("torch>=2.0: torch-2.14.0+cu130.sm90-….whl").
   std::vector<std::string> from_wheels;
+  // Requirements the venv satisfies itself ("pip  # …: the venv's own (ensurepip, no index)"): a
+  // tree's bare `pip` (PyTorch's requirements-build.txt) makes the venv with its own pip
+  // instead of asking an index (or a wheelhouse) for it.
+  std::vector<std::string> from_venv;
+  bool venv_pip = false;
 };
 PipRequirements pip_requirements(const VenvRequest& req);
 

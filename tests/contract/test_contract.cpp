@@ -187,6 +187,13 @@ TEST_CASE("requirement files: comments, markers, extras, -r includes, continuati
   CHECK(c.requirements[7].marker == "platform_machine != \"s390x\"");
   REQUIRE(c.notes.size() == 1);
   CHECK_THAT(c.notes[0], Catch::Contains("requirements.txt:7") && Catch::Contains("--index-url"));
+  // requirements.txt's own lines are read and shown, and said not to be installed (issue 46).
+  CHECK(installed_for_build(c.requirements[0]));
+  CHECK_FALSE(installed_for_build(c.requirements[6]));
+  CHECK(to_json(c)["requirements"][6]["installed"] == false);
+  int said = 0;
+  for (const auto& line : describe(c)) said += line.find("(not installed: runtime and test set)") != std::string::npos;
+  CHECK(said == 3);
 
   auto cycle = read_contract(memory({{"requirements.txt", "-r requirements.txt\n"}}));
   REQUIRE_FALSE(cycle.ok());

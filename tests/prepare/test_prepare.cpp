@@ -5,13 +5,16 @@
 // in tools/optional_submodules.py, .ci/docker/ci_commit_pins/nccl.txt read by read_nccl_pin().
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <set>
 
 #include "arch/parse.hpp"
 #include "contract/contract.hpp"
 #include "core/data_dir.hpp"
+#include "core/text.hpp"
 #include "plan/resolve.hpp"
 #include "prepare/prepare.hpp"
 #include "recipe/recipe.hpp"
@@ -207,4 +210,122 @@ TEST_CASE("prepare: the shipped tree-downloads data loads, and a pattern finds t
   auto bad = prepare::load_tree_downloads(dir / "bad.toml");
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().message.find("bad.toml:") != std::string::npos);
+}
+
+// Issue 46: the detector reads the pin the tree's own code selects (exact names, the plan's CUDA),
+// not every nccl*.txt of the pins folder, and the switches that turn each download off. Pin files
+// with their upstream content (tests/fixtures/pytorch-real/README.md).
+TEST_CASE("prepare: the tree-download detector reads the NCCL pin the tree's code selects, and its switches",
+          "[prepare]") {
+  test::TempDir dir;
+  torch_like_tree(dir / "tree");
+  fs::path pins = dir / "tree/.ci/docker/ci_commit_pins";
+  write(pins / "nccl-extensions.txt", "nccl-extensions-v0.1.0\n");
+  write(pins / "nccl-legacy.txt", "ab2b89c4c339bd7f816fbc114a4b05d386b66290\n");
+  auto bare = resolve_with(recipe_for(dir.path(), dir / "tree", "2.11.0", ""));
+  // Neither is the NCCL pin: nothing is cloned from them.
+  CHECK_FALSE(has_stop(prepared(bare, {}, dir / "cache"), "tree-download"));
+
+  // The plan's CUDA (13.0): nccl-cu130.txt first, as PreBuildSteps.cmake takes it, then nccl.txt.
+  write(pins / "nccl-cu130.txt", "v2.27.7-1\n");
+  CHECK(has_stop(prepared(bare, {}, dir / "cache"), "tree-download", ".ci/docker/ci_commit_pins/nccl-cu130.txt"));
+  fs::remove(pins / "nccl-cu130.txt");
+  write(pins / "nccl.txt", "v2.29.3-1\n");
+  CHECK(has_stop(prepared(bare, {}, dir / "cache"), "tree-download", ".ci/docker/ci_commit_pins/nccl.txt"));
+
+  // Each switch of the tree's code turns it off: USE_DISTRIBUTED=0 among them.
+  for (auto [var, value] : std::vector<std::pair<std::string, std::string>>{
+           {"USE_DISTRIBUTED", "0"}, {"USE_DISTRIBUTED", "off"}, {"USE_NCCL", "N"}, {"USE_CUDA", "FALSE"},
+           {"USE_SYSTEM_NCCL", "ON"}}) {
+    prepare::Request q;
+    q.env = {{var, value}};
+    INFO(var << "=" << value);
+    CHECK_FALSE(has_stop(prepared(bare, q, dir / "cache"), "tree-download", "nccl"));
+  }
+
+  // Eigen: USE_SYSTEM_EIGEN_INSTALL=1 switches its download off, as the recipes' [[fetch]] says.
+  write(dir / "tree/third_party/eigen_pin.txt", "5.0.1\n");
+  prepare::Request no_nccl;
+  no_nccl.env = {{"USE_DISTRIBUTED", "0"}};
+  CHECK(has_stop(prepared(bare, no_nccl, dir / "cache"), "tree-download", "third_party/eigen_pin.txt"));
+  no_nccl.env["USE_SYSTEM_EIGEN_INSTALL"] = "1";
+  CHECK_FALSE(has_stop(prepared(bare, no_nccl, dir / "cache"), "tree-download"));
+}
+
+TEST_CASE("prepare: tree-downloads.toml agrees with every shipped recipe's [[fetch]] of the same name", "[prepare]") {
+  auto downloads = prepare::load_tree_downloads(data_root() / "data" / "tree-downloads.toml");
+  REQUIRE(downloads.ok());
+  auto recipes = recipe::load_shipped();
+  REQUIRE(recipes.ok());
+  int compared = 0;
+  for (const auto& r : *recipes)
+    for (const auto& f : r.fetches)
+      for (const auto& d : *downloads) {
+        if (d.fetch != f.name) continue;
+        INFO(r.file.string() << " [[fetch]] " << f.name);
+        // The same switches: the recipe fetches nothing exactly when the tree's code clones nothing.
+        std::map<std::string, std::set<std::string>> a, b;
+        for (const auto& [k, v] : f.unless_env)
+          for (const auto& x : v) a[k].insert(text::lower(x));
+        for (const auto& [k, v] : d.unless_env)
+          for (const auto& x : v) b[k].insert(text::lower(x));
+        CHECK(a == b);
+        // Every pin file the recipe reads is one the detector knows.
+        for (const auto& p : f.pin_files)
+          CHECK(std::find(d.pin_files.begin(), d.pin_files.end(), p) != d.pin_files.end());
+        ++compared;
+      }
+  CHECK(compared >= 10);
+}
+
+TEST_CASE("prepare: a tree older than every recipe is one stop saying so, without the contract's noise", "[prepare]") {
+  test::TempDir dir;
+  torch_like_tree(dir / "tree", "2.3.0a0");
+  // A scikit-build-core tree for the setup-py recipe: against the wrong recipe a driver-backend
+  // stop would come too, noise where no recipe fits.
+  write(dir / "tree/pyproject.toml", "[build-system]\nrequires = [\"scikit-build-core\"]\n"
+                                     "build-backend = \"scikit_build_core.build\"\n");
+  auto r = resolve_with(recipe_for(dir.path(), dir / "tree", "2.15.0", ""));
+  prepare::Request q;
+  q.recipe_lines = {V("2.4.0"), V("2.10.0"), V("2.15.0")};
+  auto p = prepared(r, q, dir / "cache");
+  REQUIRE_FALSE(p.stops.empty());
+  CHECK(p.stops[0].rule == rules::Id::release_line);
+  CHECK_FALSE(has_stop(p, "driver-backend"));
+  CHECK_THAT(p.stops[0].error.message, Catch::Contains("older than every recipe") &&
+                                           Catch::Contains("no recipe covers line 2.3") &&
+                                           Catch::Contains("the oldest is line 2.4"));
+  CHECK(p.stops[0].error.message.find("choose the recipe of line 2.3") == std::string::npos);
+  CHECK(p.first_stop()->exit == Exit::bad_input);
+}
+
+TEST_CASE("prepare: a local tree whose .gitmodules folders are empty stops before any venv, naming each", "[prepare]") {
+  test::TempDir dir;
+  torch_like_tree(dir / "tree");
+  write(dir / "tree/.gitmodules",
+        "[submodule \"third_party/pybind11\"]\n\tignore = dirty\n\tpath = third_party/pybind11\n"
+        "\turl = https://github.com/pybind/pybind11.git\n[submodule \"third_party/cpuinfo\"]\n"
+        "\tpath = third_party/cpuinfo\n\turl = https://github.com/pytorch/cpuinfo.git\n");
+  fs::create_directories(dir / "tree/third_party/pybind11");        // empty: cloned without --recursive
+  write(dir / "tree/third_party/cpuinfo/CMakeLists.txt", "# here\n");  // checked out
+  auto r = resolve_with(recipe_for(dir.path(), dir / "tree", "2.11.0", ""));
+  prepare::Request q;
+  q.no_venv_because = "";  // the venv would be made: the stop must come first
+  run::ScriptedRunner runner;
+  runner.strict();
+  auto reporter = run::make_reporter(run::ReporterKind::plain, std::cerr);
+  prepare::Services s{runner, *reporter};
+  prepare::Cache cache;
+  cache.layout.emplace(dir / "cache");
+  q.offline = true;
+  auto p = prepare::prepare(r, q, cache, s);
+  REQUIRE(p.ok());
+  CHECK(runner.calls().empty());  // no venv, no process
+  REQUIRE_FALSE(p->stops.empty());
+  CHECK(p->stops[0].rule == rules::Id::submodules);
+  CHECK_THAT(p->stops[0].error.message, Catch::Contains("third_party/pybind11") &&
+                                            Catch::Contains("https://github.com/pybind/pybind11.git") &&
+                                            Catch::Contains("git submodule update --init --recursive"));
+  CHECK(p->stops[0].error.message.find("cpuinfo") == std::string::npos);
+  CHECK_FALSE(p->plan->venv);
 }

@@ -204,3 +204,35 @@ TEST_CASE("local tree: a folder outside reached by two links is copied once", "[
   CHECK(t::read_file(d / "copy/dep/y/file.h") == "// level\n");
   CHECK(fs::is_symlink(d / "copy/dep/x/y"));
 }
+
+// Issue 46: a checkout cloned without --recursive. The gitlink commit comes from HEAD's tree; a
+// .gitmodules path with no gitlink (or no repository: a tarball) is named without one.
+TEST_CASE("local tree: submodules of .gitmodules whose folders are missing or empty, with their gitlinks",
+          "[source][local]") {
+  t::TempDir tmp;
+  fs::path repo = tmp / "pytorch";
+  tmp.write("pytorch/version.txt", "2.11.0a0\n");
+  tmp.write("pytorch/.gitmodules",
+            "[submodule \"third_party/pybind11\"]\n\tignore = dirty\n\tpath = third_party/pybind11\n"
+            "\turl = https://github.com/pybind/pybind11.git\n"
+            "[submodule \"third_party/cpuinfo\"]\n\tpath = third_party/cpuinfo\n\turl = https://github.com/pytorch/cpuinfo.git\n"
+            "[submodule \"third_party/fbgemm\"]\n\tpath = third_party/fbgemm\n\turl = https://github.com/pytorch/fbgemm\n");
+  tmp.write("pytorch/third_party/fbgemm/CMakeLists.txt", "# checked out\n");
+  CHECK(archbuild::source::missing_submodules(repo).size() == 2);  // no repository: no gitlinks
+  git(repo, {"init", "-q"});
+  git(repo, {"add", "-A"});
+  const std::string pybind = "3e9dfa2866941655c56877882565e7577de6fc7b";
+  git(repo, {"update-index", "--add", "--cacheinfo", "160000," + pybind + ",third_party/pybind11"});
+  git(repo, {"commit", "-qm", "gitlinks"});
+  fs::create_directories(repo / "third_party/pybind11");  // the empty folder `git clone` leaves
+  auto missing = archbuild::source::missing_submodules(repo);
+  REQUIRE(missing.size() == 2);
+  CHECK(missing[0].path == "third_party/pybind11");
+  CHECK(missing[0].url == "https://github.com/pybind/pybind11.git");
+  CHECK(missing[0].commit == std::optional<std::string>(pybind));
+  CHECK(missing[1].path == "third_party/cpuinfo");
+  CHECK_FALSE(missing[1].commit);  // a .gitmodules path with no gitlink
+  tmp.write("pytorch/third_party/pybind11/CMakeLists.txt", "# checked out now\n");
+  tmp.write("pytorch/third_party/cpuinfo/LICENSE", "# checked out now\n");
+  CHECK(archbuild::source::missing_submodules(repo).empty());
+}

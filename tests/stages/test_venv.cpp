@@ -422,3 +422,63 @@ TEST_CASE("venv: a venv over the system's packages is reused without a process w
   REQUIRE(s::prepare_build_venv(q, layout, runner, *reporter));
   CHECK(runner.started == 0);  // and that answer is recorded in turn
 }
+
+// Issue 46: PyTorch's requirements-build.txt ends with a bare `pip` line
+// (pytorch/pytorch@1975038f:requirements-build.txt, tests/fixtures/pytorch-real): the venv's own
+// pip satisfies it, so it is never asked of an index or a wheelhouse.
+TEST_CASE("venv: the tree's bare `pip` is the venv's own, never asked of pip", "[venv]") {
+  auto q = base();
+  auto pip_line = req("pip", "");
+  pip_line.where = {"requirements-build.txt", 11};
+  q.requirements = {req("six"), pip_line};
+  q.driver_modules = {"setuptools", "pip"};
+  auto p = s::pip_requirements(q);
+  CHECK(p.pip == std::vector<std::string>{"setuptools", "six"});
+  CHECK(p.venv_pip);
+  REQUIRE(p.from_venv.size() == 1);
+  CHECK(p.from_venv[0] == "pip (requirements-build.txt:11): the venv's own pip (ensurepip, no index)");
+  // A version asked for is pip's to install.
+  q.requirements = {req("pip", ">=99")};
+  auto v = s::pip_requirements(q);
+  CHECK_FALSE(v.venv_pip);
+  CHECK(std::find(v.pip.begin(), v.pip.end(), "pip>=99") != v.pip.end());
+}
+
+TEST_CASE("venv: offline with the `pip` line the venv is made isolated; over the system's packages it says which",
+          "[venv][python]") {
+  if (auto why = python_missing(); !why.empty()) {
+    WARN("##archbuild-skip## " << why);
+    return;
+  }
+  if (t::run(kSystemPython, {"-c", "import ensurepip, six"}).status != 0) {
+    WARN("##archbuild-skip## " << kSystemPython << " has no ensurepip or six (python3-venv, python3-six)");
+    return;
+  }
+  t::TempDir tmp;
+  marker_wheel(tmp / "wheels");
+  // The wheelhouse has what is asked: `pip` does not make the isolated venv fail.
+  auto q = marker_request(kSystemPython, {{"PIP_FIND_LINKS", (tmp / "wheels").string()}});
+  q.requirements.push_back(req("pip", ""));
+  q.offline = true;
+  auto m = make_venv(q, tmp / "cache");
+  INFO(m.log);
+  REQUIRE(m.venv);
+  CHECK_FALSE(m.venv->system_site_packages);
+  CHECK(m.venv->packages.count("pip") == 1);  // its own
+  CHECK(m.venv->from_system.empty());
+  REQUIRE(m.venv->from_venv.size() == 1);
+
+  // `six` is in no wheelhouse: the venv over the interpreter's packages, and it says whose six it is.
+  s::VenvRequest o;
+  o.interpreter = kSystemPython;
+  o.interpreter_version = system_python_version();
+  o.requirements = {req("six", "")};
+  o.env = {{"PATH", "/usr/local/bin:/usr/bin:/bin"}, {"PIP_CONFIG_FILE", "/dev/null"}};
+  o.offline = true;
+  auto f = make_venv(o, tmp / "cache2");
+  INFO(f.log);
+  REQUIRE(f.venv);
+  REQUIRE(f.venv->system_site_packages);
+  REQUIRE(f.venv->from_system.size() == 1);
+  CHECK_THAT(f.venv->from_system[0], Catch::StartsWith("six ") && Catch::Contains("dist-packages"));
+}

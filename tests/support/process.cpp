@@ -164,6 +164,8 @@ int Background::pid() const { return impl_->child.id(); }
 bool Background::running() { return !impl_->waited && impl_->child.running(); }
 void Background::kill(int sig) { ::kill(impl_->child.id(), sig); }
 
+std::string Background::err_so_far() const { return read_file(impl_->dir / "err"); }
+
 Ran Background::wait() {
   if (!impl_->waited) {
     std::error_code ec;

@@ -58,6 +58,7 @@ class Background {
   bool running();
   void kill(int sig);
   Ran wait();  // exit status (or -signal), stdout and stderr
+  std::string err_so_far() const;  // what it wrote to stderr until now
 
  private:
   struct Impl;
