@@ -37,39 +37,6 @@ std::string utc(std::time_t t) { return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt
 
 std::string now_utc() { return utc(std::chrono::system_clock::to_time_t(std::chrono::system_clock::now())); }
 
-std::optional<std::string> read_text(const fs::path& p) {
-  // A page, the manifest or a wheel is a regular file: a FIFO put in the mirror would block open().
-  if (!paths::expect_regular_file(p, "mirror file")) return std::nullopt;
-  std::ifstream in(p, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-std::string html_escape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
-// Pages are rewritten only when their content changes: publishing the same file again leaves
-// every page (and its mtime) as it was, and a publish repairs pages a crash left stale.
-Result<bool> write_if_changed(const fs::path& p, const std::string& content) {
-  if (auto old = read_text(p); old && *old == content) return false;
-  auto w = store::write_file_atomic(p, content);
-  if (!w) return w.error();
-  return true;
-}
-
 struct Hashed {
   std::string sha256;
   std::uint64_t size = 0;

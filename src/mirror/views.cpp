@@ -24,36 +24,6 @@ namespace {
 // From a view's project page to files/: gpu/sm_XY/simple/<project>/ is four levels down.
 constexpr const char* kFilesFromView = "../../../../files/";
 
-std::optional<std::string> read_text(const fs::path& p) {
-  if (!paths::expect_regular_file(p, "mirror file")) return std::nullopt;  // a FIFO would block open()
-  std::ifstream in(p, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-Result<bool> write_if_changed(const fs::path& p, const std::string& content) {
-  if (auto old = read_text(p); old && *old == content) return false;
-  auto w = store::write_file_atomic(p, content);
-  if (!w) return w.error();
-  return true;
-}
-
-std::string html_escape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
 // "sm_90a" / "compute_120" back to an image.
 std::optional<arch::CodeImage> parse_image(std::string_view s) {
   arch::CodeImage im;
@@ -227,6 +197,39 @@ std::map<fs::path, std::string> pages_of(const View& v, const std::set<std::stri
 }
 
 }  // namespace
+
+std::optional<std::string> read_text(const fs::path& p) {
+  // A page, the manifest or a wheel is a regular file: a FIFO put in the mirror would block open().
+  if (!paths::expect_regular_file(p, "mirror file")) return std::nullopt;
+  std::ifstream in(p, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Pages are rewritten only when their content changes: publishing the same file again leaves
+// every page (and its mtime) as it was, and a publish repairs pages a crash left stale.
+Result<bool> write_if_changed(const fs::path& p, const std::string& content) {
+  if (auto old = read_text(p); old && *old == content) return false;
+  auto w = store::write_file_atomic(p, content);
+  if (!w) return w.error();
+  return true;
+}
+
+std::string html_escape(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
 
 json GpuFacts::to_json() const {
   json files_j = json::array();

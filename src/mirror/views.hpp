@@ -54,6 +54,13 @@ Fit fit_on(const GpuFacts& facts, arch::Cc cc);
 // "sm_90" for 9.0, "sm_120" for 12.0: a view's folder name under gpu/.
 std::string view_name(arch::Cc cc);
 
+// Text for an HTML page's attribute or body (the index pages and the views share it).
+std::string html_escape(std::string_view s);
+// A mirror file's text (nullopt: missing, unreadable or not a regular file), and a page written
+// atomically only where its content changed (false: it was already this).
+std::optional<std::string> read_text(const std::filesystem::path& p);
+Result<bool> write_if_changed(const std::filesystem::path& p, const std::string& content);
+
 // The views the manifest derives: for each CC (of data/gpus.toml) at least one wheel with device
 // code runs on, each project's files in it. Entries without facts are left out (fill them first).
 struct View {

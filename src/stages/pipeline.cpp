@@ -125,7 +125,7 @@ class Pipeline {
       if (auto r = record.clear_stages(); !r) return r.error();
       start = Stage::fetch;
     }
-    if (start != "fetch") start = verified_start(start);
+    if (start != Stage::fetch) start = verified_start(start);
     if (auto r = prepare_environment(ctx_); !r) return r.error();
     // CMake reads the compiler launchers only when it first configures: a tree configured with
     // others (archbuild moved, ccache added or gone) would keep running those, so it is
@@ -242,29 +242,27 @@ class Pipeline {
   // whose claim no longer holds (its clear could not be written, or the cache was changed
   // underneath) is not trusted, and its stage runs again. The fetch stamp is checked by
   // fetched_tree_matches, the configure stamp by its launchers (run()).
-  std::string verified_start(std::string start) {
-    const auto& names = stage_names();
-    auto past = [&](const std::string& stage) {
-      return std::find(names.begin(), names.end(), start) > std::find(names.begin(), names.end(), stage);
-    };
-    auto distrust = [&](const std::string& stage, const std::string& why) {
-      ctx_.reporter.message(run::Level::info, fmt::format("the {} stamp is not trusted ({}): running {} again", stage, why, stage));
-      warn_unrecorded(ctx_, ctx_.record.clear_stage(stage), "that the " + stage + " stage must run again");
+  Stage verified_start(Stage start) {
+    auto past = [&](Stage stage) { return start > stage; };  // the enum is in run order
+    auto distrust = [&](Stage stage, const std::string& why) {
+      std::string name(recipe::to_string(stage));
+      ctx_.reporter.message(run::Level::info, fmt::format("the {} stamp is not trusted ({}): running {} again", name, why, name));
+      warn_unrecorded(ctx_, ctx_.record.clear_stage(name), "that the " + name + " stage must run again");
       start = stage;
     };
     // The package stamp names the stored wheel the validate stage reads.
-    if (past("package")) {
+    if (past(Stage::package)) {
       auto doc = ctx_.record.read();
       std::string sha = doc ? doc->value("/stages/package/wheel_sha256"_json_pointer, std::string()) : std::string();
-      if (sha.empty()) distrust("package", "it names no wheel");
+      if (sha.empty()) distrust(Stage::package, "it names no wheel");
       else if (auto check = store::get_wheel(ctx_.layout, sha); check.state != store::WheelState::ok)
-        distrust("package", check.message);
+        distrust(Stage::package, check.message);
     }
     // Then, a backend whose build step writes the wheel: the package stage takes it from wheel_dir.
-    const std::string& wheel_stage = ctx_.plan->wheel_stage;
-    if (!wheel_stage.empty() && wheel_stage != "package" && past(wheel_stage) && !past("package") &&
+    auto wheel_stage = recipe::stage_named(ctx_.plan->wheel_stage);
+    if (wheel_stage && *wheel_stage != Stage::package && past(*wheel_stage) && !past(Stage::package) &&
         !has_wheel(ctx_.src / ctx_.plan->wheel_dir))
-      distrust(wheel_stage, fmt::format("no wheel in {}", (ctx_.src / ctx_.plan->wheel_dir).string()));
+      distrust(*wheel_stage, fmt::format("no wheel in {}", (ctx_.src / ctx_.plan->wheel_dir).string()));
     return start;
   }
 
