@@ -9,6 +9,7 @@
 #include "arch/arch.hpp"
 #include "recipe/recipe.hpp"
 #include "store/layout.hpp"
+#include "toolchain/jetpack.hpp"
 #include "toolchain/platform.hpp"
 
 namespace archbuild::app {
@@ -144,7 +145,12 @@ Matrix expand_matrix(const MatrixRequest& a, const Session& s) {
   } else {
     for (const auto& target : base.targets) {
       auto c = toolchain::choose_platform(ps, std::nullopt, {{target.cc, "", "--sm"}}, machine);
-      pairs.emplace_back(c ? c->platform : here, target);  // no single platform: this machine's, whose rule refuses
+      const toolchain::Platform* platform = c ? c->platform : nullptr;
+      // A Jetson GPU several platforms list (8.7: jetson under JetPack 5/6, sbsa under 7.2): its
+      // newest JetPack decides, as install-command decides for a Jetson asked about from elsewhere.
+      if (!platform)
+        if (const auto* jp = toolchain::JetPacks::shipped().newest_for({target.cc})) platform = ps.find(jp->platform);
+      pairs.emplace_back(platform ? platform : here, target);  // none: this machine's, whose rule refuses
     }
   }
   bool several = false;

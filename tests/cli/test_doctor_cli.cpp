@@ -508,7 +508,7 @@ TEST_CASE("install-command on ARM hosts: GB10, Thor and an Orin on JetPack 7 get
   CHECK(has(unknown.err, "not a platform"));
 }
 
-TEST_CASE("install-command --jetpack: the Jetson's JetPack CUDA names the recipe; JetPack 7.0/7.1 are Thor's, 7.2 Orin's too",
+TEST_CASE("install-command --jetpack: the Jetson's JetPack CUDA names the recipe, and JetPack 7.0/7.1 are Thor's, 7.2 Orin's too",
           "[cli][install][arm]") {
   FakeHost h;  // an x86_64 machine advising for a Jetson elsewhere
   auto orin = t::archbuild({"install-command", "--gpu", "Jetson AGX Orin", "--jetpack", "6.2", "--driver", "540.4.0", "--json"},

@@ -154,19 +154,21 @@ TEST_CASE("matrix --platform x86_64,sbsa: aarch64 jobs on GitHub's arm64 runner 
     CHECK_FALSE(job.contains("runs_on"));
   auto bad = test::archbuild({"--cache-dir", cache.path().string(), "matrix", "--sm", "90", "--platform", "arm"});
   CHECK(bad.status == 2);
-  // A GPU only another platform has, without --platform: the job is that platform's (a Jetson
-  // part is jetson's, which has no hosted runner: refused, saying so), never an x86 job.
+  // A GPU only other platforms have, without --platform: never an x86 job. An Orin (8.7: jetson
+  // under JetPack 5/6, sbsa under 7.2) goes where its newest JetPack puts it: sbsa, on the arm64
+  // runner, as install-command advises for an Orin asked about from elsewhere.
   auto orin = test::archbuild({"--cache-dir", cache.path().string(), "matrix", "--sm", "90,87", "--recipe", "torch-2.14", "--json"});
   REQUIRE(orin.status == 0);
   auto oj = json::parse(orin.out);
-  for (const auto& job : oj["include"]) CHECK_FALSE(job["sm"] == "8.7");
-  bool refused = false;
-  for (const auto& job : oj["refused"])
+  bool orin_job = false;
+  for (const auto& job : oj["include"])
     if (job["sm"] == "8.7") {
-      refused = true;
-      CHECK(job["platform"] == "jetson");
+      orin_job = true;
+      CHECK(job["platform"] == "sbsa");
+      CHECK(job["runs_on"] == "ubuntu-24.04-arm");
     }
-  CHECK(refused);
+  CHECK(orin_job);
+  for (const auto& job : oj["refused"]) CHECK_FALSE((job["sm"] == "8.7" && job["platform"] == "x86_64"));
 }
 
 TEST_CASE("matrix --sm 12.1 without --platform: the jobs are sbsa's, where a GB10 sits", "[matrix][arm]") {

@@ -502,7 +502,7 @@ void check_views(Pip& pip, const fs::path& mirror, const std::string& base, cons
 
 }  // namespace
 
-TEST_CASE("GPU views: pip from each GPU's view gets a build that runs there; install-command names it", "[publish][pip]") {
+TEST_CASE("GPU views: pip from each GPU's view gets a build that runs there, and install-command names it", "[publish][pip]") {
   test::TempDir tmp;
   Pip pip;
   if (auto why = pip.make(tmp / "venv"); !why.empty()) {

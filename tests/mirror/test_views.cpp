@@ -57,7 +57,7 @@ Manifest fleet() {
 
 }  // namespace
 
-TEST_CASE("fit: SASS for the GPU, same-family SASS, PTX, none; no device code is a CPU build") {
+TEST_CASE("fit: SASS for the GPU, same-family SASS, PTX, none, and no device code is a CPU build") {
   auto facts = [](std::vector<std::string> images) { return *GpuFacts::from_json(entry("p", "1", images).gpu); };
   CHECK(fit_on(facts({"sm_90"}), {9, 0}) == Fit::native);
   CHECK(fit_on(facts({"sm_120"}), {12, 1}) == Fit::family_sass);
@@ -105,7 +105,7 @@ TEST_CASE("the tie-break: nearest image, then fewer images, then the later publi
   CHECK(offered(derive_views(m), 90, "p") == "several");
 }
 
-TEST_CASE("a wheel is placed by its code, not its name; a CPU build is in every view but makes none") {
+TEST_CASE("a wheel is placed by its code, not its name, and a CPU build is in every view but makes none") {
   auto m = fleet();
   auto liar = entry("liar", "1.0+cu130.sm120", {"sm_90"});
   auto cpu = entry("plain", "1.0", {});

@@ -444,7 +444,7 @@ TEST_CASE("venv: the tree's bare `pip` is the venv's own, never asked of pip", "
   CHECK(std::find(v.pip.begin(), v.pip.end(), "pip>=99") != v.pip.end());
 }
 
-TEST_CASE("venv: offline with the `pip` line the venv is made isolated; over the system's packages it says which",
+TEST_CASE("venv: offline with the `pip` line the venv is made isolated, and over the system's packages it says which",
           "[venv][python]") {
   if (auto why = python_missing(); !why.empty()) {
     WARN("##archbuild-skip## " << why);
