@@ -325,11 +325,37 @@ std::optional<Version> dir_version(const std::string& name) {
 
 }  // namespace
 
+namespace {
+
+// The toolkit an nvcc found on PATH belongs to. A symlink is followed; a wrapper script
+// (`exec /usr/local/cuda-13.0/bin/nvcc "$@"` in /usr/local/bin) sits in a folder that is no
+// toolkit, and CUDA_HOME=/usr/local would break the build, so nvcc is asked where it runs
+// from: `--dryrun` prints `#$ _HERE_=<its bin folder>` without reading the input file.
+fs::path toolkit_of_path_nvcc(const fs::path& nvcc, const Probe& probe, std::vector<std::string>* notes) {
+  std::error_code ec;
+  const fs::path real = fs::is_symlink(nvcc, ec) ? canonical_or_self(nvcc) : nvcc;
+  const fs::path root = real.parent_path().parent_path();
+  if (fs::exists(root / "include" / "cuda_runtime.h", ec)) return root;
+  auto ran = probe({real.string(), "--dryrun", "-c", "archbuild-where.cu"});
+  if (!ran || ran->status != 0) return root;
+  static const std::regex here_re(R"((?:^|\n)#\$ _HERE_=([^\r\n]+))");
+  std::smatch m;
+  const std::string text = ran->out + "\n" + ran->err;
+  if (!std::regex_search(text, m, here_re)) return root;
+  const fs::path here = canonical_or_self(fs::path(m[1].str()));
+  if (!here.is_absolute() || here.parent_path() == root) return root;
+  note(notes, fmt::format("nvcc on PATH ({}) runs {}; its toolkit is {}", nvcc.string(), (here / "nvcc").string(),
+                          here.parent_path().string()));
+  return here.parent_path();
+}
+
+}  // namespace
+
 std::vector<Toolkit> discover_toolkits(const HostEnv& env, const Probe& probe, std::vector<std::string>* notes) {
   std::vector<std::pair<fs::path, std::string>> candidates;
   for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
     if (auto v = env.get(var)) candidates.emplace_back(fs::path(*v), var);
-  if (auto nvcc = env.find_program("nvcc")) candidates.emplace_back(nvcc->parent_path().parent_path(), "nvcc on PATH");
+  if (auto nvcc = env.find_program("nvcc")) candidates.emplace_back(toolkit_of_path_nvcc(*nvcc, probe, notes), "nvcc on PATH");
   for (const auto& root : env.roots) {
     std::error_code ec;
     std::vector<fs::path> found;

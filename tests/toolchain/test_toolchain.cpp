@@ -46,6 +46,7 @@ fs::path fake_toolkit(const test::TempDir& tmp, const std::string& dir, const st
       "  --version) echo 'nvcc: NVIDIA (R) Cuda compiler driver'; echo 'Cuda compilation tools, release " +
           release + ", V" + build + "';;\n"
           "  --list-gpu-arch) for a in " + archs + "; do echo compute_$a; done;;\n"
+          "  --dryrun) echo \"#\\$ _HERE_=$(cd \"$(dirname \"$0\")\" && pwd -P)\" >&2;;\n"
           "  *) exit 1;;\n"
           "esac\n");
   if (version_json)
@@ -303,6 +304,33 @@ TEST_CASE("discovery on fake toolkit trees with the real process probe") {
     CHECK(t2[0].found_by == "nvcc on PATH");
     CHECK(t2[0].root == tmp.path() / "opt/cuda13");
   }
+  // /usr/local/bin/nvcc as `exec /usr/local/cuda-13.0/bin/nvcc "$@"` (CI's machine has one): its
+  // folder's parent is no toolkit, so CUDA_HOME must come from where nvcc says it runs.
+  SECTION("a wrapper script on PATH names its toolkit, not its own folder") {
+    exe(tmp, "wrap/bin/nvcc", "#!/bin/sh\nexec " + (tmp.path() / "opt/cuda13/bin/nvcc").string() + " \"$@\"\n");
+    HostEnv e2;
+    e2.roots = {};
+    e2.vars["PATH"] = (tmp.path() / "wrap/bin").string();
+    std::vector<std::string> n2;
+    auto t2 = discover_toolkits(e2, real_probe(), &n2);
+    REQUIRE(t2.size() == 1);
+    CHECK(t2[0].root == fs::canonical(tmp.path() / "opt/cuda13"));
+    CHECK(t2[0].nvcc == fs::canonical(tmp.path() / "opt/cuda13") / "bin/nvcc");
+    bool said = false;
+    for (const auto& n : n2) said = said || n.find("its toolkit is") != std::string::npos;
+    CHECK(said);
+  }
+  SECTION("a symlinked nvcc on PATH is followed to its toolkit") {
+    tmp.write("link/bin/.keep", "");
+    fs::create_symlink(tmp.path() / "roots/cuda-12.9/bin/nvcc", tmp.path() / "link/bin/nvcc");
+    HostEnv e2;
+    e2.roots = {};
+    e2.vars["PATH"] = (tmp.path() / "link/bin").string();
+    auto t2 = discover_toolkits(e2, real_probe());
+    REQUIRE(t2.size() == 1);
+    CHECK(t2[0].root == fs::canonical(tmp.path() / "roots/cuda-12.9"));
+    CHECK(t2[0].version.str() == "12.9.1");
+  }
 }
 
 TEST_CASE("host compilers and Python on a fake PATH") {
@@ -473,7 +501,7 @@ TEST_CASE("the installed toolkit's host_config.h agrees with its toolchain file'
     for (const auto& t : *all)
       if (t.cuda == tk.release()) tc = &t;
     REQUIRE(tc);
-    const auto header = tk.nvcc.parent_path().parent_path() / "include" / "crt" / "host_config.h";
+    const auto header = tk.root / "include" / "crt" / "host_config.h";
     REQUIRE(std::filesystem::exists(header));
     std::ifstream in(header);
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
