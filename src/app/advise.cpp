@@ -46,11 +46,12 @@ std::pair<arch::Cc, std::string> gpu_cc(const std::string& name, const arch::Arc
 // This machine's libraries for the resolved recipe, as `plan` decides them (a file-system probe,
 // no process): the choices the advice must mention — a preferred provider used or passed over
 // (BLAS=NVPL on sbsa) and an expected library missing.
-std::vector<std::string> library_lines(const plan::Resolution& r) {
+std::vector<std::string> library_lines(const plan::Resolution& r, const Facts& data) {
   std::vector<std::string> lines;
-  auto facts = prepare::gather_libraries(r, {}, {});
+  auto facts = prepare::gather_libraries(r, data.library_specs(), {}, {});
   if (!facts) return {"libraries not probed: " + facts.error().message};
   plan::PlanOptions po;
+  po.library_specs = data.library_specs();
   po.library_facts = std::move(*facts);
   auto draft = plan::make_plan(r, po);
   if (!draft) return {"libraries not planned: " + draft.error().message};
@@ -62,7 +63,8 @@ std::vector<std::string> library_lines(const plan::Resolution& r) {
 
 }  // namespace
 
-HostTargets gather_targets(const TargetArgs& a, const arch::ArchData& data) {
+HostTargets gather_targets(const TargetArgs& a, const Facts& facts) {
+  const arch::ArchData& data = facts.arch();
   HostTargets h;
   if (!a.sm.empty()) {
     auto parsed = sm_targets(a.sm, data).take();
@@ -82,7 +84,7 @@ HostTargets gather_targets(const TargetArgs& a, const arch::ArchData& data) {
     h.driver_source = "--driver";
   }
   if (!a.jetpack.empty()) {
-    auto j = toolchain::JetPacks::shipped().find(a.jetpack);
+    auto j = facts.jetpacks().find(a.jetpack);
     if (!j) throw Failure(j.error());
     if (!a.platform.empty() && a.platform != j->platform)
       throw Failure(Error::bad_input(fmt::format("--jetpack {} is platform {} (toolchains/jetpack.toml), not --platform {}",
@@ -98,9 +100,9 @@ HostTargets gather_targets(const TargetArgs& a, const arch::ArchData& data) {
           throw Failure(Error::bad_input(fmt::format("--jetpack {}: JetPack {} supports CC {} only ({}), not {} ({})",
                                                      a.jetpack, h.jetpack->version.str(), h.jetpack->ccs_text(),
                                                      h.jetpack->url, t.cc.str(), t.source)));
-    const auto& ps = toolchain::Platforms::shipped();
-    const auto& jps = toolchain::JetPacks::shipped();
-    auto machine = toolchain::this_machine();
+    const auto& ps = facts.platforms();
+    const auto& jps = facts.jetpacks();
+    auto machine = toolchain::this_machine(jps);
     std::optional<std::string> asked;
     if (!a.platform.empty()) asked = a.platform;
     else if (h.jetpack) asked = h.jetpack->platform;
@@ -190,8 +192,7 @@ HostTargets gather_targets(const TargetArgs& a, const arch::ArchData& data) {
   return h;
 }
 
-doctor::BuildAdvisor make_build_advisor(const std::vector<toolchain::Toolchain>& toolchains,
-                                        std::optional<Version> python, const std::string& platform,
+doctor::BuildAdvisor make_build_advisor(const Facts& facts, std::optional<Version> python, const std::string& platform,
                                         const std::optional<toolchain::JetPack>& jetpack,
                                         const std::string& cuda_unknown) {
   // Discovered on the first question only (a run that needs no build never starts those probes).
@@ -201,7 +202,8 @@ doctor::BuildAdvisor make_build_advisor(const std::vector<toolchain::Toolchain>&
     std::string error;
   };
   auto lazy = std::make_shared<Lazy>();
-  return [lazy, toolchains, python, platform, jetpack, cuda_unknown](
+  // `facts` outlives the advisor: both live for the one advice or diagnosis they serve.
+  return [lazy, facts = &facts, python, platform, jetpack, cuda_unknown](
              const std::vector<arch::Cc>& ccs, const std::optional<Version>& line,
              const std::optional<Version>& cuda) -> doctor::BuildSuggestion {
     doctor::BuildSuggestion s;
@@ -211,11 +213,11 @@ doctor::BuildAdvisor make_build_advisor(const std::vector<toolchain::Toolchain>&
     }
     if (!lazy->tried) {
       lazy->tried = true;
-      auto recipes = plan::select_recipes(std::nullopt);
+      auto recipes = plan::select_recipes(std::nullopt, facts->recipes(), facts->search());
       if (!recipes) {
         lazy->error = recipes.error().message;
       } else {
-        lazy->inputs = discover_inputs(std::move(*recipes), toolchains, tool_probe(), python);
+        lazy->inputs = discover_inputs(*facts, std::move(*recipes), tool_probe(), python);
       }
     }
     if (!lazy->inputs) {
@@ -268,7 +270,7 @@ doctor::BuildAdvisor make_build_advisor(const std::vector<toolchain::Toolchain>&
       return s;  // this machine's missing tools are not that host's
     }
     if (r.status != Exit::ok) s.needs = r.message;
-    s.libraries = library_lines(r);
+    s.libraries = library_lines(r, *facts);
     return s;
   };
 }
@@ -278,51 +280,47 @@ Exit InstallAnswer::exit() const {
   return advice.fits() ? Exit::ok : Exit::not_fine;
 }
 
-InstallAnswer advise_install(const HostTargets& h, const std::string& pip, const doctor::Releases& releases,
-                             const std::vector<toolchain::Toolchain>& toolchains) {
+InstallAnswer advise_install(const HostTargets& h, const std::string& pip, const Facts& facts) {
   doctor::InstallQuery q;
   q.targets = h.targets;
   q.driver = h.driver;
   q.driver_source = h.driver_source;
-  q.releases = releases;
-  q.toolchains = toolchains;
+  q.releases = facts.releases();
+  q.toolchains = facts.toolchains();
   q.pip = pip;
   q.platform = h.platform;
   q.platform_why = h.platform_why;
   q.platform_is_this_machine = h.platform_is_this_machine;
   auto advice = doctor::advise_install(
-      q, make_build_advisor(q.toolchains, std::nullopt, h.platform_is_this_machine ? "" : h.platform->name, h.jetpack,
+      q, make_build_advisor(facts, std::nullopt, h.platform_is_this_machine ? "" : h.platform->name, h.jetpack,
                             h.jetpack_missing));
   if (!h.jetpack_other.empty()) advice.notes.push_back(h.jetpack_other);
   return {h, std::move(advice)};
 }
 
-InstallAnswer advise_install(const TargetArgs& args, const std::string& pip) {
-  const auto& data = arch::ArchData::shipped();
-  auto h = gather_targets(args, data);
-  return advise_install(h, pip, doctor::Releases::load_shipped(data).take(), toolchain::load_shipped(data).take());
+InstallAnswer advise_install(const TargetArgs& args, const std::string& pip, const Facts& facts) {
+  return advise_install(gather_targets(args, facts), pip, facts);
 }
 
-Diagnosis diagnose(const std::string& python_arg, const TargetArgs& args) {
-  const auto& data = arch::ArchData::shipped();
+Diagnosis diagnose(const std::string& python_arg, const TargetArgs& args, const Facts& facts) {
   Diagnosis d;
   doctor::Facts& f = d.facts;
   // Bad --sm / --gpu / --driver is bad input (exit 2) before anything runs.
-  d.host = gather_targets(args, data);
+  d.host = gather_targets(args, facts);
   const HostTargets& h = d.host;
   f.targets = h.targets;
   f.no_targets_reason = h.no_targets_reason;
   f.driver_version = h.driver;
   f.driver_source = h.driver_source;
   f.driver_missing = h.driver_missing;
-  f.releases = doctor::Releases::load_shipped(data).take();
-  f.toolchains = toolchain::load_shipped(data).take();
+  f.releases = facts.releases();
+  f.toolchains = facts.toolchains();
   if (h.platform) f.official_wheels = h.platform->official_wheels;
 
   d.python = python_arg.empty() ? "python3" : python_arg;
   auto torch = probe_torch(d.python);  // no interpreter: exit 3
   if (!torch) {
-    d.install = advise_install(h, d.python + " -m pip", f.releases, f.toolchains);
+    d.install = advise_install(h, d.python + " -m pip", facts);
     return d;
   }
   f.torch = std::move(*torch);
@@ -333,7 +331,7 @@ Diagnosis diagnose(const std::string& python_arg, const TargetArgs& args) {
   std::optional<Version> py_release;
   if (!python_arg.empty() && f.torch.python_version) py_release = f.torch.python_version->prefix(2);
   d.report = doctor::diagnose(
-      f, make_build_advisor(f.toolchains, py_release, h.platform_is_this_machine ? "" : h.platform->name, h.jetpack,
+      f, make_build_advisor(facts, py_release, h.platform_is_this_machine ? "" : h.platform->name, h.jetpack,
                             h.jetpack_missing));
   if (!h.jetpack_other.empty()) d.report->notes.push_back(h.jetpack_other);
   return d;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "app/facts.hpp"
 #include "arch/arch_data.hpp"
 #include "core/error.hpp"
 #include "doctor/doctor.hpp"
@@ -48,14 +49,13 @@ struct HostTargets {
 
 // Targets from --sm and --gpu (bad values: Failure, exit 2), else this host's GPUs; the driver
 // from --driver, else detection. Detection runs only when something is still unknown.
-HostTargets gather_targets(const TargetArgs& args, const arch::ArchData& data);
+HostTargets gather_targets(const TargetArgs& args, const Facts& facts);
 
 // Resolution as `archbuild wheel` would do it, with the host discovered on the first question.
 // `platform`: named in the command (--platform NAME) when it is not this machine's own;
 // `jetpack`: that Jetson's JetPack, whose CUDA picks the recipe the command names;
 // `cuda_unknown`: why no build can be named (a Jetson elsewhere whose CUDA archbuild cannot know).
-doctor::BuildAdvisor make_build_advisor(const std::vector<toolchain::Toolchain>& toolchains,
-                                        std::optional<Version> python, const std::string& platform = "",
+doctor::BuildAdvisor make_build_advisor(const Facts& facts, std::optional<Version> python, const std::string& platform = "",
                                         const std::optional<toolchain::JetPack>& jetpack = std::nullopt,
                                         const std::string& cuda_unknown = "");
 
@@ -66,11 +66,9 @@ struct InstallAnswer {
   // 0 an official wheel fits, 1 only a build helps, 3 no target.
   Exit exit() const;
 };
-// `pip`: how the commands call pip ("pip", "PY -m pip"); releases and toolchains: the data
-// (shipped when not given).
-InstallAnswer advise_install(const TargetArgs& args, const std::string& pip);
-InstallAnswer advise_install(const HostTargets& host, const std::string& pip, const doctor::Releases& releases,
-                             const std::vector<toolchain::Toolchain>& toolchains);
+// `pip`: how the commands call pip ("pip", "PY -m pip"); the releases and toolchains: `facts`'.
+InstallAnswer advise_install(const TargetArgs& args, const std::string& pip, const Facts& facts);
+InstallAnswer advise_install(const HostTargets& host, const std::string& pip, const Facts& facts);
 
 // doctor: the torch of `python` against the targets; without a torch, install advice instead.
 struct Diagnosis {
@@ -81,6 +79,6 @@ struct Diagnosis {
   std::optional<InstallAnswer> install;  // no torch: what to install
 };
 // Bad --sm / --gpu / --driver is bad input (exit 2) before anything runs; no interpreter: exit 3.
-Diagnosis diagnose(const std::string& python, const TargetArgs& args);
+Diagnosis diagnose(const std::string& python, const TargetArgs& args, const Facts& facts);
 
 }  // namespace archbuild::app

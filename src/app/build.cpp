@@ -46,10 +46,11 @@ Result<nlohmann::json> validate_built(const std::filesystem::path& wheel, const 
                                       const Show& show, bool pulled = false) {
   const auto& res = plan->resolution;
   validate::ValidateOptions o;
+  o.libraries = s.facts().wheel_libraries();
   o.module = res.recipe.module;
   auto plus = plan->version.find('+');
   if (plus != std::string::npos) o.expected_label = plan->version.substr(plus + 1);
-  validate::Gpus gpus = host_gpus();
+  validate::Gpus gpus = host_gpus(s.facts().arch());
   if (res.python) {
     validate::ImportSetup imp;
     imp.python = res.python->path;
@@ -193,7 +194,7 @@ BuildOutcome build(const BuildArgs& args, const plan::Resolution& resolved, cons
   store::Layout layout(dir.dir);
   // The one answer (prepare/): the stops `plan` shows are the ones this build stops at, with
   // the same status; a finished key is only a copy, so it is not held to them.
-  prepare::Request q = prepare_request(args.resolve, budget, args.jobs, args.offline, true);
+  prepare::Request q = prepare_request(args.resolve, budget, args.jobs, args.offline, true, s.facts());
   prepare::Prepared prep = prepare_from_args(resolved, q, args.resolve, s).take();
   const plan::Plan& plan = prep.plan;
   const plan::Resolution& r = plan->resolution;  // the tree's release line may have chosen another recipe
@@ -241,6 +242,7 @@ BuildOutcome build(const BuildArgs& args, const plan::Resolution& resolved, cons
       note(s, "library " + plan::describe(c));
 
   stages::PipelineOptions opts;
+  opts.libraries = s.facts().wheel_libraries();
   opts.out_dir = std::filesystem::absolute(args.out);
   opts.offline = args.offline;
   opts.compiler_cache = compiler_cache(args.compiler_cache, layout);

@@ -230,13 +230,13 @@ prepare::Cache cache_of(const Session& s) {
   return c;
 }
 
-plan::Request request_from_args(const ResolveArgs& a) {
+plan::Request request_from_args(const ResolveArgs& a, const Facts& facts) {
   plan::Request req;
   // "torch-2.13" (a recipe's name) means the release 2.13.
   req.torch = version_option(a.torch.starts_with("torch-") ? a.torch.substr(6) : a.torch, "--torch", 3, "2.7");
   req.cuda = cuda_release(a.cuda);
   // After --cuda: a name like Rubin exists only from some CUDA on.
-  req.targets = sm_targets(a.sm, arch::ArchData::shipped(), arch::Grammar::build, req.cuda).take();
+  req.targets = sm_targets(a.sm, facts.arch(), arch::Grammar::build, req.cuda).take();
   // --python takes a version (3.11: pythonX.Y on PATH) or an interpreter's path.
   if (a.python.find('/') != std::string::npos) {
     // Said by what it is (a FIFO, a link loop, a directory …), never opened first.
@@ -259,7 +259,7 @@ plan::Request request_from_args(const ResolveArgs& a) {
     // The tree chooses: its version.txt's release line picks the torch recipe of that line.
     if (a.recipe.empty() && !req.torch)
       if (auto line = prepare::tree_release_line(*req.source_dir))
-        if (auto all = plan::select_recipes(std::nullopt))
+        if (auto all = plan::select_recipes(std::nullopt, facts.recipes(), facts.search()))
           for (const auto& r : *all)
             if (r.version.prefix(2) == *line) {
               req.torch = line;
@@ -270,12 +270,13 @@ plan::Request request_from_args(const ResolveArgs& a) {
   return req;
 }
 
-plan::Inputs discover_inputs(std::vector<recipe::Recipe> recipes, std::vector<toolchain::Toolchain> toolchains,
-                             const toolchain::Probe& probe, std::optional<Version> python,
-                             std::optional<fs::path> python_path) {
+plan::Inputs discover_inputs(const Facts& facts, std::vector<recipe::Recipe> recipes, const toolchain::Probe& probe,
+                             std::optional<Version> python, std::optional<fs::path> python_path) {
   plan::Inputs in;
   in.recipes = std::move(recipes);
-  in.toolchains = std::move(toolchains);
+  in.toolchains = facts.toolchains();
+  in.platforms = facts.platforms();
+  in.jetpacks = facts.jetpacks();
   std::set<std::string> tools;
   for (const auto& r : in.recipes)
     for (const auto& t : plan::required_tools(r)) tools.insert(t);
@@ -287,25 +288,28 @@ plan::Inputs discover_inputs(std::vector<recipe::Recipe> recipes, std::vector<to
 plan::Inputs inputs_from_args(const ResolveArgs& a, const plan::Request& req, const Session& s) {
   std::optional<fs::path> python_path;
   if (a.python.find('/') != std::string::npos) python_path = fs::absolute(a.python);
-  auto recipes = plan::select_recipes(a.recipe.empty() ? std::nullopt : std::optional(a.recipe)).take();
+  const Facts& facts = s.facts();
+  auto recipes =
+      plan::select_recipes(a.recipe.empty() ? std::nullopt : std::optional(a.recipe), facts.recipes(), facts.search())
+          .take();
   toolchain::Probe probe = s.probe;
   if (!probe) {
     probe = tool_probe();
     if (auto dir = store::choose_cache_dir(s.cache_dir)) probe = cached_probe(probe, store::Layout(dir->dir));
   }
-  plan::Inputs in = discover_inputs(std::move(recipes), toolchain::load_shipped().take(), probe, req.python, python_path);
+  plan::Inputs in = discover_inputs(facts, std::move(recipes), probe, req.python, python_path);
   if (s.verbosity > 0)
     for (const auto& n : in.host.notes) note(s, "discovery: " + n);
   return in;
 }
 
 plan::Resolution resolve_from_args(const ResolveArgs& a, const Session& s) {
-  auto req = request_from_args(a);
+  auto req = request_from_args(a, s.facts());
   return plan::resolve(req, inputs_from_args(a, req, s));
 }
 
 prepare::Request prepare_request(const ResolveArgs& a, const plan::PlanOptions& budget, unsigned jobs, bool offline,
-                                 bool for_build) {
+                                 bool for_build, const Facts& facts) {
   prepare::Request q;
   q.ref = a.ref;
   q.env = env_from_args(a);
@@ -319,8 +323,9 @@ prepare::Request prepare_request(const ResolveArgs& a, const plan::PlanOptions& 
   q.offline = offline;
   q.for_build = for_build;
   q.allow_release_mismatch = a.allow_release_mismatch;
-  if (auto lines = plan::select_recipes(std::nullopt))
+  if (auto lines = plan::select_recipes(std::nullopt, facts.recipes(), facts.search()))
     for (const auto& r : *lines) q.recipe_lines.push_back(r.version);
+  q.library_specs = facts.library_specs();
   return q;
 }
 

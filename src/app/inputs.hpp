@@ -59,8 +59,7 @@ Result<Ok> tmpdir_rule();
 
 // --sm values as targets (`native`: the GPUs detect_host finds, an error when there are none);
 // `cuda` refuses names PyTorch knows only from a newer CUDA. The error names --sm once.
-Result<std::vector<arch::Arch>> sm_targets(const std::vector<std::string>& values,
-                                           const arch::ArchData& data = arch::ArchData::shipped(),
+Result<std::vector<arch::Arch>> sm_targets(const std::vector<std::string>& values, const arch::ArchData& data,
                                            arch::Grammar grammar = arch::Grammar::build,
                                            std::optional<Version> cuda = std::nullopt);
 
@@ -92,15 +91,16 @@ prepare::Cache cache_of(const Session& s);
 // --- resolution ---
 
 // The parsed request (throws Failure, exit 2, on bad options).
-plan::Request request_from_args(const ResolveArgs& args);
+plan::Request request_from_args(const ResolveArgs& args, const Facts& facts);
 // The candidate recipes, toolchain data and this host as discovered, once for every request of
 // the command (`matrix` resolves many against them).
 plan::Inputs inputs_from_args(const ResolveArgs& args, const plan::Request& request, const Session& s);
 // This host as resolution sees it for these recipes: each tool they need looked for once through
 // `probe`, the interpreter (`python` X.Y or its path) and the toolkits. The one assembly of
 // plan::Inputs: resolution here and the build advisor of install-command/doctor.
-plan::Inputs discover_inputs(std::vector<recipe::Recipe> recipes, std::vector<toolchain::Toolchain> toolchains,
-                             const toolchain::Probe& probe, std::optional<Version> python,
+// The toolchains, platforms and JetPacks are `facts`'.
+plan::Inputs discover_inputs(const Facts& facts, std::vector<recipe::Recipe> recipes, const toolchain::Probe& probe,
+                             std::optional<Version> python,
                              std::optional<std::filesystem::path> python_path = std::nullopt);
 // Both, then plan::resolve. Bad options or data throw Failure (exit 2); refusals and missing
 // tools come back in the result.
@@ -112,7 +112,7 @@ plan::Resolution resolve_from_args(const ResolveArgs& args, const Session& s);
 // memory budget already read (memory_budget_from_args) and --jobs (0: the plan's rule).
 // for_build: `wheel` (the tree mirrored, every pin resolved).
 prepare::Request prepare_request(const ResolveArgs& args, const plan::PlanOptions& budget, unsigned jobs, bool offline,
-                                 bool for_build);
+                                 bool for_build, const Facts& facts);
 // prepare::prepare with this process's runner (the build venv's pip), progress on stderr and
 // notes through the session. For --ref without --recipe/--torch, the tree's release line may
 // choose another recipe (prepare::recipe_line_of_tree): the prepared plan's resolution

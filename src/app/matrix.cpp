@@ -64,7 +64,7 @@ JobInStore look_up_job(remote::BuildStore& store, const MatrixRequest& a, const 
   JobInStore j;
   try {
     plan::PlanOptions budget;
-    prepare::Request q = prepare_request(ra, budget, 0, false, true);
+    prepare::Request q = prepare_request(ra, budget, 0, false, true, s.facts());
     auto prep = prepare_from_args(res, q, ra, s);
     if (!prep) {
       j.why = prep.error().message;
@@ -119,15 +119,15 @@ Matrix expand_matrix(const MatrixRequest& a, const Session& s) {
   ra.recipe = a.recipe;
   ra.source_url = a.source_url;
   ra.python = a.python;
-  auto base = request_from_args(ra);
+  auto base = request_from_args(ra, s.facts());
   auto inputs = inputs_from_args(ra, base, s);
   std::optional<remote::BuildStore> build_store = open_store(a.store);  // bad input before any job
 
   // The platforms to emit jobs for: each runs on a CI runner of its own machine (its `ci_runner`).
   // --platform: every target on each platform asked for; without it, each target on the platform
   // its GPUs sit on (as `wheel` and `resolve` choose: a CC only sbsa has, 12.1, is an sbsa job).
-  const auto& ps = toolchain::Platforms::shipped();
-  const auto machine = toolchain::this_machine();
+  const auto& ps = s.facts().platforms();
+  const auto machine = toolchain::this_machine(s.facts().jetpacks());
   auto choose = [&](const std::optional<std::string>& name, std::vector<toolchain::PlatformGpu> gpus) {
     auto c = toolchain::choose_platform(ps, name, gpus, machine);  // unknown name / machine: exit 2
     if (!c) throw Failure(c.error());
@@ -149,7 +149,7 @@ Matrix expand_matrix(const MatrixRequest& a, const Session& s) {
       // A Jetson GPU several platforms list (8.7: jetson under JetPack 5/6, sbsa under 7.2): its
       // newest JetPack decides, as install-command decides for a Jetson asked about from elsewhere.
       if (!platform)
-        if (const auto* jp = toolchain::JetPacks::shipped().newest_for({target.cc})) platform = ps.find(jp->platform);
+        if (const auto* jp = s.facts().jetpacks().newest_for({target.cc})) platform = ps.find(jp->platform);
       pairs.emplace_back(platform ? platform : here, target);  // none: this machine's, whose rule refuses
     }
   }

@@ -42,7 +42,7 @@ PlanView plan_one(const PlanArgs& args, const plan::Resolution& resolved, const 
                   const Session& s) {
   // The one answer: what prepare() says would stop `wheel` is what `plan` shows and --check
   // exits with (the first stop's status, as `wheel` would).
-  prepare::Request q = prepare_request(args.resolve, budget, args.jobs, args.offline, false);
+  prepare::Request q = prepare_request(args.resolve, budget, args.jobs, args.offline, false, s.facts());
   q.no_venv_because = args.no_venv_because;
   PlanView v{prepare_from_args(resolved, q, args.resolve, s).take()};
   const plan::Plan& p = v.prep.plan;

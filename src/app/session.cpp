@@ -3,9 +3,15 @@
 #include <cstdlib>
 #include <unistd.h>
 
+#include "core/data_dir.hpp"
 #include "core/text.hpp"
 
 namespace archbuild::app {
+
+const Facts& Session::facts() const {
+  if (!shared_facts) shared_facts = std::make_shared<const Facts>(data_root());
+  return *shared_facts;
+}
 
 bool Session::color_enabled() const {
   if (color == "always") return true;

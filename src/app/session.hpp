@@ -6,9 +6,11 @@
 
 #include <filesystem>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <string>
 
+#include "app/facts.hpp"
 #include "run/runner.hpp"
 #include "toolchain/toolchain.hpp"
 
@@ -26,6 +28,11 @@ struct Session {
   // Discovery's questions (nvcc --version, python3 -c …); empty: app::tool_probe(), through
   // run::capture and kept in the cache. Tests give canned answers.
   toolchain::Probe probe;
+
+  // The shipped facts (GPUs, platforms, JetPacks, toolchains, recipes), each read once for the
+  // session from data_root() unless a test set its own; copies of a session share them.
+  mutable std::shared_ptr<const Facts> shared_facts;
+  const Facts& facts() const;
 
   bool color_enabled() const;
 };

@@ -15,9 +15,9 @@ using nlohmann::json;
 
 namespace {
 
-bool is_dependent(const std::string& recipe_arg) {
+bool is_dependent(const std::string& recipe_arg, const Facts& facts) {
   if (recipe_arg.empty()) return false;  // the torch recipes
-  auto candidates = plan::select_recipes(recipe_arg).take();
+  auto candidates = plan::select_recipes(recipe_arg, facts.recipes(), facts.search()).take();
   return !candidates.empty() && std::all_of(candidates.begin(), candidates.end(),
                                             [](const recipe::Recipe& r) { return r.torch.has_value(); });
 }
@@ -106,8 +106,8 @@ using Role = SetMember::Role;
 
 }  // namespace
 
-bool asks_for_set(const ResolveArgs& args, const std::vector<std::string>& with) {
-  return !with.empty() || (args.torch_wheel.empty() && is_dependent(args.recipe));
+bool asks_for_set(const ResolveArgs& args, const std::vector<std::string>& with, const Facts& facts) {
+  return !with.empty() || (args.torch_wheel.empty() && is_dependent(args.recipe, facts));
 }
 
 std::vector<SetMember> resolve_set(const ResolveArgs& user, const std::vector<std::string>& with_values, const Session& s,
@@ -134,7 +134,7 @@ std::vector<SetMember> resolve_set(const ResolveArgs& user, const std::vector<st
                    dep.recipe.torch_recipe ? "torch_recipe" : "torch"});
     return set;
   }
-  if (is_dependent(user.recipe))
+  if (is_dependent(user.recipe, s.facts()))
     throw Failure(Error::bad_input(fmt::format(
         "--recipe {} builds against torch itself; --with names what builds against the torch of --recipe (e.g. "
         "--recipe torch-2.14 --with torchvision), or drop --with to build {} and its torch", user.recipe, user.recipe)));
@@ -143,7 +143,7 @@ std::vector<SetMember> resolve_set(const ResolveArgs& user, const std::vector<st
   plan::Resolution torch = resolve_torch(ta, s, refused);
   std::vector<recipe::Recipe> deps;
   for (const auto& name : with) {
-    auto candidates = plan::select_recipes(name);
+    auto candidates = plan::select_recipes(name, s.facts().recipes(), s.facts().search());
     if (!candidates) throw Failure(Error{candidates.error().exit, "--with " + name + ": " + candidates.error().message});
     auto dep = plan::pair_with_torch(*candidates, torch.recipe, "--with " + name);
     if (!dep) throw Failure(dep.error());

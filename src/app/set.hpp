@@ -36,7 +36,7 @@ struct SetMember {
 
 // True when the command asks for a set: `--with` is given, or the recipe builds against torch
 // (a `torch` key) and no --torch-wheel names the torch.
-bool asks_for_set(const ResolveArgs& args, const std::vector<std::string>& with);
+bool asks_for_set(const ResolveArgs& args, const std::vector<std::string>& with, const Facts& facts);
 
 // The whole set, resolved: torch first, then each dependent paired with it by the recipes (on
 // torch's CUDA and interpreter). A refused pair, and a member that cannot be resolved, throw

@@ -33,8 +33,8 @@ validate::Exec capture_exec() {
   };
 }
 
-validate::Gpus host_gpus() {
-  auto d = detect_host(arch::ArchData::shipped());
+validate::Gpus host_gpus(const arch::ArchData& data) {
+  auto d = detect_host(data);
   validate::Gpus g;
   g.driver_version = d.driver_version;
   std::vector<std::string> unusable;
@@ -81,9 +81,8 @@ Result<validate::SmokeSetup> smoke_setup(const std::vector<arch::Arch>& targets,
   auto compilers = toolchain::discover_compilers(env, probe, &notes);
   if (s.verbosity > 0)
     for (const auto& n : notes) note(s, "discovery: " + n);
-  auto facts = toolchain::load_shipped();
-  if (!facts) return facts.error();
-  auto choice = validate::choose_toolkit(toolkits, *facts, compilers, cuda, cuda_is_preference, targets);
+  const auto& toolchains = s.facts().toolchains();
+  auto choice = validate::choose_toolkit(toolkits, toolchains, compilers, cuda, cuda_is_preference, targets);
   if (!choice) return choice.error();
   for (const auto& n : choice->notes) note(s, "note: " + n);
   validate::SmokeSetup setup;
@@ -93,13 +92,12 @@ Result<validate::SmokeSetup> smoke_setup(const std::vector<arch::Arch>& targets,
   if (choice->compiler) setup.toolkit += fmt::format(" with {}", choice->compiler->name());
   setup.source = smoke_source();
   setup.release = choice->toolkit.release().str();
-  for (const auto& f : *facts) {
+  for (const auto& f : toolchains) {
     if (f.cuda != choice->toolkit.release()) continue;
     validate::DriverNeed need{f.min_driver, f.min_driver_text, std::nullopt, "", f.file.filename().string()};
-    if (auto releases = doctor::Releases::load_shipped()) {
-      need.floor = releases->minor_compat_driver(f.cuda.major());
-      if (need.floor) need.floor_text = releases->minor_compat.at(f.cuda.major());
-    }
+    const auto& releases = s.facts().releases();
+    need.floor = releases.minor_compat_driver(f.cuda.major());
+    if (need.floor) need.floor_text = releases.minor_compat.at(f.cuda.major());
     setup.driver = need;
   }
   return setup;

@@ -19,7 +19,7 @@ namespace archbuild::app {
 validate::Exec capture_exec();
 
 // The GPUs detect_host finds, as validate wants them (with why there are none).
-validate::Gpus host_gpus();
+validate::Gpus host_gpus(const arch::ArchData& data);
 
 // data_root()/data/smoke/smoke.cu and data_root()/data/validate/import_check.py; Failure (exit
 // 3) naming the path when the installation lacks them.

@@ -39,7 +39,7 @@ nlohmann::json arch_json(const std::vector<arch::Arch>& archs) {
 }
 
 void run_arch(const ArchOptions& o, Context& ctx) {
-  const auto& data = arch::ArchData::shipped();
+  const auto& data = ctx.facts().arch();
   arch::ParseOptions po{grammar_of(o.parser), {}};
   po.cuda = app::cuda_release(o.cuda);
   if (o.lists.empty())
@@ -48,8 +48,7 @@ void run_arch(const ArchOptions& o, Context& ctx) {
   auto archs = arch::parse_arch_lists(o.lists, data, po).take();
   // For a CUDA release that renamed a CC (13.0: 10.1 is 11.0), the list it compiles says the new name.
   if (po.cuda)
-    if (auto tcs = toolchain::load_shipped(data); tcs)
-      for (const auto& tc : *tcs)
+    for (const auto& tc : ctx.facts().toolchains())
         if (tc.cuda == *po.cuda)
           for (auto& a : archs)
             if (auto r = tc.renamed(a, data)) {

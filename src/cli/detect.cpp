@@ -14,7 +14,7 @@ namespace archbuild::cli {
 
 namespace {
 
-nlohmann::json detection_json(const detect::Detection& d) {
+nlohmann::json detection_json(const detect::Detection& d, const app::Facts& facts) {
   nlohmann::json gpus = nlohmann::json::array();
   for (const auto& g : d.gpus) {
     nlohmann::json j = {{"index", g.index},
@@ -39,10 +39,10 @@ nlohmann::json detection_json(const detect::Detection& d) {
     j["cuda_select"] = g.cuda_select.empty() ? nlohmann::json(nullptr) : nlohmann::json(g.cuda_select);
     gpus.push_back(j);
   }
-  auto m = toolchain::this_machine();
+  auto m = toolchain::this_machine(facts.jetpacks());
   nlohmann::json jetpack = nullptr;
   if (m.tegra)
-    if (auto j = toolchain::jetpack_of_l4t(toolchain::JetPacks::shipped(), m.l4t))
+    if (auto j = toolchain::jetpack_of_l4t(facts.jetpacks(), m.l4t))
       jetpack = {{"version", j->version.str()},
                  {"cuda", j->cuda.str()},
                  {"l4t", j->l4t.str()},
@@ -63,12 +63,12 @@ nlohmann::json detection_json(const detect::Detection& d) {
 }
 
 void run_detect(const std::string& source, Context& ctx) {
-  const auto& data = arch::ArchData::shipped();
+  const auto& data = ctx.facts().arch();
   detect::Detection d = app::detect_host(data, source);
   const std::string none =
       d.gpus.empty() ? fmt::format("no GPU found on this host ({})", text::join(d.tried, "; ")) : std::string();
   if (ctx.json) {
-    auto doc = detection_json(d);
+    auto doc = detection_json(d, ctx.facts());
     if (!none.empty()) {
       doc["error"] = none;
       doc["exit"] = static_cast<int>(Exit::missing_tool);
@@ -89,8 +89,8 @@ void run_detect(const std::string& source, Context& ctx) {
   // the CUDA driver API where NVML lists no device (L4T before JetPack 7).
   // Its JetPack release, read off the L4T version (toolchains/jetpack.toml), names the CUDA it ships
   // and the platform a build there targets (an Orin on JetPack 7.2 is sbsa, CUDA 13.2).
-  if (auto m = toolchain::this_machine(); m.tegra) {
-    auto j = toolchain::jetpack_of_l4t(toolchain::JetPacks::shipped(), m.l4t);
+  if (auto m = toolchain::this_machine(ctx.facts().jetpacks()); m.tegra) {
+    auto j = toolchain::jetpack_of_l4t(ctx.facts().jetpacks(), m.l4t);
     out(fmt::format("L4T:    {} ({}){}", m.l4t, m.arch,
                     j ? fmt::format(": JetPack {} with CUDA {}, platform {} (toolchains/jetpack.toml)", j->version.str(),
                                     j->cuda.str(), j->platform)

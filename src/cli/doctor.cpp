@@ -101,7 +101,7 @@ nlohmann::json report_json(const doctor::Facts& f, const doctor::Report& r, cons
 
 void print_report(const doctor::Facts& f, const doctor::Report& r, const Context& ctx) {
   const auto& t = f.torch;
-  const auto& data = arch::ArchData::shipped();
+  const auto& data = ctx.facts().arch();
   out(fmt::format("python   {}{}", t.python, t.python_version ? " (" + t.python_version->str() + ")" : ""));
   std::string build = t.cuda ? "CUDA " + *t.cuda : t.hip ? "ROCm " + *t.hip : t.version_read ? "CPU only" : "?";
   out(fmt::format("torch    {} ({}) at {}", t.version.empty() ? "?" : t.version, build, t.dir.string()));
@@ -175,7 +175,7 @@ void print_without_torch(const app::Diagnosis& d, Context& ctx) {
 }
 
 void run_doctor(const DoctorArgs& a, Context& ctx) {
-  const app::Diagnosis d = app::diagnose(a.python, a.targets);
+  const app::Diagnosis d = app::diagnose(a.python, a.targets, ctx.facts());
   if (d.install) return print_without_torch(d, ctx);
   const doctor::Facts& f = d.facts;
   const doctor::Report& report = *d.report;

@@ -29,8 +29,8 @@ struct EnvArgs {
 };
 
 // --for NAME|FILE|PACKAGE: a recipe; a package name means its newest recipe.
-recipe::Recipe project_recipe(const std::string& arg) {
-  auto rs = plan::select_recipes(arg);
+recipe::Recipe project_recipe(const std::string& arg, const app::Facts& facts) {
+  auto rs = plan::select_recipes(arg, facts.recipes(), facts.search());
   if (!rs) throw Failure(Error{rs.error().exit, "--for: " + rs.error().message});
   const recipe::Recipe* best = nullptr;
   for (const auto& r : *rs)
@@ -40,16 +40,17 @@ recipe::Recipe project_recipe(const std::string& arg) {
 }
 
 void run_env(const EnvArgs& a, Context& ctx) {
-  const auto& data = arch::ArchData::shipped();
-  auto targets = app::sm_targets(a.sm, data);
+  const app::Facts& facts = ctx.facts();
+  auto targets = app::sm_targets(a.sm, facts.arch());
   if (!targets) throw Failure(targets.error());
   extenv::Request req;
   req.targets = *targets;
-  if (!a.project.empty()) req.project = project_recipe(a.project);
+  if (!a.project.empty()) req.project = project_recipe(a.project, facts);
 
   extenv::Inputs in;
-  in.recipes = recipe::load_shipped().take();
-  in.toolchains = toolchain::load_shipped(data).take();
+  in.recipes = facts.recipes();
+  in.toolchains = facts.toolchains();
+  in.arch = &facts.arch();
   auto host_env = toolchain::HostEnv::current();
   auto probe = app::tool_probe();
   auto toolkits = toolchain::discover_toolkits(host_env, probe);

@@ -19,7 +19,7 @@ nlohmann::json gpu_json(const arch::Gpu& g, const arch::ArchData& data) {
 }
 
 void run_gpus(const std::string& name, Context& ctx) {
-  const auto& data = arch::ArchData::shipped();
+  const auto& data = ctx.facts().arch();
   std::vector<const arch::Gpu*> gpus;
   if (name.empty()) {
     for (const auto& g : data.gpus()) gpus.push_back(&g);

@@ -277,7 +277,7 @@ void run_inspect(const InspectArgs& args, Context& ctx) {
   use_huge_pages_for_heap();
   std::vector<arch::Cc> targets;  // bad --sm: exit 2 before any file is read
   if (!args.sm.empty())
-    targets = validate::target_ccs(arch::parse_arch_lists(args.sm, arch::ArchData::shipped()).take());
+    targets = validate::target_ccs(arch::parse_arch_lists(args.sm, ctx.facts().arch()).take());
 
   std::vector<fs::path> inputs(args.paths.begin(), args.paths.end());
   if (!args.python.empty()) inputs.push_back(app::torch_lib_dir(args.python));

@@ -120,7 +120,7 @@ nlohmann::json install_advice_json(const app::InstallAnswer& answer) {
 void print_install_advice(const app::InstallAnswer& answer, const Context& ctx) {
   const doctor::InstallAdvice& a = answer.advice;
   const HostTargets& h = answer.host;
-  const auto& data = arch::ArchData::shipped();
+  const auto& data = ctx.facts().arch();
   for (const auto& t : h.targets)
     out(fmt::format("target   {} ({}) from {}", t.cc.str(), data.architecture(t.cc), t.source));
   out(h.driver ? fmt::format("driver   {} ({})", *h.driver, h.driver_source)
@@ -236,7 +236,7 @@ MirrorAdvice mirror_advice(std::string url, const std::vector<arch::Cc>& ccs, co
 
 void run_install_command(const InstallArgs& a, Context& ctx) {
   const std::string pip = a.python.empty() ? "pip" : a.python + " -m pip";
-  const app::InstallAnswer answer = app::advise_install(a.targets, pip);
+  const app::InstallAnswer answer = app::advise_install(a.targets, pip, ctx.facts());
   std::string mirror_url = a.mirror;
   if (mirror_url.empty())
     if (const char* env = std::getenv("ARCHBUILD_MIRROR")) mirror_url = env;

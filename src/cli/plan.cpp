@@ -188,7 +188,7 @@ void plan_set(const PlanArgs& args, const plan::PlanOptions& budget, Context& ct
 void run_plan(const PlanArgs& args, Context& ctx) {
   plan::PlanOptions budget;  // bad input first, before anything is resolved
   app::memory_budget_from_args(args.plan.resolve, budget);
-  if (app::asks_for_set(args.plan.resolve, args.with)) return plan_set(args, budget, ctx);
+  if (app::asks_for_set(args.plan.resolve, args.with, ctx.facts())) return plan_set(args, budget, ctx);
   plan::Resolution r = app::resolve_from_args(args.plan.resolve, ctx);
   if (r.status != Exit::ok) {
     if (ctx.json)

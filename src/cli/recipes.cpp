@@ -28,7 +28,7 @@ std::string accepts(const recipe::Recipe& r) {
 }
 
 void run_list(Context& ctx) {
-  auto all = recipe::load_shipped().take();
+  auto all = ctx.facts().recipes();
   // torch first, then its companions; newest release first within a package.
   std::stable_sort(all.begin(), all.end(), [](const recipe::Recipe& a, const recipe::Recipe& b) {
     auto rank = [](const recipe::Recipe& r) { return r.package == "torch" ? 0 : 1; };
@@ -59,7 +59,7 @@ void run_list(Context& ctx) {
 }
 
 void run_show(const std::string& name, Context& ctx) {
-  auto r = recipe::load(name).take();
+  auto r = recipe::load(name, ctx.facts().search()).take();
   if (ctx.json) {
     print_json(plan::to_json(r));
     return;

@@ -24,14 +24,14 @@ struct SmokeArgs {
 };
 
 void run_smoke(const SmokeArgs& a, Context& ctx) {
-  auto targets = app::sm_targets(a.sm).take();
+  auto targets = app::sm_targets(a.sm, ctx.facts().arch()).take();
   app::tmpdir_rule().take();
   auto cuda = app::cuda_release(a.cuda);
   auto setup = smoke_setup(targets, cuda, false, ctx).take();  // no toolkit: exit 3; none can: exit 2
   setup.require_gpu = a.require_gpu;
   setup.run = !a.no_run;
   if (!a.keep.empty()) setup.work_dir = std::filesystem::absolute(a.keep);
-  if (setup.run) setup.gpus = host_gpus();
+  if (setup.run) setup.gpus = host_gpus(ctx.facts().arch());
 
   auto report = validate::smoke(targets, setup, capture_exec());
   ctx.exit = report.exit();

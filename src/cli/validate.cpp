@@ -45,10 +45,8 @@ validate::Check skipped(const char* name, std::string why, bool missing) {
 }
 
 // The recipe's import name for this distribution, when a shipped recipe builds it.
-std::optional<std::string> recipe_module(const std::string& distribution) {
-  auto recipes = recipe::load_shipped();
-  if (!recipes) return std::nullopt;
-  for (const auto& r : *recipes)
+std::optional<std::string> recipe_module(const std::string& distribution, const app::Facts& facts) {
+  for (const auto& r : facts.recipes())
     if (!r.module.empty() && validate::normalize_name(r.package) == validate::normalize_name(distribution))
       return r.module;
   return std::nullopt;
@@ -81,14 +79,15 @@ void finish(const validate::Report& report, const std::vector<arch::Arch>& targe
 
 void run_installed(const ValidateArgs& a, const std::vector<arch::Arch>& targets, Context& ctx) {
   validate::InstalledOptions o;
+  o.libraries = ctx.facts().wheel_libraries();
   auto py = find_python(a.python, std::nullopt);
   if (!py) throw Failure(py.error());
   o.python = *py;
   if (!a.module.empty()) o.module = a.module;
-  else o.module = recipe_module(a.installed);
+  else o.module = recipe_module(a.installed, ctx.facts());
   if (!a.no_import) {
     o.script = import_script();
-    o.gpus = host_gpus();
+    o.gpus = host_gpus(ctx.facts().arch());
   }
   if (!a.cuda.empty()) o.cuda = app::cuda_release(a.cuda)->str();
   auto report = validate::validate_installed(a.installed, targets, o, capture_exec()).take();
@@ -101,7 +100,7 @@ void run_installed(const ValidateArgs& a, const std::vector<arch::Arch>& targets
 
 void run_validate(const ValidateArgs& a, Context& ctx) {
   use_huge_pages_for_heap();  // reads the wheel's binaries as inspect does (cli/inspect.cpp)
-  auto targets = app::sm_targets(a.sm).take();
+  auto targets = app::sm_targets(a.sm, ctx.facts().arch()).take();
   app::tmpdir_rule().take();
   if (a.wheel.empty() == a.installed.empty())
     throw Failure(Error::bad_input("give either WHEEL or --installed DIST (not both)"));
@@ -116,14 +115,15 @@ void run_validate(const ValidateArgs& a, Context& ctx) {
   if (parsed) name = *parsed;
 
   validate::ValidateOptions opts;
+  opts.libraries = ctx.facts().wheel_libraries();
   if (!a.module.empty())
     opts.module = a.module;
   else if (name)
-    opts.module = recipe_module(name->distribution);
+    opts.module = recipe_module(name->distribution, ctx.facts());
 
   bool need_gpus = !a.no_import || !a.no_smoke;
   validate::Gpus gpus;
-  if (need_gpus) gpus = host_gpus();
+  if (need_gpus) gpus = host_gpus(ctx.facts().arch());
 
   if (a.no_import) {
     opts.preset.push_back(skipped("import", "not run (--no-import)", false));

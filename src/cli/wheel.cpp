@@ -25,7 +25,7 @@ void run_wheel(const WheelArgs& args, Context& ctx) {
   show.report = [&ctx](const validate::Report& r) { print_report(r, ctx); };
   show.built = [](const app::BuildOutcome& o) { out(o.wheel.string()); };
   auto refused = [&ctx](const plan::Resolution& r) { print_resolution(r, ctx); };
-  if (app::asks_for_set(args.build.resolve, args.with)) {
+  if (app::asks_for_set(args.build.resolve, args.with, ctx.facts())) {
     app::SetOutcome set = app::build_set(args.build, args.with, ctx, show, refused);
     if (ctx.json) print_json(set.doc);
     if (set.error) ctx.exit = set.error->exit;

@@ -182,6 +182,7 @@ const Var* Environment::find(const std::string& name) const {
 }
 
 Result<Environment> compute(const Request& req, const Inputs& in) {
+  if (!in.arch) return Error{Exit::internal, "extenv::Inputs without GPU data (Inputs::arch)"};
   Environment e;
   e.archs = arch::normalize(req.targets);
   if (e.archs.empty()) return Error::bad_input("no target architecture: give --sm, e.g. --sm 90");
@@ -202,7 +203,7 @@ Result<Environment> compute(const Request& req, const Inputs& in) {
   // A CC a later CUDA renamed (10.1, Jetson Thor, is 11.0 from CUDA 13) is built under the name
   // this toolkit compiles, as cpp_extension's own names (Blackwell+Tegra) follow it.
   for (auto& a : e.archs) {
-    auto renamed = (*tc)->renamed(a, arch::ArchData::shipped());
+    auto renamed = (*tc)->renamed(a, *in.arch);
     if (!renamed || !tk.lists(renamed->cc)) continue;
     e.notes.push_back(fmt::format("{} is {} for CUDA {} (renamed; data/gpus.toml): built as {}", a.cc_name(),
                                   renamed->cc_name(), tk.release().str(), renamed->sm_name()));

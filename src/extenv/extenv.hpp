@@ -42,6 +42,7 @@ struct Request {
 struct Inputs {
   std::optional<toolchain::Toolkit> toolkit;         // the one a build would use (CUDA_HOME first)
   std::vector<toolchain::Toolchain> toolchains;      // toolchains/ data
+  const arch::ArchData* arch = nullptr;              // data/gpus.toml (required): CCs a CUDA renamed
   std::vector<toolchain::Compiler> compilers;        // discovered: CUDAHOSTCXX (if set) first, then PATH
   std::optional<TorchSeen> torch;                    // nullopt: the Python has no torch
   std::vector<recipe::Recipe> recipes;               // shipped recipes: torch lines and extensions

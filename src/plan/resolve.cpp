@@ -723,8 +723,8 @@ void tools_rule(const Installed& x) {
 // platform whose CUDA is the system's makes the wheel host-bound.
 std::optional<std::string> platform_rule(const Request& req, const Inputs& in, const std::vector<arch::Arch>& archs,
                                          Resolution& R) {
-  const auto& ps = toolchain::Platforms::shipped();
-  toolchain::Machine machine = in.machine ? *in.machine : toolchain::this_machine();
+  const auto& ps = in.platforms;
+  toolchain::Machine machine = in.machine ? *in.machine : toolchain::this_machine(in.jetpacks);
   std::vector<toolchain::PlatformGpu> gpus;
   if (req.platform)
     for (const auto& a : archs) gpus.push_back({a.cc, "", fmt::format("--sm {}", a.cc_name())});
@@ -790,7 +790,7 @@ void build_notes(Resolution& R) {
 // A wheel is built on a host of its platform's machine: torch's build runs its own host code
 // (code generators, the tests of configure), so no cross build is offered.
 void platform_host_rule(const Inputs& in, Resolution& R, std::vector<std::string>& missing) {
-  toolchain::Machine machine = in.machine ? *in.machine : toolchain::this_machine();
+  toolchain::Machine machine = in.machine ? *in.machine : toolchain::this_machine(in.jetpacks);
   if (machine.arch == R.platform.machine) {
     R.rules.push_back({Id::platform_host, "", true, fmt::format("this machine is {}", machine.arch)});
     return;
@@ -903,34 +903,40 @@ Result<recipe::Recipe> pair_with_torch(const std::vector<recipe::Recipe>& candid
       others.empty() ? "" : fmt::format(" (--torch {})", others.front()->torch->prefix(2).str()), asked));
 }
 
-Result<std::vector<recipe::Recipe>> select_recipes(const std::optional<std::string>& arg, const recipe::Search& search) {
-  auto shipped_of = [&](auto pred) -> Result<std::vector<recipe::Recipe>> {
+Result<std::vector<recipe::Recipe>> select_recipes(const std::optional<std::string>& arg,
+                                                   const std::vector<recipe::Recipe>& library,
+                                                   const recipe::Search& search) {
+  auto of_library = [&](auto pred) {
     std::vector<recipe::Recipe> out;
-    for (const auto& d : search.dirs) {
-      auto all = recipe::load_dir(d, search);
-      if (!all) return all.error();
-      for (auto& r : *all)
-        if (!r.abstract && pred(r)) out.push_back(std::move(r));
-    }
+    for (const auto& r : library)
+      if (!r.abstract && pred(r)) out.push_back(r);
     return out;
   };
-  if (!arg) return shipped_of([](const recipe::Recipe& r) { return r.package == "torch"; });
+  if (!arg) return of_library([](const recipe::Recipe& r) { return r.package == "torch"; });
   std::error_code ec;
   bool is_file = recipe::looks_like_path(*arg) || std::filesystem::is_regular_file(*arg, ec);
+  auto refuse_abstract = [](const recipe::Recipe& r) {
+    return Error::bad_input(fmt::format("recipe '{}' ({}) is abstract: a base that others extend; pick a recipe "
+                                        "that extends it (see `archbuild recipes`)", r.name, r.file.string()));
+  };
+  // A recipe's name means that recipe, before a stray file of that name (recipe::load's rule).
+  if (!recipe::looks_like_path(*arg))
+    for (const auto& r : library)
+      if (r.name == *arg) {
+        if (r.abstract) return refuse_abstract(r);
+        return std::vector<recipe::Recipe>{r};
+      }
   bool named = false;
   for (const auto& d : search.dirs) named = named || std::filesystem::is_regular_file(d / (*arg + ".toml"), ec);
   if (is_file || named) {
     auto r = recipe::load(*arg, search);
     if (!r) return r.error();
-    if (r->abstract)
-      return Error::bad_input(fmt::format("recipe '{}' ({}) is abstract: a base that others extend; pick a recipe "
-                                          "that extends it (see `archbuild recipes`)", r->name, r->file.string()));
+    if (r->abstract) return refuse_abstract(*r);
     return std::vector<recipe::Recipe>{std::move(*r)};
   }
   // A package name: every recipe of it.
-  auto pkg = shipped_of([&](const recipe::Recipe& r) { return r.package == *arg; });
-  if (!pkg) return pkg.error();
-  if (!pkg->empty()) return pkg;
+  auto pkg = of_library([&](const recipe::Recipe& r) { return r.package == *arg; });
+  if (!pkg.empty()) return pkg;
   auto r = recipe::load(*arg, search);  // for its "no recipe named …" message
   if (!r) return r.error();
   return std::vector<recipe::Recipe>{std::move(*r)};

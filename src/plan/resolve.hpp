@@ -81,6 +81,8 @@ struct Resolution {
 struct Inputs {
   std::vector<recipe::Recipe> recipes;        // the candidates (abstract ones are skipped)
   std::vector<toolchain::Toolchain> toolchains;
+  toolchain::Platforms platforms;             // toolchains/platforms.toml, as the caller loaded it
+  toolchain::JetPacks jetpacks;               // toolchains/jetpack.toml: where this Jetson's L4T sits
   toolchain::Host host;
   std::optional<toolchain::Machine> machine;  // unset: this machine (uname, /etc/nv_tegra_release)
 };
@@ -100,7 +102,10 @@ Result<recipe::Recipe> pair_with_torch(const std::vector<recipe::Recipe>& candid
 
 // The candidates `--recipe NAME|FILE` and `--torch` start from: a recipe file or name → that
 // recipe; a package name ("torchvision") → every recipe of it; nothing → every torch recipe.
+// `library` is every recipe of `search`'s folders, read once by the caller (app::Facts); only a
+// recipe named by its path is read here.
 Result<std::vector<recipe::Recipe>> select_recipes(const std::optional<std::string>& recipe_arg,
-                                                   const recipe::Search& search = recipe::Search::shipped());
+                                                   const std::vector<recipe::Recipe>& library,
+                                                   const recipe::Search& search);
 
 }  // namespace archbuild::plan

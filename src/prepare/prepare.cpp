@@ -45,7 +45,8 @@ Stop store_required_stop(const std::string& problem) {
 
 // ---- the parts -------------------------------------------------------------------------------
 
-Result<plan::LibraryFacts> gather_libraries(const plan::Resolution& r, const std::map<std::string, std::string>& env_args,
+Result<plan::LibraryFacts> gather_libraries(const plan::Resolution& r, const std::vector<recipe::LibrarySpec>& specs,
+                                            const std::map<std::string, std::string>& env_args,
                                             const std::vector<fs::path>& site_packages) {
   plan::LibrarySearch search;
   const auto& allow = plan::build_env_allowlist();
@@ -63,9 +64,7 @@ Result<plan::LibraryFacts> gather_libraries(const plan::Resolution& r, const std
   }
   search.site_packages = site_packages;
   search.machine = r.platform.machine;
-  auto specs = recipe::load_shipped_library_specs();
-  if (!specs) return specs.error();
-  return plan::probe_libraries(recipe::merge_specs(std::move(*specs), r.recipe.libraries.define), search);
+  return plan::probe_libraries(recipe::merge_specs(specs, r.recipe.libraries.define), search);
 }
 
 std::vector<fs::path> venv_site_packages(const std::optional<plan::BuildVenv>& venv) {
@@ -692,7 +691,8 @@ Result<Prepared> prepare(const plan::Resolution& r, const Request& q, const Cach
       }
     }
 
-    auto facts = gather_libraries(r, opts.env, venv_site_packages(opts.venv));
+    auto facts = gather_libraries(r, q.library_specs, opts.env, venv_site_packages(opts.venv));
+    opts.library_specs = q.library_specs;
     if (!facts) return facts.error();
     opts.library_facts = std::move(*facts);
 

@@ -22,6 +22,7 @@
 #include "core/rules.hpp"
 #include "plan/host_check.hpp"
 #include "plan/plan.hpp"
+#include "recipe/library_spec.hpp"
 #include "plan/resolve.hpp"
 #include "run/reporter.hpp"
 #include "run/runner.hpp"
@@ -52,6 +53,8 @@ struct Request {
   // The release lines the package has recipes for: a tree newer than all of them (a main
   // branch ahead of the recipes) takes the newest with a note, not a stop.
   std::vector<Version> recipe_lines;
+  // data/build-libraries.toml as the caller loaded it (app::Facts): the libraries probed.
+  std::vector<recipe::LibrarySpec> library_specs;
 };
 
 // Where the cache is, or why there is none (plan still plans; wheel needs one).
@@ -128,7 +131,8 @@ Result<plan::SourceChoice> choose_source(const plan::Resolution& r, const std::s
                                          bool offline, const Services& services);
 // The libraries on this host as the build would see them: the caller's allowlisted variables
 // plus --env, the resolution's toolkit, the system folders, the build venv's site-packages.
-Result<plan::LibraryFacts> gather_libraries(const plan::Resolution& r, const std::map<std::string, std::string>& env,
+Result<plan::LibraryFacts> gather_libraries(const plan::Resolution& r, const std::vector<recipe::LibrarySpec>& specs,
+                                            const std::map<std::string, std::string>& env,
                                             const std::vector<std::filesystem::path>& site_packages = {});
 // Free space where the cache lives and the memory available now, for plan::check_host.
 plan::HostFigures host_figures(const std::filesystem::path& cache_dir);

@@ -59,7 +59,7 @@ std::string fetch_disabled_by(const Fetch& f, const std::map<std::string, std::s
   return "";
 }
 
-Search Search::shipped() { return Search{{data_root() / "recipes"}}; }
+Search Search::shipped() { return Search{{data_root() / "recipes"}, &arch::ArchData::shipped()}; }
 
 bool looks_like_path(const std::string& s) {
   return s.find('/') != std::string::npos || (s.size() > 5 && s.ends_with(".toml"));
@@ -150,7 +150,8 @@ bool is_hex40(std::string_view s) {
 // required keys may live elsewhere; every present key is still fully checked.
 class RecipeReader {
  public:
-  RecipeReader(const std::string& file, bool partial) : file_(file), partial_(partial) {}
+  RecipeReader(const std::string& file, bool partial, const arch::ArchData& data)
+      : file_(file), partial_(partial), data_(data) {}
 
   std::optional<Error> read(const toml::table& t, Recipe& r) {
     tomlx::TableReader rd(t, file_, "recipe");
@@ -452,7 +453,7 @@ class RecipeReader {
           if (!parse_version(cuda, 2) || !on.is_string() || !s)
             return at(on, file_, fmt::format("platform.{}.official: \"{}\" must map a CUDA version like \"13.0\" to a "
                                              "TORCH_CUDA_ARCH_LIST string", name, cuda));
-          auto parsed = arch::parse_arch_list(*s, arch::ArchData::shipped(), {arch::Grammar::build, {}});
+          auto parsed = arch::parse_arch_list(*s, data_, {arch::Grammar::build, {}});
           if (!parsed) return at(on, file_, fmt::format("platform.{}.official.\"{}\": {}", name, cuda, parsed.error().message));
           facts.official[cuda] = *s;
         }
@@ -586,7 +587,7 @@ class RecipeReader {
         auto s = node.value<std::string>();
         if (!node.is_string() || !s)
           return at(node, file_, fmt::format("arch.official.\"{}\" must be a TORCH_CUDA_ARCH_LIST string", cuda));
-        auto parsed = arch::parse_arch_list(*s, arch::ArchData::shipped(), {arch::Grammar::build, {}});
+        auto parsed = arch::parse_arch_list(*s, data_, {arch::Grammar::build, {}});
         if (!parsed) return at(node, file_, fmt::format("arch.official.\"{}\": {}", cuda, parsed.error().message));
         r.official[cuda] = *s;
       }
@@ -723,6 +724,7 @@ class RecipeReader {
 
   const std::string& file_;
   bool partial_;
+  const arch::ArchData& data_;  // the GPU data arch lists are checked against (Search::arch)
 };
 
 // Tables merge key by key, everything else is replaced. Every table of the result is created
@@ -789,7 +791,7 @@ Result<Loaded> load_chain(const fs::path& file, const Search& search, std::vecto
   // Every file is checked on its own first, so that errors carry its own line and column.
   {
     Recipe scratch;
-    if (auto e = RecipeReader(fname, true).read(t, scratch)) return *e;
+    if (auto e = RecipeReader(fname, true, *search.arch).read(t, scratch)) return *e;
   }
   Loaded out;
   out.chain.push_back(file);
@@ -846,6 +848,7 @@ Result<Loaded> load_chain(const fs::path& file, const Search& search, std::vecto
 }  // namespace
 
 Result<Recipe> load_file(const fs::path& file, const Search& search) {
+  if (!search.arch) return Error{Exit::internal, "recipe::Search without GPU data (Search::arch)"};
   std::error_code ec;
   std::vector<fs::path> stack{fs::weakly_canonical(file, ec)};
   auto loaded = load_chain(file, search, stack);
@@ -859,7 +862,7 @@ Result<Recipe> load_file(const fs::path& file, const Search& search) {
   r.chain = loaded->chain;
   bool abstract = loaded->merged.get_as<bool>("abstract") && **loaded->merged.get_as<bool>("abstract");
   // Required keys may come from any file of the chain; a base (abstract) may leave them out.
-  if (auto e = RecipeReader(file.string(), abstract).read(loaded->merged, r)) {
+  if (auto e = RecipeReader(file.string(), abstract, *search.arch).read(loaded->merged, r)) {
     Error err = *e;
     if (loaded->chain.size() > 1 && err.kind == ErrorKind::missing_key)
       err.message += " (set it in this file or in the recipe it extends)";

@@ -197,16 +197,19 @@ struct Recipe {
 // The recipe's python_modules, else its driver's default.
 const std::vector<std::string>& python_modules(const Recipe& r);
 
-// Where recipe names are looked up: the extending file's own folder first, then these.
+// Where recipe names are looked up (the extending file's own folder first, then `dirs`) and the
+// GPU data their arch lists are checked against: both given by the caller, who loaded them once
+// (app::Facts), so that parsing reads no process-wide data of its own.
 struct Search {
   std::vector<std::filesystem::path> dirs;
-  static Search shipped();  // {data_root()/recipes}
+  const arch::ArchData* arch = nullptr;  // required
+  static Search shipped();  // {data_root()/recipes}, ArchData::shipped(): for tests and tools
 };
 
 // A recipe file, with its `extends` chain resolved and merged (tables merge, keys override).
-Result<Recipe> load_file(const std::filesystem::path& file, const Search& search = Search::shipped());
+Result<Recipe> load_file(const std::filesystem::path& file, const Search& search);
 // NAME (a file stem in the search dirs) or a path to a .toml file.
-Result<Recipe> load(const std::string& name_or_path, const Search& search = Search::shipped());
+Result<Recipe> load(const std::string& name_or_path, const Search& search);
 // Every recipe in a folder (abstract ones included), sorted by name.
 Result<std::vector<Recipe>> load_dir(const std::filesystem::path& dir, const Search& search);
 // Every shipped recipe.

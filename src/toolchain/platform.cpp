@@ -161,25 +161,25 @@ std::optional<std::string> Platforms::refuses(const Platform& p, arch::Cc cc) co
   return std::nullopt;
 }
 
-Machine machine_of(std::string arch, const std::optional<std::string>& nv_tegra_release) {
+Machine machine_of(std::string arch, const std::optional<std::string>& nv_tegra_release, const JetPacks& jetpacks) {
   Machine m;
   m.arch = std::move(arch);
   if (nv_tegra_release) {
     m.tegra = true;
     m.l4t = std::string(text::trim(nv_tegra_release->substr(0, nv_tegra_release->find('\n'))));
-    m.l4t_platform = platform_of_l4t(JetPacks::shipped(), m.l4t);
+    m.l4t_platform = platform_of_l4t(jetpacks, m.l4t);
   }
   return m;
 }
 
-Machine this_machine() {
+Machine this_machine(const JetPacks& jetpacks) {
   struct utsname u {};
   std::string arch = uname(&u) == 0 ? std::string(u.machine) : std::string();
   const char* override_path = std::getenv("ARCHBUILD_NV_TEGRA_RELEASE");
   std::ifstream in(override_path && *override_path ? override_path : "/etc/nv_tegra_release");
   std::optional<std::string> line;
   if (in) std::getline(in, line.emplace());
-  return machine_of(std::move(arch), line);
+  return machine_of(std::move(arch), line, jetpacks);
 }
 
 const Platform* default_platform(const Platforms& ps, const Machine& m) {
@@ -190,7 +190,8 @@ const Platform* default_platform(const Platforms& ps, const Machine& m) {
 
 HostLibraryDirs host_library_dirs() {
   static const HostLibraryDirs dirs = [] {
-    auto m = this_machine();
+    auto jps = JetPacks::load(data_root() / "toolchains" / "jetpack.toml");
+    auto m = this_machine(jps ? *jps : JetPacks{});
     HostLibraryDirs d{(m.arch.empty() ? std::string("x86_64") : m.arch) + "-linux-gnu", "x86_64-linux"};
     auto ps = Platforms::load(data_root() / "toolchains" / "platforms.toml");
     if (ps)

@@ -13,6 +13,7 @@
 #include "arch/arch_data.hpp"
 #include "core/error.hpp"
 #include "core/version.hpp"
+#include "toolchain/jetpack.hpp"
 
 namespace archbuild::toolchain {
 
@@ -67,10 +68,10 @@ struct Machine {
   std::string l4t_platform;
 };
 // /etc/nv_tegra_release, or the file $ARCHBUILD_NV_TEGRA_RELEASE names (tests: a Jetson's line on
-// any host).
-Machine this_machine();
+// any host); `jetpacks` places its L4T release.
+Machine this_machine(const JetPacks& jetpacks);
 // A machine from `uname -m` and the release file's first line (nullopt: no such file).
-Machine machine_of(std::string arch, const std::optional<std::string>& nv_tegra_release);
+Machine machine_of(std::string arch, const std::optional<std::string>& nv_tegra_release, const JetPacks& jetpacks);
 // This machine's platform when nothing else decides: a Jetson's is its JetPack's (l4t_platform),
 // else the machine's host-CUDA platform; any other machine's its default.
 const Platform* default_platform(const Platforms& ps, const Machine& m);

@@ -3,11 +3,13 @@
 // a strict run::ScriptedRunner (any command fails the test), notes and warnings a string stream.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <sstream>
 
 #include "app/build.hpp"
+#include "app/facts.hpp"
 #include "app/inputs.hpp"
 #include "app/matrix.hpp"
 #include "app/set.hpp"
@@ -78,10 +80,10 @@ TEST_CASE("app: --cuda and --sm are each one rule", "[app]") {
       CHECK(has(f.error.message, "expected a CUDA release X.Y"));
     }
   }
-  auto targets = app::sm_targets({"sm_90,120"});
+  auto targets = app::sm_targets({"sm_90,120"}, arch::ArchData::shipped());
   REQUIRE(targets.ok());
   CHECK(targets->size() == 2);
-  auto bad = app::sm_targets({"banana"});
+  auto bad = app::sm_targets({"banana"}, arch::ArchData::shipped());
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().message.starts_with("--sm: "));  // named once
   CHECK_FALSE(bad.error().message.starts_with("--sm: --sm"));
@@ -98,7 +100,7 @@ TEST_CASE("app: --source-url file:// naming no folder says what is there, by the
     a.sm = {"90"};
     a.source_url = "file://" + p.string();
     try {
-      app::request_from_args(a);
+      app::request_from_args(a, app::Session{}.facts());
     } catch (const Failure& f) {
       CHECK(f.error.exit == Exit::bad_input);
       return f.error.message;
@@ -202,4 +204,52 @@ TEST_CASE("app: build_set gives each member's outcome, and a stopped torch leave
   CHECK(set.doc["ok"] == false);
   CHECK(h.runner.calls().empty());  // stopped before any process
   CHECK(has(h.err.str(), "the set: torch"));
+}
+
+// The shipped facts are read once per session and passed down (app::Facts): a matrix resolves
+// every job, a set resolves torch and its dependents, and each data file is still read once.
+TEST_CASE("app: a command reads each shipped file once, however many resolutions it makes", "[app]") {
+  FakeHost h;
+  app::MatrixRequest q;
+  q.sm = {"90,87,120"};
+  app::Matrix m = app::expand_matrix(q, h.session);
+  REQUIRE_FALSE(m.include.empty());
+  app::ResolveArgs ra;
+  ra.sm = {"90"};
+  ra.recipe = "torchvision";
+  auto set = app::resolve_set(ra, {}, h.session, nullptr);
+  CHECK_FALSE(set.empty());
+  const auto& reads = h.session.facts().reads();
+  CHECK(reads.arch == 1);
+  CHECK(reads.platforms == 1);
+  CHECK(reads.jetpacks == 1);
+  CHECK(reads.toolchains == 1);
+  CHECK(reads.recipes == 1);
+  CHECK(reads.library_specs <= 1);
+  // Copies of the session share them.
+  app::Session copy = h.session;
+  CHECK(&copy.facts() == &h.session.facts());
+}
+
+// What resolution reads is the session's data root, read there once: a recipe only another root
+// holds is a candidate for a session over that root and for no other.
+TEST_CASE("app: a session's facts come from its own data root", "[app]") {
+  test::TempDir tmp;
+  const fs::path src = ARCHBUILD_SOURCE_DIR;
+  for (const char* d : {"data", "toolchains", "recipes"}) fs::copy(src / d, tmp / d, fs::copy_options::recursive);
+  fs::copy_file(tmp / "recipes" / "torch-2.9.toml", tmp / "recipes" / "mine.toml");
+  app::Session other;
+  other.shared_facts = std::make_shared<const app::Facts>(tmp.path());
+  auto names = [](const std::vector<recipe::Recipe>& rs) {
+    std::vector<std::string> out;
+    for (const auto& r : rs) out.push_back(r.name);
+    return out;
+  };
+  const auto theirs = names(other.facts().recipes());
+  CHECK(std::count(theirs.begin(), theirs.end(), "mine") == 1);
+  app::Session shipped;
+  const auto ours = names(shipped.facts().recipes());
+  CHECK(std::count(ours.begin(), ours.end(), "mine") == 0);
+  CHECK(other.facts().search().arch == &other.facts().arch());
+  CHECK(other.facts().reads().recipes == 1);
 }

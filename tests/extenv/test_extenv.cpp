@@ -42,6 +42,7 @@ Inputs host() {
   auto tcs = toolchain::load_shipped();
   REQUIRE(tcs.ok());
   in.toolchains = *tcs;
+  in.arch = &arch::ArchData::shipped();
   auto rs = recipe::load_shipped();
   REQUIRE(rs.ok());
   in.recipes = *rs;
@@ -54,7 +55,7 @@ Request request(const std::string& targets, const std::optional<std::string>& pr
   Request r;
   r.targets = sm(targets);
   if (project) {
-    auto p = recipe::load(*project);
+    auto p = recipe::load(*project, recipe::Search::shipped());
     REQUIRE(p.ok());
     r.project = *p;
   }

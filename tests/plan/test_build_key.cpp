@@ -14,6 +14,7 @@
 #include "arch/parse.hpp"
 #include "plan/plan.hpp"
 #include "plan/resolve.hpp"
+#include "support/shipped.hpp"
 #include "support/tempdir.hpp"
 
 using namespace archbuild;
@@ -85,8 +86,9 @@ PlanOptions resources() {
 Plan plan_of(const test::TempDir& tmp, const std::string& name, const Case& c) {
   auto file = tmp.write(name + ".toml", recipe_text(c.source, c.build, c.tail));
   Inputs in;
-  in.recipes = select_recipes(file.string()).take();
+  in.recipes = test::select_shipped(file.string()).take();
   in.toolchains = toolchain::load_shipped().take();
+  test::shipped_data(in);
   in.host = host();
   in.machine = toolchain::Machine{};
   in.machine->arch = c.machine;

@@ -11,6 +11,7 @@
 #include "plan/library_probe.hpp"
 #include "plan/plan.hpp"
 #include "plan/resolve.hpp"
+#include "support/shipped.hpp"
 #include "support/process.hpp"
 #include "support/tempdir.hpp"
 
@@ -256,8 +257,9 @@ Plan torch_plan(const PlanOptions& o, const std::string& recipe_text = "") {
   Inputs in;
   std::optional<std::string> recipe;
   if (!recipe_text.empty()) recipe = tmp.write("r.toml", recipe_text).string();
-  in.recipes = select_recipes(recipe.value_or("torch-2.15")).take();
+  in.recipes = test::select_shipped(recipe.value_or("torch-2.15")).take();
   in.toolchains = toolchain::load_shipped().take();
+  test::shipped_data(in);
   in.host = h;
   Request req;
   req.targets = arch::parse_arch_list("9.0", arch::ArchData::shipped(), {arch::Grammar::build, {}}).take();

@@ -11,6 +11,7 @@
 #include "core/text.hpp"
 #include "plan/plan.hpp"
 #include "plan/resolve.hpp"
+#include "support/shipped.hpp"
 #include "support/tempdir.hpp"
 #include "support/torch_lines.hpp"
 
@@ -66,12 +67,13 @@ toolchain::Host host_130() {
 
 Inputs inputs(toolchain::Host host, const std::optional<std::string>& recipe = std::nullopt) {
   Inputs in;
-  auto rs = select_recipes(recipe);
+  auto rs = test::select_shipped(recipe);
   REQUIRE(rs.ok());
   in.recipes = *rs;
   auto tcs = toolchain::load_shipped();
   REQUIRE(tcs.ok());
   in.toolchains = *tcs;
+  test::shipped_data(in);
   in.host = std::move(host);
   return in;
 }
@@ -430,18 +432,18 @@ TEST_CASE("companion recipes: --recipe torchvision --torch 2.7") {
 }
 
 TEST_CASE("recipe selection: names, packages, files, abstract bases") {
-  auto one = select_recipes(std::string("torch-2.6"));
+  auto one = test::select_shipped(std::string("torch-2.6"));
   REQUIRE(one.ok());
   REQUIRE(one->size() == 1);
   CHECK(one->front().name == "torch-2.6");
-  auto torch = select_recipes(std::nullopt);
+  auto torch = test::select_shipped(std::nullopt);
   REQUIRE(torch.ok());
   CHECK(torch->size() == test::torch_lines().size());  // every torch line, none of the bases
   CHECK(torch->size() >= 12);
-  auto base = select_recipes(std::string("torch-common"));
+  auto base = test::select_shipped(std::string("torch-common"));
   REQUIRE_FALSE(base.ok());
   CHECK(contains(base.error().message, "abstract"));
-  auto typo = select_recipes(std::string("torchvison"));
+  auto typo = test::select_shipped(std::string("torchvison"));
   REQUIRE_FALSE(typo.ok());
   CHECK(typo.error().exit == Exit::bad_input);
 }
@@ -1069,7 +1071,7 @@ TEST_CASE("env option: overrides the recipe's build env and is in the key, never
 }
 
 TEST_CASE("jobs: flash-attn's 5 GiB per nvcc job and 4 NVCC_THREADS decide MAX_JOBS") {
-  auto fa = recipe::load("flash-attn-2.8");
+  auto fa = recipe::load("flash-attn-2.8", recipe::Search::shipped());
   REQUIRE(fa.ok());
   CHECK(recipe::nvcc_job_mb(fa->memory, 4) == 5120);  // [build.memory]: 2048 + 3 x 1024
   CHECK(fa->nvcc_threads == 4u);
@@ -1088,7 +1090,7 @@ TEST_CASE("jobs: flash-attn's 5 GiB per nvcc job and 4 NVCC_THREADS decide MAX_J
   CHECK(small.threads_per_job == 2);
   CHECK(small.gib_per_job == 3);
   // A torch recipe keeps the default figure.
-  auto t = recipe::load("torch-2.14");
+  auto t = recipe::load("torch-2.14", recipe::Search::shipped());
   REQUIRE(t.ok());
   CHECK(jobs_rule({64, 20ull << 30}, std::nullopt, *t).gib_per_job == 4);
 }
@@ -1111,7 +1113,7 @@ TEST_CASE("jobs: the plan of a flash-attn build uses its figure and sets NVCC_TH
 }
 
 TEST_CASE("recipe: flash-attn's FLASH_ATTN_CUDA_ARCHS maps targets onto the values it knows") {
-  auto fa = recipe::load("flash-attn-2.8");
+  auto fa = recipe::load("flash-attn-2.8", recipe::Search::shipped());
   REQUIRE(fa.ok());
   CHECK(fa->arch.env == "FLASH_ATTN_CUDA_ARCHS");
   CHECK(fa->arch.format == recipe::ArchFormat::sm);
@@ -1142,7 +1144,7 @@ TEST_CASE("recipe pairing: torchvision 0.29 is refused with torch 2.13, naming t
   req.torch = V("2.14");
   CHECK(resolve(req, inputs(host_130(), std::string("torchvision-0.29"))).status == Exit::ok);
   // Every torchvision recipe names its torch, and each torch line has at most one torchvision.
-  auto all = select_recipes(std::string("torchvision"));
+  auto all = test::select_shipped(std::string("torchvision"));
   REQUIRE(all.ok());
   std::set<Version> lines;
   for (const auto& tv : *all) {
@@ -1249,7 +1251,7 @@ TEST_CASE("one memory model: the static rule's per-job figure and admission's CU
   test::TempDir tmp;
   auto file = tmp.path() / "old.toml";
   std::ofstream(file) << "extends = \"flash-attn-2.8\"\n[build]\ngib_per_job = 5\n";
-  auto old = recipe::load_file(file);
+  auto old = recipe::load_file(file, recipe::Search::shipped());
   REQUIRE_FALSE(old.ok());
   CHECK(old.error().exit == Exit::bad_input);
   CHECK(contains(old.error().message, "old.toml:3:1"));
@@ -1283,10 +1285,10 @@ TEST_CASE("admission: with a budget the plan runs a job per core and shows the b
 }
 
 TEST_CASE("pairing: torchvision for torch 2.14 is 0.29, for 2.15 0.30, no torchaudio for 2.15 (the refusal names the pairs)") {
-  auto tv = select_recipes(std::string("torchvision"));
+  auto tv = test::select_shipped(std::string("torchvision"));
   REQUIRE(tv.ok());
-  auto t14 = recipe::load("torch-2.14");
-  auto t15 = recipe::load("torch-2.15");
+  auto t14 = recipe::load("torch-2.14", recipe::Search::shipped());
+  auto t15 = recipe::load("torch-2.15", recipe::Search::shipped());
   REQUIRE(t14.ok());
   REQUIRE(t15.ok());
   auto paired = pair_with_torch(*tv, *t14, "--with torchvision");
@@ -1296,17 +1298,17 @@ TEST_CASE("pairing: torchvision for torch 2.14 is 0.29, for 2.15 0.30, no torcha
   REQUIRE(p15.ok());
   CHECK(p15->name == "torchvision-0.30");  // pytorch/vision#9607
   // torchaudio 2.11, the last release, serves torch 2.11 - 2.14 (torch_also), not 2.15.
-  auto ta = select_recipes(std::string("torchaudio"));
+  auto ta = test::select_shipped(std::string("torchaudio"));
   REQUIRE(ta.ok());
   for (const char* t : {"torch-2.11", "torch-2.12", "torch-2.13", "torch-2.14"}) {
     INFO(t);
-    auto tr = recipe::load(t);
+    auto tr = recipe::load(t, recipe::Search::shipped());
     REQUIRE(tr.ok());
     auto a = pair_with_torch(*ta, *tr, "--with torchaudio");
     REQUIRE(a.ok());
     CHECK(a->name == "torchaudio-2.11");
   }
-  CHECK(pair_with_torch(*ta, *recipe::load("torch-2.10"), "--with torchaudio")->name == "torchaudio-2.10");
+  CHECK(pair_with_torch(*ta, *recipe::load("torch-2.10", recipe::Search::shipped()), "--with torchaudio")->name == "torchaudio-2.10");
   auto none = pair_with_torch(*ta, *t15, "--with torchaudio");
   REQUIRE_FALSE(none.ok());
   CHECK(none.error().exit == Exit::bad_input);

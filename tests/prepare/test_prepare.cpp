@@ -20,6 +20,7 @@
 #include "recipe/recipe.hpp"
 #include "run/reporter.hpp"
 #include "run/scripted_runner.hpp"
+#include "support/shipped.hpp"
 #include "support/tempdir.hpp"
 
 using namespace archbuild;
@@ -59,10 +60,11 @@ plan::Resolution resolve_with(const fs::path& recipe_file) {
   req.targets = *arch::parse_arch_list("90", arch::ArchData::shipped(), {arch::Grammar::build, {}});
   req.recipe_label = recipe_file.string();
   plan::Inputs in;
-  auto rs = plan::select_recipes(recipe_file.string());
+  auto rs = test::select_shipped(recipe_file.string());
   REQUIRE(rs.ok());
   in.recipes = *rs;
   in.toolchains = *toolchain::load_shipped();
+  test::shipped_data(in);
   toolchain::Toolkit tk;
   tk.root = "/nonexistent/cuda-13.0";
   tk.nvcc = "/nonexistent/cuda-13.0/bin/nvcc";
@@ -94,6 +96,7 @@ prepare::Prepared prepared(const plan::Resolution& r, prepare::Request q, const 
   cache.layout.emplace(cache_dir);
   q.offline = true;
   if (q.no_venv_because.empty()) q.no_venv_because = "not made in this test";
+  if (q.library_specs.empty()) q.library_specs = recipe::load_shipped_library_specs().take();
   auto p = prepare::prepare(r, q, cache, s);
   INFO((p ? "" : p.error().message));
   REQUIRE(p.ok());

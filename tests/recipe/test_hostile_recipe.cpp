@@ -14,13 +14,13 @@ namespace fs = std::filesystem;
 
 TEST_CASE("hostile/lenient: a stray ./NAME file does not replace the recipe NAME", "[recipe]") {
   test::TempDir tmp;
-  auto shipped = recipe::load("torch-2.7");
+  auto shipped = recipe::load("torch-2.7", recipe::Search::shipped());
   REQUIRE(shipped);
   tmp.write("work/torch-2.7", "this is not a recipe = [\n");
   auto before = fs::current_path();
   fs::current_path(tmp / "work");
-  auto named = recipe::load("torch-2.7");
-  auto as_file = recipe::load("./torch-2.7");
+  auto named = recipe::load("torch-2.7", recipe::Search::shipped());
+  auto as_file = recipe::load("./torch-2.7", recipe::Search::shipped());
   fs::current_path(before);
   REQUIRE(named);
   CHECK(named->file == shipped->file);

@@ -55,7 +55,7 @@ void replace(std::string& t, const std::string& from, const std::string& to) {
 // Loads `text` as <tmp>/r.toml and returns the error message (fails the test if it loads).
 std::string load_error(const test::TempDir& tmp, const std::string& text, const std::string& file = "r.toml") {
   auto path = tmp.write(file, text);
-  auto r = recipe::load_file(path, recipe::Search{{tmp.path()}});
+  auto r = recipe::load_file(path, recipe::Search{{tmp.path()}, &arch::ArchData::shipped()});
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().exit == Exit::bad_input);
   UNSCOPED_INFO("message: " << r.error().message);
@@ -260,7 +260,7 @@ TEST_CASE("the 2026 releases: torch 2.10 - 2.15, torchvision 0.25 - 0.30, torcha
 }
 
 TEST_CASE("the example project's recipe loads and has no url of its own") {
-  auto r = recipe::load(std::string(ARCHBUILD_SOURCE_DIR) + "/examples/minitorch/recipe.toml");
+  auto r = recipe::load(std::string(ARCHBUILD_SOURCE_DIR) + "/examples/minitorch/recipe.toml", recipe::Search::shipped());
   REQUIRE(r.ok());
   CHECK(r->name == "minitorch");  // <project>/recipe.toml is named after the project
   CHECK(r->package == "minitorch");
@@ -306,7 +306,7 @@ TEST_CASE("drivers: one table entry each, looked up by name") {
 }
 
 TEST_CASE("the meson-python fixture's recipe loads") {
-  auto r = recipe::load(std::string(ARCHBUILD_SOURCE_DIR) + "/tests/fixtures/minimeson/recipe.toml");
+  auto r = recipe::load(std::string(ARCHBUILD_SOURCE_DIR) + "/tests/fixtures/minimeson/recipe.toml", recipe::Search::shipped());
   INFO((r ? "" : r.error().message));
   REQUIRE(r.ok());
   CHECK(recipe::to_string(r->driver) == "meson-python");
@@ -316,7 +316,7 @@ TEST_CASE("the meson-python fixture's recipe loads") {
 
 TEST_CASE("a minimal recipe loads with its defaults") {
   test::TempDir tmp;
-  auto r = recipe::load_file(tmp.write("demo.toml", kGood), recipe::Search{{tmp.path()}});
+  auto r = recipe::load_file(tmp.write("demo.toml", kGood), recipe::Search{{tmp.path()}, &arch::ArchData::shipped()});
   REQUIRE(r.ok());
   CHECK(r->name == "demo");
   CHECK(r->source.submodules);
@@ -501,7 +501,7 @@ tag = "v2.0.0"
 USE_NCCL = "0"
 USE_FOO = "1"
 )");
-  auto r = recipe::load_file(child, recipe::Search{{tmp.path()}});
+  auto r = recipe::load_file(child, recipe::Search{{tmp.path()}, &arch::ArchData::shipped()});
   REQUIRE(r.ok());
   CHECK_FALSE(r->abstract);  // being a base is not inherited
   CHECK(r->package == "demo");
@@ -521,7 +521,7 @@ USE_FOO = "1"
 
   SECTION("a three-level chain, with a path in extends") {
     tmp.write("sub/grandchild.toml", "extends = \"../child.toml\"\nversion = \"2.0.1\"\n");
-    auto g = recipe::load_file(tmp.path() / "sub/grandchild.toml", recipe::Search{{tmp.path()}});
+    auto g = recipe::load_file(tmp.path() / "sub/grandchild.toml", recipe::Search{{tmp.path()}, &arch::ArchData::shipped()});
     REQUIRE(g.ok());
     CHECK(g->version.str() == "2.0.1");
     CHECK(g->source.tag == "v2.0.0");
@@ -569,14 +569,14 @@ TEST_CASE("extends cycles are detected") {
   tmp.write("a.toml", "extends = \"b\"\npackage = \"x\"\n");
   tmp.write("b.toml", "extends = \"c\"\n");
   tmp.write("c.toml", "extends = \"a\"\n");
-  auto r = recipe::load_file(tmp.path() / "a.toml", recipe::Search{{tmp.path()}});
+  auto r = recipe::load_file(tmp.path() / "a.toml", recipe::Search{{tmp.path()}, &arch::ArchData::shipped()});
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().exit == Exit::bad_input);
   CHECK(r.error().message.find((tmp.path() / "c.toml").string() + ":1:11:") == 0);
   CHECK(r.error().message.find("extends cycle: a.toml -> b.toml -> c.toml -> a.toml") != std::string::npos);
 
   tmp.write("self.toml", "extends = \"self\"\n");
-  auto s = recipe::load_file(tmp.path() / "self.toml", recipe::Search{{tmp.path()}});
+  auto s = recipe::load_file(tmp.path() / "self.toml", recipe::Search{{tmp.path()}, &arch::ArchData::shipped()});
   REQUIRE_FALSE(s.ok());
   CHECK(s.error().message.find("extends cycle") != std::string::npos);
 }
@@ -593,7 +593,7 @@ url = "https://git.example.com/mirror/pytorch.git"
 USE_NCCL = "1"
 USE_SYSTEM_NCCL = "1"
 )");
-  auto r = recipe::load(mine.string());
+  auto r = recipe::load(mine.string(), recipe::Search::shipped());
   REQUIRE(r.ok());
   CHECK(r->name == "my-torch");
   CHECK(r->package == "torch");
@@ -611,7 +611,7 @@ TEST_CASE("a path a recipe writes stays relative to that file when another recip
   replace(base, "url = \"https://example.com/demo.git\"\ntag = \"v1.2.3\"", "path = \"tree\"");
   tmp.write("project/recipe.toml", base);
   auto child = tmp.write("elsewhere/mine.toml", "extends = \"../project/recipe.toml\"\n");
-  auto r = recipe::load(child.string());
+  auto r = recipe::load(child.string(), recipe::Search::shipped());
   INFO((r.ok() ? std::string() : r.error().message));
   REQUIRE(r.ok());
   // Before: resolved against the extending file's folder (elsewhere/tree).
@@ -619,17 +619,17 @@ TEST_CASE("a path a recipe writes stays relative to that file when another recip
 }
 
 TEST_CASE("recipes by name, by path, and what a wrong name says") {
-  auto byname = recipe::load("torch-2.8");
+  auto byname = recipe::load("torch-2.8", recipe::Search::shipped());
   REQUIRE(byname.ok());
   CHECK(byname->source.tag == "v2.8.0");
 
-  auto typo = recipe::load("torhc-2.8");
+  auto typo = recipe::load("torhc-2.8", recipe::Search::shipped());
   REQUIRE_FALSE(typo.ok());
   CHECK(typo.error().exit == Exit::bad_input);
   CHECK(typo.error().message.find("no recipe named 'torhc-2.8'") != std::string::npos);
   CHECK(typo.error().message.find("torch-2.8") != std::string::npos);
 
-  auto nofile = recipe::load("/nonexistent/recipe.toml");
+  auto nofile = recipe::load("/nonexistent/recipe.toml", recipe::Search::shipped());
   REQUIRE_FALSE(nofile.ok());
   CHECK(nofile.error().message.find("recipe file \"/nonexistent/recipe.toml\": no such file or directory") != std::string::npos);
   CHECK(recipe::looks_like_path("a/b"));
@@ -656,7 +656,7 @@ unless_env = { USE_NCCL = ["0", "OFF"], USE_SYSTEM_NCCL = "1" }
 TEST_CASE("fetch entries: what the build would download as data - every mistake named with file:line:column") {
   test::TempDir tmp;
   const std::string f = (tmp.path() / "r.toml").string();
-  auto r = recipe::load_file(tmp.write("r.toml", with_fetch()), recipe::Search{{tmp.path()}});
+  auto r = recipe::load_file(tmp.write("r.toml", with_fetch()), recipe::Search{{tmp.path()}, &arch::ArchData::shipped()});
   REQUIRE(r.ok());
   REQUIRE(r->fetches.size() == 1);
   const auto& nccl = r->fetches[0];
@@ -676,7 +676,7 @@ TEST_CASE("fetch entries: what the build would download as data - every mistake 
     std::string t = with_fetch();
     replace(t, "pin_file = \".ci/docker/ci_commit_pins/nccl-cu{cuda_major}.txt\"",
             "pin_file = [\"a/nccl-cu{cuda_major}.txt\", \"a/nccl.txt\"]");
-    auto two = recipe::load_file(tmp.write("two.toml", t), recipe::Search{{tmp.path()}});
+    auto two = recipe::load_file(tmp.write("two.toml", t), recipe::Search{{tmp.path()}, &arch::ArchData::shipped()});
     REQUIRE(two.ok());
     CHECK(recipe::pin_files_for(two->fetches[0], V("12.6")) == std::vector<std::string>{"a/nccl-cu12.txt", "a/nccl.txt"});
   }
@@ -684,7 +684,7 @@ TEST_CASE("fetch entries: what the build would download as data - every mistake 
     std::string t = with_fetch();
     replace(t, "pin_file = \".ci/docker/ci_commit_pins/nccl-cu{cuda_major}.txt\"",
             "pin_file = [\"a/nccl-cu{cuda_major}{cuda_minor}.txt\", \"a/nccl.txt\"]");
-    auto two = recipe::load_file(tmp.write("minor.toml", t), recipe::Search{{tmp.path()}});
+    auto two = recipe::load_file(tmp.write("minor.toml", t), recipe::Search{{tmp.path()}, &arch::ArchData::shipped()});
     REQUIRE(two.ok());
     CHECK(recipe::pin_files_for(two->fetches[0], V("13.0")) == std::vector<std::string>{"a/nccl-cu130.txt", "a/nccl.txt"});
     CHECK(recipe::pin_files_for(two->fetches[0], V("12.6")) == std::vector<std::string>{"a/nccl-cu126.txt", "a/nccl.txt"});
@@ -807,7 +807,7 @@ TEST_CASE("the NCCL pin each torch tag's own code reads, and Eigen's fetch from 
 }
 
 TEST_CASE("a dependent's recipe: torch_recipe relative to its file, the CUDA operation of its import test") {
-  auto r = recipe::load(std::string(ARCHBUILD_SOURCE_DIR) + "/examples/minivision/recipe.toml");
+  auto r = recipe::load(std::string(ARCHBUILD_SOURCE_DIR) + "/examples/minivision/recipe.toml", recipe::Search::shipped());
   REQUIRE(r.ok());
   CHECK(r->torch == V("0.1.0"));
   REQUIRE(r->torch_recipe);
@@ -815,13 +815,13 @@ TEST_CASE("a dependent's recipe: torch_recipe relative to its file, the CUDA ope
         std::filesystem::path(ARCHBUILD_SOURCE_DIR) / "examples" / "minitorch" / "recipe.toml");
   CHECK(r->cuda_op_what == "minivision.box_iou on the GPU");
   CHECK(r->cuda_op.find("m.box_iou") != std::string::npos);
-  auto tv = recipe::load("torchvision-0.29");  // from torchvision-common
+  auto tv = recipe::load("torchvision-0.29", recipe::Search::shipped());  // from torchvision-common
   REQUIRE(tv.ok());
   CHECK(tv->cuda_op.find("torch.ops.torchvision.nms") != std::string::npos);
   CHECK_FALSE(tv->torch_recipe);
   // torchaudio's, from torchaudio-common: forced_align's CUDA kernel, in 2.10 and 2.11 alike.
   for (const char* name : {"torchaudio-2.10", "torchaudio-2.11"}) {
-    auto ta = recipe::load(name);
+    auto ta = recipe::load(name, recipe::Search::shipped());
     REQUIRE(ta.ok());
     CHECK(ta->cuda_op_what == "torchaudio.functional.forced_align on cuda");
     CHECK(ta->cuda_op.find("forced_align(log_probs, targets, blank=0)") != std::string::npos);

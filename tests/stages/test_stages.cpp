@@ -26,6 +26,7 @@
 #include "store/launch_files.hpp"
 #include "store/layout.hpp"
 #include "mirror/make_wheel.hpp"
+#include "support/shipped.hpp"
 #include "support/process.hpp"
 #include "support/tempdir.hpp"
 #include "toolchain/toolchain.hpp"
@@ -71,12 +72,13 @@ plan::Plan plan_for(const std::string& targets, const std::string& url, const st
   h.tools = {{"cmake", "/usr/bin/cmake"}, {"ninja", "/usr/bin/ninja"}, {"meson", "/usr/bin/meson"}};
   if (cmake) h.tool_versions["cmake"] = *cmake;
   plan::Inputs in;
-  in.recipes = plan::select_recipes(!recipe_file.empty() ? recipe_file
+  in.recipes = test::select_shipped(!recipe_file.empty() ? recipe_file
                                                           : std::string(ARCHBUILD_SOURCE_DIR) +
                                                                 (example == "minitorch" ? "/examples/" : "/tests/fixtures/") +
                                                                 example + "/recipe.toml")
                    .take();
   in.toolchains = toolchain::load_shipped().take();
+  test::shipped_data(in);
   in.host = h;
   plan::Request req;
   req.targets = arch::parse_arch_list(targets, arch::ArchData::shipped()).take();

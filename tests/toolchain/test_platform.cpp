@@ -72,9 +72,9 @@ TEST_CASE("platforms: which one a command works for", "[toolchain][platform]") {
   CHECK(chosen(std::nullopt, {}, orin) == "jetson");
   // A Jetson's platform is its JetPack's, read off its L4T release: JetPack 6.2 (R36.4) is jetson,
   // JetPack 7 (R38 Thor, R39 Orin or Thor) sbsa; an L4T the data lacks takes its major's.
-  const Machine orin6 = toolchain::machine_of("aarch64", std::string("# R36 (release), REVISION: 4.3, GCID: 1\n"));
-  const Machine orin7 = toolchain::machine_of("aarch64", std::string("# R39 (release), REVISION: 2.0, GCID: 2, BOARD: generic\n"));
-  const Machine thor = toolchain::machine_of("aarch64", std::string("# R38 (release), REVISION: 2.0, GCID: 3\n"));
+  const Machine orin6 = toolchain::machine_of("aarch64", std::string("# R36 (release), REVISION: 4.3, GCID: 1\n"), toolchain::JetPacks::shipped());
+  const Machine orin7 = toolchain::machine_of("aarch64", std::string("# R39 (release), REVISION: 2.0, GCID: 2, BOARD: generic\n"), toolchain::JetPacks::shipped());
+  const Machine thor = toolchain::machine_of("aarch64", std::string("# R38 (release), REVISION: 2.0, GCID: 3\n"), toolchain::JetPacks::shipped());
   CHECK(orin6.tegra);
   CHECK(orin6.l4t == "# R36 (release), REVISION: 4.3, GCID: 1");
   CHECK(orin6.l4t_platform == "jetson");
@@ -82,9 +82,9 @@ TEST_CASE("platforms: which one a command works for", "[toolchain][platform]") {
   CHECK(chosen(std::nullopt, {}, orin6) == "jetson");
   CHECK(chosen(std::nullopt, {}, orin7) == "sbsa");
   CHECK(chosen(std::nullopt, {}, thor) == "sbsa");
-  CHECK(chosen(std::nullopt, {}, toolchain::machine_of("aarch64", std::string("# R36 (release), REVISION: 5.0"))) == "jetson");
+  CHECK(chosen(std::nullopt, {}, toolchain::machine_of("aarch64", std::string("# R36 (release), REVISION: 5.0"), toolchain::JetPacks::shipped())) == "jetson");
   CHECK(toolchain::default_platform(shipped(), orin7)->cuda_target == "sbsa-linux");
-  CHECK_FALSE(toolchain::machine_of("x86_64", std::nullopt).tegra);
+  CHECK_FALSE(toolchain::machine_of("x86_64", std::nullopt, toolchain::JetPacks::shipped()).tegra);
   auto why = toolchain::choose_platform(shipped(), std::nullopt, {}, orin7);
   REQUIRE(why);
   CHECK_THAT(why->why, Catch::Contains("L4T: # R39") && Catch::Contains("platform sbsa"));
