@@ -12,6 +12,7 @@
 #include "arch/arch_data.hpp"
 #include "arch/parse.hpp"
 #include "binary/inspect.hpp"
+#include "app/inputs.hpp"
 #include "app/torch.hpp"
 #include "cli/context.hpp"
 #include "core/heap.hpp"
@@ -277,7 +278,7 @@ void run_inspect(const InspectArgs& args, Context& ctx) {
   use_huge_pages_for_heap();
   std::vector<arch::Cc> targets;  // bad --sm: exit 2 before any file is read
   if (!args.sm.empty())
-    targets = validate::target_ccs(arch::parse_arch_lists(args.sm, ctx.facts().arch()).take());
+    targets = validate::target_ccs(app::sm_targets(args.sm, ctx.facts().arch()).take());
 
   std::vector<fs::path> inputs(args.paths.begin(), args.paths.end());
   if (!args.python.empty()) inputs.push_back(app::torch_lib_dir(args.python));

@@ -110,7 +110,7 @@ void print_plan(const app::PlanView& v, Context& ctx) {
         (p->venv ? "" : " (this key is provisional until the tree is fetched; `wheel` looks up the final one)"));
   for (const auto& st : v.stops) out("would stop " + st.error.message);
   out("steps (cwd relative to the source tree):");
-  for (const auto& s : p->steps) out(fmt::format("  {:<10} [{}] {}", s.stage, s.cwd, text::join(s.argv(), " ")));
+  for (const auto& s : p->steps) out(fmt::format("  {:<10} [{}] {}", recipe::to_string(s.stage), s.cwd, text::join(s.argv(), " ")));
   if (!p->fetches.empty()) {
     out("fetches (what the build would download; archbuild fetches them through its mirrors before configure):");
     for (const auto& f : p->fetches) {

@@ -135,7 +135,7 @@ KeyInputs key_inputs_of(const PlanData& p) {
   k.arch_list = {r.arch.env, res.arch_list};
   for (const auto& [name, v] : p.env)
     if (v.keyed) k.env[name] = v.value;
-  for (const auto& s : p.steps) k.steps.push_back({s.stage, s.tool, s.args, s.cwd});
+  for (const auto& s : p.steps) k.steps.push_back({std::string(recipe::to_string(s.stage)), s.tool, s.args, s.cwd});
   k.build_dir = p.build_dir;
   k.wheel_dir = p.wheel_dir;
 

@@ -485,13 +485,16 @@ json Plan::to_json() const {
   j["env_not_in_key"] = unkeyed;
   j["passthrough_env"] = p.passthrough;
   json steps = json::array();
-  for (const auto& s : p.steps) steps.push_back({{"stage", s.stage}, {"argv", s.argv()}, {"cwd", s.cwd}});
+  for (const auto& s : p.steps)
+    steps.push_back({{"stage", std::string(recipe::to_string(s.stage))}, {"argv", s.argv()}, {"cwd", s.cwd}});
   j["steps"] = steps;
   j["build_dir"] = p.build_dir;
   j["wheel_dir"] = p.wheel_dir.empty() ? json(nullptr) : json(p.wheel_dir);
-  j["wheel_stage"] = p.wheel_stage.empty() ? json(nullptr) : json(p.wheel_stage);
-  j["configure_stage"] = p.configure_stage;
-  j["stage_notes"] = p.stage_notes;
+  j["wheel_stage"] = p.wheel_stage ? json(std::string(recipe::to_string(*p.wheel_stage))) : json(nullptr);
+  j["configure_stage"] = std::string(recipe::to_string(p.configure_stage));
+  json notes = json::object();
+  for (const auto& [stage, note] : p.stage_notes) notes[std::string(recipe::to_string(stage))] = note;
+  j["stage_notes"] = notes;
   j["config_settings"] = config_settings_json(p.config_settings);
   j["config_settings_notes"] = p.config_notes;
   j["fetches"] = fetches_json(p.fetches, false);
@@ -669,10 +672,10 @@ void plan_steps(const Resolution& res, const PlanOptions& options, PlanData& p) 
   };
   p.wheel_dir = driver.makes_wheel ? r.wheel_dir : std::string();
   plan_config_settings(driver, options, p);
-  for (const auto& s : driver.steps) p.steps.push_back({std::string(recipe::to_string(s.stage)), s.tool, tool(s.tool), step_args(s.args, p), "."});
-  p.wheel_stage = driver.wheel_stage ? std::string(recipe::to_string(*driver.wheel_stage)) : std::string();
-  p.configure_stage = recipe::to_string(driver.configure_stage);
-  for (const auto& [stage, note] : driver.stage_notes) p.stage_notes[std::string(recipe::to_string(stage))] = note;
+  for (const auto& s : driver.steps) p.steps.push_back({s.stage, s.tool, tool(s.tool), step_args(s.args, p), "."});
+  p.wheel_stage = driver.wheel_stage;
+  p.configure_stage = driver.configure_stage;
+  p.stage_notes = driver.stage_notes;
 }
 
 }  // namespace

@@ -21,11 +21,12 @@
 #include "contract/contract.hpp"
 #include "plan/libraries.hpp"
 #include "plan/resolve.hpp"
+#include "recipe/stage.hpp"
 
 namespace archbuild::plan {
 
 struct Step {
-  std::string stage;                 // "configure", "build", "package"
+  recipe::Stage stage = recipe::Stage::build;  // configure, build or package
   std::string tool;                  // "python" or "cmake": the program by role (keyed)
   std::filesystem::path program;     // its path on this host (not keyed)
   std::vector<std::string> args;     // after the program
@@ -194,12 +195,12 @@ struct PlanData {
   // The stage whose steps write the wheel into wheel_dir ("package" for setup-py, "build" for the
   // PEP 517 drivers, whose one step compiles and packages); empty: none. wheel_dir is emptied
   // when that stage starts; the package stage then only normalizes and stores the wheel.
-  std::string wheel_stage;
+  std::optional<recipe::Stage> wheel_stage;
   // The stage whose steps run CMake's configure: "configure", or "build" where the backend
   // configures inside its build step (a half-configured tree is removed before that stage).
-  std::string configure_stage = "configure";
+  recipe::Stage configure_stage = recipe::Stage::configure;
   // Why a stage has no step of its own (shown by `plan`, reported when the stage runs).
-  std::map<std::string, std::string> stage_notes;
+  std::map<recipe::Stage, std::string> stage_notes;
   // PEP 517 config settings (`-C NAME=VALUE`), in argv order; each is also in the key. Only what
   // the tree's [tool.scikit-build] leaves open: a setting passed wins over the tree's own,
   // its overrides by environment included.

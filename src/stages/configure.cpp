@@ -83,7 +83,7 @@ Result<json> check_features_in(Context& ctx, const fs::path& log) {
     return Error::build_failed(fmt::format(
         "{} stage: {} was found for the plan ({} in {}) but the build switched it off: {}; fix what the build "
         "finds (its log says why), or build --without {}; full log: {}",
-        plan->configure_stage, c.title, c.from && c.from->version ? *c.from->version : "version unknown",
+        recipe::to_string(plan->configure_stage), c.title, c.from && c.from->version ? *c.from->version : "version unknown",
         c.from ? c.from->lib_dir.string() : "?", shown, c.name, log.string()));
   }
   return json{{"checked", true}, {"findings", to_json(findings)}};

@@ -54,7 +54,7 @@ Result<Ok> publish(Context& ctx) {
   // The libraries (where each came from, or why it is off: --without is never silent), what the
   // configure log's feature summary showed, the host check and an out-of-memory retry.
   m["libraries"] = plan::to_json(plan->libraries);
-  m["features"] = doc->value(json::json_pointer("/stages/" + plan->configure_stage + "/features"), json());
+  m["features"] = doc->value(json::json_pointer("/stages/" + std::string(recipe::to_string(plan->configure_stage)) + "/features"), json());
   m["host_check"] = ctx.options.host_check;
   m["oom_retry"] = doc->value("/stages/build/oom_retry"_json_pointer, json());
   m["admission"] = {{"on", ctx.admitting},

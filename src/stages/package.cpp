@@ -19,15 +19,16 @@ using nlohmann::json;
 namespace {
 
 // The single wheel `stage` left in dir.
-Result<fs::path> find_wheel(const fs::path& dir, const std::string& stage) {
+Result<fs::path> find_wheel(const fs::path& dir, std::optional<recipe::Stage> wheel_stage) {
+  const std::string stage(recipe::to_string(wheel_stage.value_or(recipe::Stage::package)));
   std::vector<fs::path> wheels;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec))
     if (e.path().extension() == ".whl") wheels.push_back(e.path());
   if (wheels.size() == 1) return wheels.front();
   if (wheels.empty())
-    return Error::build_failed(fmt::format("the {} stage made no wheel in {}", stage.empty() ? "package" : stage, dir.string()));
-  return Error::build_failed(fmt::format("the {} stage left {} wheels in {}; expected one", stage.empty() ? "package" : stage,
+    return Error::build_failed(fmt::format("the {} stage made no wheel in {}", stage, dir.string()));
+  return Error::build_failed(fmt::format("the {} stage left {} wheels in {}; expected one", stage,
                                          wheels.size(), dir.string()));
 }
 
@@ -69,9 +70,10 @@ Result<Ok> package_stage(Context& ctx, const run::StageInfo& info) {
   auto built = find_wheel(ctx.src / plan->wheel_dir, plan->wheel_stage);
   if (!built) {
     // The wheel came from an earlier stage and is gone: that stage must run again.
-    if (!plan->wheel_stage.empty() && plan->wheel_stage != info.name) {
-      warn_unrecorded(ctx, ctx.record.clear_stage(plan->wheel_stage), "that the " + plan->wheel_stage + " stage must run again");
-      built = Error::build_failed(built.error().message + "; run again to rerun the " + plan->wheel_stage + " stage");
+    if (plan->wheel_stage && recipe::to_string(*plan->wheel_stage) != info.name) {
+      const std::string earlier(recipe::to_string(*plan->wheel_stage));
+      warn_unrecorded(ctx, ctx.record.clear_stage(earlier), "that the " + earlier + " stage must run again");
+      built = Error::build_failed(built.error().message + "; run again to rerun the " + earlier + " stage");
     }
     return fail(built.error());
   }

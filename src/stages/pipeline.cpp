@@ -259,7 +259,7 @@ class Pipeline {
         distrust(Stage::package, check.message);
     }
     // Then, a backend whose build step writes the wheel: the package stage takes it from wheel_dir.
-    auto wheel_stage = recipe::stage_named(ctx_.plan->wheel_stage);
+    const auto wheel_stage = ctx_.plan->wheel_stage;
     if (wheel_stage && *wheel_stage != Stage::package && past(*wheel_stage) && !past(Stage::package) &&
         !has_wheel(ctx_.src / ctx_.plan->wheel_dir))
       distrust(*wheel_stage, fmt::format("no wheel in {}", (ctx_.src / ctx_.plan->wheel_dir).string()));

@@ -13,8 +13,9 @@ using nlohmann::json;
 
 namespace {
 
-std::string stage_note(const Context& ctx, const std::string& stage) {
-  auto note = ctx.plan->stage_notes.find(stage);
+std::string stage_note(const Context& ctx, const std::string& name) {
+  auto stage = recipe::stage_named(name);
+  auto note = stage ? ctx.plan->stage_notes.find(*stage) : ctx.plan->stage_notes.end();
   return note == ctx.plan->stage_notes.end() ? std::string() : note->second;
 }
 
@@ -24,23 +25,25 @@ Result<StepsRun> run_steps(Context& ctx, const run::StageInfo& info, const StepR
                            const std::function<void()>& before_failing) {
   const auto& plan = ctx.plan;
   const std::string& stage = info.name;
+  const auto id = recipe::stage_read(stage, "the stage run");
+  if (!id) return id.error();
   StepsRun out;
   out.log = ctx.layout.log(ctx.key, stage);
   std::error_code ec;
   fs::create_directories(out.log.parent_path(), ec);
   // Where the backend configures inside the build step, a finished configure is kept (the
   // build resumes incrementally) and an unfinished one is not reused.
-  if (stage == plan->configure_stage && stage != "configure") remove_half_configured(ctx);
+  if (*id == plan->configure_stage && *id != recipe::Stage::configure) remove_half_configured(ctx);
   // The stage that writes the wheel starts from an empty wheel_dir; later stages keep it.
-  if (stage == plan->wheel_stage && !plan->wheel_dir.empty()) fs::remove_all(ctx.src / plan->wheel_dir, ec);
+  if (plan->wheel_stage == *id && !plan->wheel_dir.empty()) fs::remove_all(ctx.src / plan->wheel_dir, ec);
   add_source_date_epoch(ctx);
-  out.has_steps = std::any_of(plan->steps.begin(), plan->steps.end(), [&](const plan::Step& s) { return s.stage == stage; });
+  out.has_steps = std::any_of(plan->steps.begin(), plan->steps.end(), [&](const plan::Step& s) { return s.stage == *id; });
   if (!out.has_steps) return out;
 
   ctx.reporter.stage_started(info);
   bool append = false;
   for (const auto& step : plan->steps) {
-    if (step.stage != stage) continue;
+    if (step.stage != *id) continue;
     run::Command cmd;
     cmd.argv = step.argv();
     cmd.env = ctx.env;
@@ -63,7 +66,7 @@ Result<StepsRun> run_steps(Context& ctx, const run::StageInfo& info, const StepR
       return stage_error(stage, r, out.log, ctx.reporter);
     }
   }
-  if (stage == plan->configure_stage && !plan->libraries.empty()) {
+  if (*id == plan->configure_stage && !plan->libraries.empty()) {
     auto features = check_features_in(ctx, out.log);
     if (!features) {
       ctx.reporter.stage_finished(info, {run::StageStatus::failed, out.seconds, features.error().message, out.log});

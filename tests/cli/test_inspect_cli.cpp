@@ -238,6 +238,13 @@ TEST_CASE("inspect --sm: verdicts and exit status", "[cli][inspect]") {
     auto r = t::archbuild({"inspect", multi, "--sm", "95"});
     CHECK(r.status == 2);
     CHECK(lines(r.err) == 1);
+    // The one --sm rule of every command (app::sm_targets): the option named once, as plan and
+    // install-command name it.
+    auto banana = t::archbuild({"inspect", multi, "--sm", "banana"});
+    CHECK(banana.status == 2);
+    CHECK_THAT(banana.err, Catch::StartsWith("archbuild: error: --sm: invalid architecture \"banana\""));
+    auto planned = t::archbuild({"plan", "--sm", "banana"});
+    CHECK(planned.err == banana.err);
   }
 }
 

@@ -519,7 +519,7 @@ TEST_CASE("the plan: environment, steps per driver era, version label, jobs") {
   CHECK(p->env.at("TORCH_CUDA_ARCH_LIST").keyed);
 
   REQUIRE(p->steps.size() == 3);
-  CHECK(p->steps[0].stage == "configure");
+  CHECK(p->steps[0].stage == recipe::Stage::configure);
   CHECK(p->steps[0].argv() == std::vector<std::string>{"/usr/bin/python3", "setup.py", "build", "--cmake-only"});
   CHECK(p->steps[1].argv() == std::vector<std::string>{"/usr/bin/cmake", "--build", "build"});
   CHECK(p->steps[2].argv() == std::vector<std::string>{"/usr/bin/python3", "setup.py", "bdist_wheel"});
@@ -534,12 +534,12 @@ TEST_CASE("the plan: environment, steps per driver era, version label, jobs") {
                                                          "--outdir", "dist", "."});
   CHECK(p29->version == "2.9.1+cu130.sm90");
   // Its one step makes the wheel; configure has no step of its own, and says why.
-  CHECK(p29->wheel_stage == "build");
-  CHECK(p29->configure_stage == "build");
-  CHECK(p29->stage_notes.at("configure").find("configures in the build step") != std::string::npos);
+  CHECK(p29->wheel_stage == recipe::Stage::build);
+  CHECK(p29->configure_stage == recipe::Stage::build);
+  CHECK(p29->stage_notes.at(recipe::Stage::configure).find("configures in the build step") != std::string::npos);
   CHECK(p29->config_settings.empty());
-  CHECK(p->wheel_stage == "package");
-  CHECK(p->configure_stage == "configure");
+  CHECK(p->wheel_stage == recipe::Stage::package);
+  CHECK(p->configure_stage == recipe::Stage::configure);
   CHECK(p->stage_notes.empty());
 
   auto j = p.to_json();
@@ -558,12 +558,12 @@ TEST_CASE("the meson-python driver: python -m build, builddir and the launchers'
   req.source_url = "file:///srv/git/minimeson";
   Plan p = plan_for(req, inputs(host, file));
   REQUIRE(p->steps.size() == 1);
-  CHECK(p->steps[0].stage == "build");
+  CHECK(p->steps[0].stage == recipe::Stage::build);
   CHECK(p->steps[0].args == std::vector<std::string>{"-m", "build", "--wheel", "--no-isolation", "--outdir", "dist", "-C",
                                                      "builddir=build", "-C",
                                                      "setup-args=--native-file=$ARCHBUILD_MESON_NATIVE_FILE", "."});
-  CHECK(p->wheel_stage == "build");
-  CHECK(p->configure_stage == "build");
+  CHECK(p->wheel_stage == recipe::Stage::build);
+  CHECK(p->configure_stage == recipe::Stage::build);
   CHECK(p.to_json()["stage_notes"]["configure"] == "the backend configures in the build step (python -m build runs Meson)");
   CHECK(p->key_inputs["driver"] == "meson-python");
   CHECK(p->key_inputs["config_settings"][1] ==
@@ -584,12 +584,12 @@ TEST_CASE("the scikit-build-core driver: python -m build with a persistent build
   // type left to the backend.
   Plan p = plan_for(req, inputs(host_130(), file));
   REQUIRE(p->steps.size() == 1);
-  CHECK(p->steps[0].stage == "build");
+  CHECK(p->steps[0].stage == recipe::Stage::build);
   CHECK(p->steps[0].args == std::vector<std::string>{"-m", "build", "--wheel", "--no-isolation", "--outdir", "dist", "-C",
                                                      "build-dir=build", "."});
   CHECK(p->config_settings == std::vector<std::pair<std::string, std::string>>{{"build-dir", "build"}});
   CHECK(p->build_dir == "build");
-  CHECK(p->wheel_stage == "build");
+  CHECK(p->wheel_stage == recipe::Stage::build);
   // In the key by name, relative (no path of this host), and shown by `plan --json` with why.
   CHECK(p->key_inputs["config_settings"][0] == nlohmann::json{{"name", "build-dir"}, {"value", "build"}});
   CHECK(p.to_json()["config_settings"] == p->key_inputs["config_settings"]);

@@ -555,7 +555,7 @@ run::ScriptedResponse pep517_build(bool configure_finishes = true, bool wheel = 
 TEST_CASE("python-build: the wheel of the build step is the one the package stage stores", "[stages][drivers]") {
   Env e;
   auto plan = plan_for("9.0", example_url("minitorch-pep517"), "minitorch-pep517");
-  CHECK(plan->wheel_stage == "build");
+  CHECK(plan->wheel_stage == recipe::Stage::build);
   run::ScriptedRunner runner;
   runner.on(is_pep517_build, pep517_build()).strict();
   auto r = stages::run_pipeline(plan, e.layout, runner, *e.reporter, e.options);
