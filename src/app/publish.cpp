@@ -32,14 +32,15 @@ validate::Check not_run(const char* name, const char* why) {
 
 // The checks a pulled wheel passes here before it is published: those of `validate` that run
 // nothing (the targets are the arch list its builder recorded).
-Result<Ok> check_pulled(const remote::Pulled& p, const std::string& key) {
+Result<Ok> check_pulled(const remote::Pulled& p, const std::string& key, const Facts& facts) {
   auto refuse = [&](const std::string& why) {
     return Error::not_fine(fmt::format("the store's wheel for key {} is not published: {}", key.substr(0, 16), why));
   };
   std::string arch_list = p.manifest.value("arch_list", std::string());
-  auto targets = arch::parse_arch_list(arch_list, arch::ArchData::shipped());
+  auto targets = arch::parse_arch_list(arch_list, facts.arch());
   if (arch_list.empty() || !targets) return refuse(fmt::format("its manifest's arch_list {} names no targets", text::quoted(arch_list)));
   validate::ValidateOptions o;
+  o.libraries = facts.wheel_libraries();
   o.preset = {not_run("import", "not run: publish checks what needs no interpreter"),
               not_run("smoke-run", "not run: publish checks what needs no GPU")};
   if (p.manifest.contains("portability") && p.manifest["portability"].is_object()) o.portability = p.manifest["portability"];
@@ -85,7 +86,7 @@ StorePublish publish_from_store(const StoreArgs& args, const std::vector<std::st
     staging.dirs.push_back(dir);
     auto pulled = store->pull(key, *l.manifest, dir);
     if (!pulled) throw Failure(pulled.error());
-    if (auto ok = check_pulled(*pulled, key); !ok) throw Failure(ok.error());
+    if (auto ok = check_pulled(*pulled, key, s.facts()); !ok) throw Failure(ok.error());
     out.keys.push_back({key, pulled->filename, pulled->digest, pulled->signed_by});
     files.push_back(pulled->wheel);
   }
