@@ -209,3 +209,25 @@ TEST_CASE("fetch_source with patches: applied before the checkout is in place, a
   CHECK(co2->patches.at(0).fit == PatchOutcome::Fit::contained);
   CHECK(t::read_file(tmp / "src3" / "kernel.cu") == kV2);
 }
+
+TEST_CASE("check_patches: a `git format-patch` file (a GitHub PR's .patch), mail headers and trailer included", "[source][patch]") {
+  if (t::which("git").empty()) {
+    WARN("##archbuild-skip## the git CLI (used to make test repositories) is not installed");
+    return;
+  }
+  TempDir tmp;
+  auto up = make_upstream(tmp / "u");
+  std::string mail = git(up.repo, {"format-patch", "-1", "v2", "--stdout"}) + "\n";
+  REQUIRE(mail.rfind("From ", 0) == 0);
+  Mirror m{tmp / "git"};
+  std::string url = "file://" + up.repo.string();
+  auto slot = m.mirror_for()(url);
+  REQUIRE(update_mirror(url, "v2", slot, quick()));
+  REQUIRE(update_mirror(url, "v1", slot, quick()));
+  auto at_v1 = check_patches(slot.dir, up.v1, {{"pr.patch", mail, 1}});
+  REQUIRE(at_v1);
+  CHECK(at_v1->at(0).fit == PatchOutcome::Fit::applies);
+  auto at_v2 = check_patches(slot.dir, up.v2, {{"pr.patch", mail, 1}});
+  REQUIRE(at_v2);
+  CHECK(at_v2->at(0).fit == PatchOutcome::Fit::contained);
+}
