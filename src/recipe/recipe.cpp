@@ -896,6 +896,7 @@ void merge_into(toml::table& base, const toml::table& over) {
 struct Loaded {
   toml::table merged;
   std::vector<fs::path> chain;
+  std::vector<fs::path> patch_origins;  // the file listing each merged [[patch]], in order
 };
 
 std::optional<fs::path> find_named(const std::string& name, const fs::path& near, const Search& search) {
@@ -990,15 +991,19 @@ Result<Loaded> load_chain(const fs::path& file, const Search& search, std::vecto
     parent->merged.erase("extends");
     merge_into(out.merged, parent->merged);
     out.chain.insert(out.chain.end(), parent->chain.begin(), parent->chain.end());
+    out.patch_origins = parent->patch_origins;
   }
   anchor_relative_paths(t, file);
   // [[patch]] lists add up along the chain (the base's first), where other arrays are replaced.
   toml::array inherited;
   if (const auto* base = out.merged.get_as<toml::array>("patch")) inherited = *base;
   merge_into(out.merged, t);
-  if (const auto* own = t.get_as<toml::array>("patch"); own && !inherited.empty()) {
-    for (const auto& el : *own) inherited.push_back(el);
-    out.merged.insert_or_assign("patch", std::move(inherited));
+  if (const auto* own = t.get_as<toml::array>("patch")) {
+    out.patch_origins.insert(out.patch_origins.end(), own->size(), file);
+    if (!inherited.empty()) {
+      for (const auto& el : *own) inherited.push_back(el);
+      out.merged.insert_or_assign("patch", std::move(inherited));
+    }
   }
   return out;
 }
@@ -1025,6 +1030,9 @@ Result<Recipe> load_file(const fs::path& file, const Search& search) {
       err.message += " (set it in this file or in the recipe it extends)";
     return err;
   }
+  // Each patch names the recipe that lists it (a base's, for an inherited one).
+  for (std::size_t i = 0; i < r.patches.size() && i < loaded->patch_origins.size(); ++i)
+    r.patches[i].origin = loaded->patch_origins[i].string();
   return r;
 }
 

@@ -106,6 +106,8 @@ TEST_CASE("[[patch]] along extends: the base's first, each file relative to its 
   REQUIRE(r->patches.size() == 2);
   CHECK(r->patches[0].file == tmp / "base/one.patch");
   CHECK(r->patches[0].from == "base");
+  CHECK(r->patches[0].origin == (tmp / "base/common.toml").string());
+  CHECK(r->patches[1].origin == (tmp / "child.toml").string());
   CHECK(r->patches[1].file == tmp / "two.patch");
   // A recipe without [[patch]] inherits the base's unchanged.
   auto plain = recipe::load_file(tmp.write("plain.toml", std::string("extends = \"base/common.toml\"\n") + kRecipe),
