@@ -1,5 +1,6 @@
 #include "app/advise.hpp"
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <regex>
@@ -302,7 +303,39 @@ InstallAnswer advise_install(const TargetArgs& args, const std::string& pip, con
   return advise_install(gather_targets(args, facts), pip, facts);
 }
 
-Diagnosis diagnose(const std::string& python_arg, const TargetArgs& args, const Facts& facts) {
+namespace {
+// The findings that say the torch cannot run on a target: what a GPU view of a mirror answers.
+bool cannot_run(const doctor::Finding& fd) { return fd.id == "no-kernel-image" || fd.id == "cpu-only"; }
+
+void mirror_fixes(Diagnosis& d, const std::string& url) {
+  std::vector<arch::Cc> ccs;
+  for (const auto& t : d.facts.targets)
+    if (std::find(ccs.begin(), ccs.end(), t.cc) == ccs.end()) ccs.push_back(t.cc);
+  auto advice = mirror::advise_view(url, ccs, d.facts.pip);
+  if (!advice) throw Failure(advice.error().with_context("--mirror"));
+  d.mirror = std::move(*advice);
+  const auto& m = *d.mirror;
+  std::vector<std::string> cc_names;
+  for (auto c : ccs) cc_names.push_back(c.str());
+  for (auto& fd : d.report->findings) {
+    if (!cannot_run(fd)) continue;
+    if (!m.ok) {
+      fd.notes.push_back(fmt::format("the mirror {} has no build for these GPUs: {}", url, m.why));
+      continue;
+    }
+    doctor::Fix fx;
+    fx.kind = "mirror";
+    fx.text = m.checked ? fmt::format("install from the mirror's GPU view {} ({}), whose builds run on CC {}", m.view,
+                                      text::join(m.projects, ", "), text::join(cc_names, ", "))
+                        : fmt::format("install from the mirror's GPU view {} ({})", m.view, m.why);
+    fx.command = m.pip;
+    fd.fixes.insert(fd.fixes.begin(), fx);
+  }
+}
+}  // namespace
+
+Diagnosis diagnose(const std::string& python_arg, const TargetArgs& args, const Facts& facts,
+                   const std::string& mirror_url) {
   Diagnosis d;
   doctor::Facts& f = d.facts;
   // Bad --sm / --gpu / --driver is bad input (exit 2) before anything runs.
@@ -334,6 +367,8 @@ Diagnosis diagnose(const std::string& python_arg, const TargetArgs& args, const 
       f, make_build_advisor(facts, py_release, h.platform_is_this_machine ? "" : h.platform->name, h.jetpack,
                             h.jetpack_missing));
   if (!h.jetpack_other.empty()) d.report->notes.push_back(h.jetpack_other);
+  if (!mirror_url.empty() && std::any_of(d.report->findings.begin(), d.report->findings.end(), cannot_run))
+    mirror_fixes(d, mirror_url);
   return d;
 }
 

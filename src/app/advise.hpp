@@ -13,6 +13,7 @@
 #include "core/error.hpp"
 #include "doctor/doctor.hpp"
 #include "doctor/install.hpp"
+#include "mirror/views.hpp"
 #include "toolchain/jetpack.hpp"
 #include "toolchain/platform.hpp"
 #include "toolchain/toolchain.hpp"
@@ -77,8 +78,15 @@ struct Diagnosis {
   doctor::Facts facts;
   std::optional<doctor::Report> report;  // the torch was found
   std::optional<InstallAnswer> install;  // no torch: what to install
+  // Asked only where a mirror was given and the torch cannot run on some target (a
+  // no-kernel-image or cpu-only finding): the mirror's view for the targets. Where it has one,
+  // each such finding's first fix is to install from it (kind "mirror"); where not, a note says why.
+  std::optional<mirror::ViewAdvice> mirror;
 };
 // Bad --sm / --gpu / --driver is bad input (exit 2) before anything runs; no interpreter: exit 3.
-Diagnosis diagnose(const std::string& python, const TargetArgs& args, const Facts& facts);
+// `mirror_url`: an archbuild mirror (docs/mirror.md; empty: none); one that cannot be read is
+// its error (a Failure).
+Diagnosis diagnose(const std::string& python, const TargetArgs& args, const Facts& facts,
+                   const std::string& mirror_url = "");
 
 }  // namespace archbuild::app

@@ -317,6 +317,7 @@ prepare::Request prepare_request(const ResolveArgs& a, const plan::PlanOptions& 
   q.index_url = a.index_url;
   q.find_links = a.find_links;
   if (!a.torch_wheel.empty()) q.torch_wheel = a.torch_wheel;
+  for (const auto& file : a.patches) q.patches.push_back(recipe::patch_from_file(file).take());
   if (jobs) q.jobs = jobs;
   q.memory_budget_mb = budget.memory_budget_mb;
   q.memory_budget_text = budget.memory_budget_text;

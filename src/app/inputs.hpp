@@ -42,6 +42,7 @@ struct ResolveArgs {
   std::string find_links;       // --find-links DIR|URL: PIP_FIND_LINKS of the build venv's pip (plan, wheel)
   std::string memory_budget;    // --memory-budget SIZE|N%|off (plan, wheel); "" = default
   std::string torch_wheel;      // --torch-wheel FILE: installed into the build venv (plan, wheel; --with sets it)
+  std::vector<std::string> patches;  // --patch FILE, repeatable: applied after the recipe's [[patch]]es (plan, wheel)
   bool allow_release_mismatch = false;  // --allow-release-mismatch (plan, wheel)
   std::string platform;         // --platform x86_64|sbsa|jetson (toolchains/platforms.toml); "": this machine's
 };

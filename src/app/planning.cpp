@@ -97,6 +97,9 @@ nlohmann::json PlanView::to_json() const {
   // Before the tree is fetched the key lacks the build venv's versions: `wheel` looks up the final one.
   if (in_store) doc["store"]["key_final"] = p->venv.has_value();
   doc["fetch_notes"] = prep.fetch_notes;
+  // Each patch's fit to the mirrored commit, in the plan's order; null: not checked yet.
+  for (std::size_t i = 0; i < doc["patches"].size(); ++i)
+    doc["patches"][i]["state"] = i < prep.patch_states.size() ? nlohmann::json(prep.patch_states[i]) : nlohmann::json(nullptr);
   doc["notes"] = prep.notes;
   if (!p->venv) doc["build_venv_note"] = prep.venv_note;
   return doc;

@@ -43,7 +43,7 @@ plan::Resolution resolve_torch(const ResolveArgs& a, const Session& s, const Sho
 }
 
 // A dependent built on torch's CUDA and interpreter, from its recipe file; the options that say
-// how to build one recipe (source, --ref, --env, --without) stay with the recipe they were given for.
+// how to build one recipe (source, --ref, --env, --without, --patch) stay with the recipe they were given for.
 ResolveArgs dependent_args(const ResolveArgs& user, const plan::Resolution& torch, const recipe::Recipe& dep,
                            bool keep_build_options) {
   ResolveArgs a = user;
@@ -57,6 +57,7 @@ ResolveArgs dependent_args(const ResolveArgs& user, const plan::Resolution& torc
     a.ref.clear();
     a.env.clear();
     a.without.clear();
+    a.patches.clear();
   }
   return a;
 }
@@ -72,6 +73,7 @@ ResolveArgs torch_args_for(const ResolveArgs& user, const recipe::Recipe& dep) {
   a.ref.clear();
   a.env.clear();
   a.without.clear();
+  a.patches.clear();
   a.torch_wheel.clear();
   return a;
 }

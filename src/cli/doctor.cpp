@@ -23,6 +23,7 @@ namespace fs = std::filesystem;
 struct DoctorArgs {
   std::string python;
   TargetArgs targets;
+  std::string mirror;  // --mirror URL, else $ARCHBUILD_MIRROR
 };
 
 std::string rel(const doctor::TorchFacts& t, const std::string& p) {
@@ -175,12 +176,14 @@ void print_without_torch(const app::Diagnosis& d, Context& ctx) {
 }
 
 void run_doctor(const DoctorArgs& a, Context& ctx) {
-  const app::Diagnosis d = app::diagnose(a.python, a.targets, ctx.facts());
+  const std::string mirror_url = mirror_url_of(a.mirror);
+  const app::Diagnosis d = app::diagnose(a.python, a.targets, ctx.facts(), mirror_url);
   if (d.install) return print_without_torch(d, ctx);
   const doctor::Facts& f = d.facts;
   const doctor::Report& report = *d.report;
   if (ctx.json) {
     auto doc = report_json(f, report, d.python);
+    if (d.mirror) doc["mirror"] = view_advice_json(*d.mirror, mirror_url);
     // As every command's failing document: "error" and "exit".
     if (f.targets.empty()) {
       doc["error"] = f.no_targets_reason;
@@ -218,6 +221,7 @@ void add_doctor_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--python", args->python, "The interpreter whose torch to examine (default: python3 on PATH)")
       ->type_name("PY");
   add_target_options(*cmd, args->targets);
+  add_mirror_option(*cmd, args->mirror, "where the torch cannot run, its GPU view that can is the first fix");
   add_json_flag(*cmd, ctx);
   cmd->footer("Without torch it says which official wheel to install (as install-command). Exit status: 0 no "
               "finding, or an official wheel to install; 1 findings (each with its evidence and fix), or only a build "

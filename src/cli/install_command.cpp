@@ -174,6 +174,25 @@ void print_install_advice(const app::InstallAnswer& answer, const Context& ctx) 
   for (const auto& n : a.notes) note(ctx, "note: " + n);
 }
 
+std::string mirror_url_of(const std::string& option) {
+  if (!option.empty()) return option;
+  const char* env = std::getenv("ARCHBUILD_MIRROR");
+  return env ? env : "";
+}
+
+void add_mirror_option(CLI::App& cmd, std::string& url, const std::string& what) {
+  cmd.add_option("--mirror", url,
+                 "An archbuild mirror (file://DIR, DIR or http(s)://HOST/PATH; default: $ARCHBUILD_MIRROR): " + what +
+                     " (docs/mirror.md)")
+      ->type_name("URL");
+}
+
+nlohmann::json view_advice_json(const mirror::ViewAdvice& m, const std::string& url) {
+  auto opt = [](const std::string& s) { return s.empty() ? nlohmann::json(nullptr) : nlohmann::json(s); };
+  return {{"url", url}, {"ok", m.ok}, {"checked", m.checked}, {"view", opt(m.view)}, {"index_url", opt(m.index_url)},
+          {"projects", m.projects}, {"pip", opt(m.pip)}, {"why", opt(m.why)}};
+}
+
 namespace {
 
 struct InstallArgs {
@@ -182,75 +201,23 @@ struct InstallArgs {
   std::string mirror;  // --mirror URL, else $ARCHBUILD_MIRROR: an archbuild mirror's GPU views
 };
 
-// --mirror: the GPU view of an archbuild mirror (docs/mirror.md) that the targets install from.
-// A local mirror (file:// or a path) is read: its manifest says which view runs on every target.
-// Over http(s) nothing is read here: one GPU's view is named unchecked, several are refused.
-struct MirrorAdvice {
-  bool ok = false;
-  bool checked = false;
-  std::string index_url, view, why;
-  std::vector<std::string> projects;
-  std::string pip;
-  nlohmann::json to_json(const std::string& url) const {
-    auto opt = [](const std::string& s) { return s.empty() ? nlohmann::json(nullptr) : nlohmann::json(s); };
-    return {{"url", url}, {"ok", ok}, {"checked", checked}, {"view", opt(view)}, {"index_url", opt(index_url)},
-            {"projects", projects}, {"pip", opt(pip)}, {"why", opt(why)}};
-  }
-};
-
-MirrorAdvice mirror_advice(std::string url, const std::vector<arch::Cc>& ccs, const std::string& pip) {
-  MirrorAdvice m;
-  while (url.ends_with("/")) url.pop_back();
-  if (url.ends_with("/simple")) url.resize(url.size() - 7);  // the plain index's URL given: its mirror
-  const bool remote = url.starts_with("http://") || url.starts_with("https://");
-  if (remote) {
-    if (ccs.size() != 1) {
-      m.why = "a host with several kinds of GPU: which view runs on all of them is read from the mirror's manifest, "
-              "which --mirror reads only from a local mirror (file:// or a path)";
-      return m;
-    }
-    m.ok = true;
-    m.view = mirror::view_name(ccs[0]);
-    m.index_url = url + "/gpu/" + m.view + "/simple";
-    m.pip = fmt::format("{} install --index-url {} PACKAGE", pip, m.index_url);
-    m.why = "not checked: the mirror is not local";
-    return m;
-  }
-  std::filesystem::path dir = url.starts_with("file://") ? url.substr(7) : url;
-  auto manifest = mirror::read_manifest(dir);
-  if (!manifest) throw Failure(manifest.error());
-  if (manifest->files.empty()) throw Failure(Error::bad_input(fmt::format("--mirror {}: no manifest.json with published files", text::quoted(url))));
-  m.checked = true;
-  auto choice = mirror::choose_view(*manifest, ccs);
-  if (!choice.cc) {
-    m.why = choice.why;
-    return m;
-  }
-  m.ok = true;
-  m.view = mirror::view_name(*choice.cc);
-  m.projects = choice.projects;
-  m.index_url = "file://" + std::filesystem::absolute(dir / "gpu" / m.view / "simple").lexically_normal().string();
-  m.pip = fmt::format("{} install --index-url {} {}", pip, m.index_url, text::join(m.projects, " "));
-  return m;
-}
-
 void run_install_command(const InstallArgs& a, Context& ctx) {
   const std::string pip = a.python.empty() ? "pip" : a.python + " -m pip";
   const app::InstallAnswer answer = app::advise_install(a.targets, pip, ctx.facts());
-  std::string mirror_url = a.mirror;
-  if (mirror_url.empty())
-    if (const char* env = std::getenv("ARCHBUILD_MIRROR")) mirror_url = env;
-  std::optional<MirrorAdvice> from_mirror;
+  const std::string mirror_url = mirror_url_of(a.mirror);
+  std::optional<mirror::ViewAdvice> from_mirror;
   if (!mirror_url.empty() && !answer.host.targets.empty()) {
     std::vector<arch::Cc> ccs;
     for (const auto& t : answer.host.targets)
       if (std::find(ccs.begin(), ccs.end(), t.cc) == ccs.end()) ccs.push_back(t.cc);
-    from_mirror = mirror_advice(mirror_url, ccs, pip);
+    auto advice = mirror::advise_view(mirror_url, ccs, pip);
+    if (!advice) throw Failure(advice.error().with_context("--mirror"));
+    from_mirror = std::move(*advice);
   }
   if (ctx.json) {
     auto doc = install_advice_json(answer);
     if (from_mirror) {
-      doc["mirror"] = from_mirror->to_json(mirror_url);
+      doc["mirror"] = view_advice_json(*from_mirror, mirror_url);
       doc["exit"] = static_cast<int>(from_mirror->ok ? Exit::ok : Exit::not_fine);
     }
     print_json(doc);
@@ -288,10 +255,7 @@ void add_install_command(CLI::App& app, Context& ctx) {
       "with its driver; or the archbuild wheel command when none does");
   add_target_options(*cmd, args->targets);
   cmd->add_option("--python", args->python, "Write the pip command as `PY -m pip` (default: pip)")->type_name("PY");
-  cmd->add_option("--mirror", args->mirror,
-                  "An archbuild mirror (file://DIR, DIR or http(s)://HOST/PATH; default: $ARCHBUILD_MIRROR): the pip "
-                  "command for its GPU view that runs on these GPUs (docs/mirror.md)")
-      ->type_name("URL");
+  add_mirror_option(*cmd, args->mirror, "the pip command for its GPU view that runs on these GPUs");
   add_json_flag(*cmd, ctx);
   cmd->footer("Exit status: 0 an official wheel fits (with --mirror: a view of the mirror runs on the GPUs); 1 only a "
               "build helps (the command is printed; with --mirror: no view runs on them); 2 bad --sm, --gpu, --driver, "

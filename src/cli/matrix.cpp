@@ -16,12 +16,15 @@
 //   venv) and looked up; a job the store has is listed under "stored" (key, digest) instead of
 //   "include", so a night whose keys are all stored starts no build job. A job whose key cannot
 //   be computed here (a tool missing) stays in "include" with "store": {"checked": false, "why"}.
+// --format keys prints the stored jobs' keys, comma-separated, on one line: what the nightly
+//   workflow's publish job gives `publish --key` so that keys other hosts pushed reach the mirror.
 // Exit: 0 at least one job, or every accepted job in the store; 1 no job accepted; 2 bad input.
 #include <fmt/format.h>
 
 #include "app/matrix.hpp"
 #include "cli/context.hpp"
 #include "cli/store_common.hpp"
+#include "core/text.hpp"
 
 namespace archbuild::cli {
 
@@ -41,6 +44,12 @@ void run_matrix(const MatrixArgs& a, Context& ctx) {
     // Every key stored: an empty include, which the workflow skips (a job count of 0).
     out(m.github().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     if (m.exit() != Exit::ok) warn(ctx, "matrix: no combination was accepted (see --format json for the refusals)");
+    return;
+  }
+  if (a.format == "keys") {
+    std::vector<std::string> keys;
+    for (const auto& j : m.stored) keys.push_back(j.key);
+    out(text::join(keys, ","));
     return;
   }
   if (ctx.json) {
@@ -80,8 +89,9 @@ void add_matrix_command(CLI::App& app, Context& ctx) {
       ->required();
   cmd->add_option("--recipe", args->request.recipe,
                   "A recipe name (torch-2.7), a package (torchvision) or a recipe file; default: every torch recipe");
-  cmd->add_option("--format", args->format, "text (default), json (= --json), or github: the strategy.matrix value")
-      ->check(CLI::IsMember({"text", "json", "github"}));
+  cmd->add_option("--format", args->format, "text (default), json (= --json), github: the strategy.matrix value, or keys: the stored keys for "
+                  "`publish --key`")
+      ->check(CLI::IsMember({"text", "json", "github", "keys"}));
   cmd->add_option("--platform", args->request.platforms,
                   "Platforms to emit jobs for, each on its CI runner (toolchains/platforms.toml): x86_64,sbsa; "
                   "default: this machine's")

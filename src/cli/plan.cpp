@@ -125,6 +125,14 @@ void print_plan(const app::PlanView& v, Context& ctx) {
     }
     for (const auto& n : fetch_notes) note(ctx, "note: " + n);
   }
+  if (!p->patches.empty()) out("patches (applied in this order to the checkout after fetch, before configure; in the key):");
+  for (std::size_t i = 0; i < p->patches.size(); ++i) {
+    const auto& pp = p->patches[i];
+    const auto& states = v.prep.patch_states;
+    out(fmt::format("  {}. {} sha256 {} -p{} from {} ({}; {}): {}", i + 1, pp.patch.name(), pp.patch.sha256, pp.patch.strip,
+                    pp.patch.from.empty() ? "(not said)" : pp.patch.from, pp.patch.origin, pp.why,
+                    i < states.size() ? states[i] : std::string("not checked yet (the tree is not mirrored)")));
+  }
   out(fmt::format("build dir  {}", p->build_dir));
   out(fmt::format("wheel dir  {}", p->wheel_dir.empty() ? "(none: the cmake driver makes no wheel)" : p->wheel_dir));
   bool unresolved = std::any_of(p->fetches.begin(), p->fetches.end(),

@@ -1,6 +1,8 @@
 // archbuild publish WHEEL… --mirror DIR [--json]   — adds wheels to a PEP 503 mirror
 // archbuild publish --verify --mirror DIR [--json] — re-hashes the mirror against its manifest
 // archbuild publish --rebuild-views --mirror DIR    — the GPU views again from files/ + manifest
+// archbuild publish --key KEY… --mirror DIR [--store URL] [--store-trust PEM] — the build store's
+//   results by key, taken as `wheel` takes a pulled key (app/publish.hpp)
 // Every publish keeps the GPU views (mirror/views.hpp, docs/mirror.md) and says what plain
 // simple/ gives an unpinned pip and the command for each GPU's view.
 // Exit: 0 published (or already there) / verified; 1 a file name published with another hash
@@ -9,7 +11,9 @@
 
 #include <set>
 
+#include "app/publish.hpp"
 #include "cli/context.hpp"
+#include "cli/store_common.hpp"
 #include "core/text.hpp"
 #include "mirror/mirror.hpp"
 #include "mirror/views.hpp"
@@ -20,6 +24,8 @@ namespace {
 
 struct PublishArgs {
   std::vector<std::string> wheels;
+  std::vector<std::string> keys;
+  app::StoreArgs store;
   std::string mirror;
   bool verify = false;
   bool rebuild_views = false;
@@ -107,13 +113,22 @@ void run_publish(const PublishArgs& a, Context& ctx) {
                       written.empty() ? "" : ": " + text::join(written, ", ")));
     return;
   }
-  if (a.wheels.empty()) throw Failure(Error::bad_input("publish: give WHEEL… to publish, or --verify"));
+  if (a.wheels.empty() && a.keys.empty())
+    throw Failure(Error::bad_input("publish: give WHEEL… or --key KEY… to publish, or --verify"));
   std::vector<fs::path> wheels(a.wheels.begin(), a.wheels.end());
   mirror::PublishOptions opts;
   opts.on_wait = [&](const std::string& holder) {
     note(ctx, fmt::format("waiting for another publish{} to {}", holder.empty() ? "" : " (" + holder + ")", dir.string()));
   };
-  auto published = mirror::publish(dir, wheels, opts).take();
+  std::vector<app::KeyPublished> keys;
+  std::vector<mirror::Published> published;
+  if (!a.keys.empty()) {
+    auto from_store = app::publish_from_store(a.store, a.keys, wheels, dir, opts, ctx);
+    keys = std::move(from_store.keys);
+    published = std::move(from_store.published);
+  } else {
+    published = mirror::publish(dir, wheels, opts).take();
+  }
   if (ctx.json) {
     nlohmann::json files = nlohmann::json::array();
     for (const auto& p : published)
@@ -125,13 +140,19 @@ void run_publish(const PublishArgs& a, Context& ctx) {
                        {"published_at", p.entry.published_at},
                        {"status", p.added ? "added" : "unchanged"},
                        {"url", "files/" + mirror::percent_encode(p.entry.file)}});
+    nlohmann::json from_keys = nlohmann::json::array();
+    for (const auto& k : keys) from_keys.push_back(k.to_json());
     auto views = summarise_views(dir, published);
     print_json({{"mirror", fs::absolute(dir).string()},
                 {"index_url", file_url(dir / "simple")},
                 {"files", files},
+                {"keys", from_keys},
                 {"views", views.views},
                 {"simple", views.simple}});
   } else {
+    for (const auto& k : keys)
+      note(ctx, fmt::format("key {}: {} from the build store{}", k.key.substr(0, 16), k.file,
+                            k.signed_by.empty() ? "" : ", signed by " + k.signed_by));
     for (const auto& p : published)
       out(fmt::format("{:<9} {}  sha256 {}", p.added ? "added" : "unchanged", p.entry.file, p.entry.sha256));
     auto views = summarise_views(dir, published);
@@ -151,6 +172,12 @@ void add_publish_command(CLI::App& app, Context& ctx) {
   auto args = std::make_shared<PublishArgs>();
   auto* cmd = app.add_subcommand("publish", "Publish wheels to a PEP 503 mirror directory (or --verify one)");
   cmd->add_option("wheels", args->wheels, "Wheel files to publish");
+  cmd->add_option("--key", args->keys,
+                  "Build keys whose results the build store holds: each pulled, checked as `wheel` checks a pull "
+                  "(signature with --store-trust, digests) and validated here, then published")
+      ->delimiter(',')
+      ->type_name("KEY");
+  add_store_options(*cmd, args->store, false);
   cmd->add_option("--mirror", args->mirror, "The mirror directory (pip: --index-url file://DIR/simple)")->required();
   cmd->add_flag("--verify", args->verify, "Re-hash every file against the manifest and the index pages, and check the GPU views");
   cmd->add_flag("--rebuild-views", args->rebuild_views,

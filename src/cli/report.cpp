@@ -51,10 +51,15 @@ void run_report(const ReportArgs& args, Context& ctx) {
   std::string key = full_key(layout, args.key);
   store::KeyRecord record(layout, key);
   unsigned jobs = 1;
-  if (auto doc = record.read()) jobs = doc->value("/plan/jobs/jobs"_json_pointer, 1u);
+  nlohmann::json patches = nlohmann::json::array();  // what the fetch stage applied, in order
+  if (auto doc = record.read()) {
+    jobs = doc->value("/plan/jobs/jobs"_json_pointer, 1u);
+    patches = doc->value("/stages/fetch/patches"_json_pointer, nlohmann::json::array());
+  }
   auto input = stages::load_report_input(layout, key, jobs).take();
   auto report = stages::build_report(input, args.top);
   report["key"] = key;
+  report["patches"] = patches;
   if (!args.trace.empty()) {
     if (auto w = app::write_build_trace(layout, key, jobs, args.trace); !w) throw Failure(w.error());
     report["trace"] = args.trace;
@@ -65,6 +70,9 @@ void run_report(const ReportArgs& args, Context& ctx) {
     return;
   }
   out(fmt::format("build {}", key));
+  for (const auto& p : patches)
+    out(fmt::format("patch {} sha256 {} ({}{})", p.value("name", ""), p.value("sha256", ""), p.value("state", ""),
+                    p.value("from", "").empty() ? "" : ", from " + p.value("from", "")));
   for (const auto& line : stages::report_lines(report)) out(line);
 }
 

@@ -56,6 +56,13 @@ void add_plan_options(CLI::App& cmd, ResolveArgs& a) {
         auto k = paths::expect_regular_file(p, "--torch-wheel");
         return k ? std::string() : k.error().message;
       });
+  cmd.add_option("--patch", a.patches,
+                 "A patch (git diff, -p1) applied to the checkout after the recipe's [[patch]]es, in the order given "
+                 "(repeatable); its sha256 is in the key, the plan and the manifest")
+      ->check([](const std::string& p) {
+        auto k = paths::expect_regular_file(p, "patch");
+        return k ? std::string() : k.error().message;
+      });
   cmd.add_flag("--allow-release-mismatch", a.allow_release_mismatch,
                "Build a tree (--source, --ref) with a recipe of another release line on purpose (otherwise a stop, "
                "exit 2, naming both)");

@@ -113,4 +113,31 @@ Result<Ok> expect_writable_file(const std::filesystem::path& p, std::string_view
                                       what, text::quoted(p.string()), is));
 }
 
+Result<int> open_writable_file(const std::filesystem::path& p, std::string_view what, bool append) {
+  if (auto writable = expect_writable_file(p, what); !writable) return writable.error();
+  // O_TRUNC only after fstat has said regular: a device opened with it would be touched.
+  int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | (append ? O_APPEND : 0), 0644);
+  if (fd < 0) {
+    int e = errno;
+    if (auto again = expect_writable_file(p, what); !again) return again.error();
+    if (e == ELOOP) return Error::bad_input(fmt::format("{} {}: is a symbolic link; archbuild writes only where nothing is or a "
+                                                        "regular file is (remove it, or name another path)",
+                                                        what, text::quoted(p.string())));
+    return Error::bad_input(fmt::format("{} {}: cannot open for writing: {}", what, text::quoted(p.string()), std::strerror(e)));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Error::bad_input(fmt::format("{} {}: {}; archbuild writes only where nothing is or a regular file is", what,
+                                        text::quoted(p.string()), describe({kind_of(st.st_mode), ""})));
+  }
+  if (!append && ::ftruncate(fd, 0) != 0) {
+    int e = errno;
+    ::close(fd);
+    return Error::bad_input(fmt::format("{} {}: cannot truncate: {}", what, text::quoted(p.string()), std::strerror(e)));
+  }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return fd;
+}
+
 }  // namespace archbuild::paths

@@ -60,4 +60,12 @@ Result<int> open_regular_file(const std::filesystem::path& p, std::string_view w
 // write, so every file archbuild writes passes this one rule.
 Result<Ok> expect_writable_file(const std::filesystem::path& p, std::string_view what);
 
+// A file archbuild writes as a stream, where an atomic rename cannot serve (a stage's log, which
+// `tail -f` and a failed stage's tail read while it grows): expect_writable_file's rule, then an
+// open that never follows a link at the last component (O_NOFOLLOW), never waits (O_NONBLOCK: a
+// FIFO swapped in since the check is ENXIO or found by fstat, not a hang) and never creates a file
+// other than a regular one; the descriptor is blocking again on return, the caller closes it.
+// `append`: O_APPEND, else O_TRUNC.
+Result<int> open_writable_file(const std::filesystem::path& p, std::string_view what, bool append);
+
 }  // namespace archbuild::paths

@@ -49,6 +49,7 @@ enum class Id : std::uint8_t {
   release_line,
   source_pin,
   submodules,
+  patch,
   build_venv,
   tree_download,
   fetch_pin,

@@ -118,7 +118,7 @@ struct Facts {
 // ---- what it finds ------------------------------------------------------------------------
 
 struct Fix {
-  std::string kind;     // "official-wheel", "build", "driver", "toolkit"
+  std::string kind;     // "official-wheel", "build", "driver", "toolkit", "mirror" (app::diagnose's)
   std::string text;     // one line: what to do and why it works
   std::string command;  // what to run, when there is one command
   std::string also;     // one more line (the other official wheels that would do)

@@ -568,4 +568,42 @@ ViewChoice choose_view(const Manifest& m, const std::vector<arch::Cc>& ccs) {
   return c;
 }
 
+Result<ViewAdvice> advise_view(std::string url, const std::vector<arch::Cc>& ccs, const std::string& pip) {
+  ViewAdvice m;
+  const std::string given = url;
+  while (url.ends_with("/")) url.pop_back();
+  if (url.ends_with("/simple")) url.resize(url.size() - 7);  // the plain index's URL given: its mirror
+  const bool remote = url.starts_with("http://") || url.starts_with("https://");
+  if (remote) {
+    if (ccs.size() != 1) {
+      m.why = "a host with several kinds of GPU: which view runs on all of them is read from the mirror's manifest, "
+              "which only a local mirror (file:// or a path) gives here";
+      return m;
+    }
+    m.ok = true;
+    m.view = view_name(ccs[0]);
+    m.index_url = url + "/gpu/" + m.view + "/simple";
+    m.pip = fmt::format("{} install --index-url {} PACKAGE", pip, m.index_url);
+    m.why = "not checked: the mirror is not local";
+    return m;
+  }
+  std::filesystem::path dir = url.starts_with("file://") ? url.substr(7) : url;
+  auto manifest = read_manifest(dir);
+  if (!manifest) return manifest.error();
+  if (manifest->files.empty())
+    return Error::bad_input(fmt::format("mirror {}: no manifest.json with published files", text::quoted(given)));
+  m.checked = true;
+  auto choice = choose_view(*manifest, ccs);
+  if (!choice.cc) {
+    m.why = choice.why;
+    return m;
+  }
+  m.ok = true;
+  m.view = view_name(*choice.cc);
+  m.projects = choice.projects;
+  m.index_url = "file://" + std::filesystem::absolute(dir / "gpu" / m.view / "simple").lexically_normal().string();
+  m.pip = fmt::format("{} install --index-url {} {}", pip, m.index_url, text::join(m.projects, " "));
+  return m;
+}
+
 }  // namespace archbuild::mirror

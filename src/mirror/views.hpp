@@ -105,4 +105,18 @@ struct ViewChoice {
 };
 ViewChoice choose_view(const Manifest& m, const std::vector<arch::Cc>& ccs);
 
+// The view a host whose GPUs are `ccs` installs from, for a mirror given as a URL (`install-command
+// --mirror`, `doctor --mirror`, $ARCHBUILD_MIRROR): file://DIR or DIR is read, its manifest
+// decides (choose_view); over http(s) nothing is read, so one GPU's view is named unchecked and
+// several kinds of GPU are refused. A URL ending in /simple names its mirror. `pip`: how pip is
+// run ("pip", "PY -m pip"). Errors: a local mirror whose manifest cannot be read or has no files.
+struct ViewAdvice {
+  bool ok = false;       // a view runs on every GPU (or, unchecked, is named)
+  bool checked = false;  // read from the mirror's manifest
+  std::string index_url, view, why;
+  std::vector<std::string> projects;  // what the view offers (checked only)
+  std::string pip;                    // the command that installs from it
+};
+Result<ViewAdvice> advise_view(std::string url, const std::vector<arch::Cc>& ccs, const std::string& pip);
+
 }  // namespace archbuild::mirror

@@ -53,6 +53,11 @@ json to_json(const std::vector<KeyInputs::InstalledWheel>& wheels) {
 }
 
 json to_json(const std::vector<KeyInputs::Fetch>& fetches);
+json to_json(const std::vector<KeyInputs::Patch>& patches) {
+  json a = json::array();  // in the order applied
+  for (const auto& p : patches) a.push_back({{"sha256", p.sha256}, {"strip", p.strip}});
+  return a;
+}
 json to_json(const std::optional<KeyInputs::BuildVenv>& v);
 
 // The one place the rule is applied: an added field goes in only where it is not its default.
@@ -112,6 +117,7 @@ json KeyInputs::to_json() const {
   put_added(k, "libraries", libraries);
   put_added(k, "fetches", fetches);
   put_added(k, "build_venv", build_venv);
+  put_added(k, "patches", patches);
   return k;
 }
 
@@ -152,6 +158,7 @@ KeyInputs key_inputs_of(const PlanData& p) {
     auto opt = [](const std::string& s) { return s.empty() ? std::nullopt : std::optional<std::string>(s); };
     k.fetches.push_back({f.name, f.path, f.url, f.pin_files, opt(f.pin_file), opt(f.ref), opt(f.commit), f.submodules});
   }
+  for (const auto& pp : p.patches) k.patches.push_back({pp.patch.sha256, pp.patch.strip});
   if (p.venv) {
     KeyInputs::BuildVenv v;
     v.interpreter_version = p.venv->interpreter_version;

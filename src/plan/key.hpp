@@ -112,6 +112,13 @@ struct KeyInputs {
     std::vector<InstalledWheel> wheels;           // added: default none
   };
   std::optional<BuildVenv> build_venv;
+  // The patches applied to the checkout, in order: by content and strip level, never by path
+  // (the same patch elsewhere is the same build). Default: none.
+  struct Patch {
+    std::string sha256;
+    int strip = 1;
+  };
+  std::vector<Patch> patches;
 
   // Exactly what the key hashes (nlohmann's objects are sorted: the dump is canonical).
   nlohmann::json to_json() const;

@@ -498,6 +498,11 @@ json Plan::to_json() const {
   j["config_settings"] = config_settings_json(p.config_settings);
   j["config_settings_notes"] = p.config_notes;
   j["fetches"] = fetches_json(p.fetches, false);
+  j["patches"] = json::array();
+  for (const auto& pp : p.patches)
+    j["patches"].push_back({{"name", pp.patch.name()}, {"file", pp.patch.file.string()}, {"sha256", pp.patch.sha256},
+                            {"strip", pp.patch.strip}, {"from", pp.patch.from.empty() ? json(nullptr) : json(pp.patch.from)},
+                            {"origin", pp.patch.origin}, {"why", pp.why}});
   j["jobs"] = {{"jobs", p.jobs.jobs}, {"cores", p.jobs.cores}, {"mem_available_gib", p.jobs.mem_gib},
                {"gib_per_job", p.jobs.gib_per_job}, {"per_job_from", p.jobs.per_job_from}, {"threads_per_job", p.jobs.threads_per_job}, {"from_option", p.jobs.from_option}, {"admitted", p.jobs.admitted}, {"rule", p.jobs.rule()}};
   j["libraries"] = plan::to_json(p.libraries);
@@ -658,6 +663,42 @@ void plan_fetches(const Resolution& res, const PlanOptions& options, PlanData& p
   }
 }
 
+}  // namespace
+
+std::vector<PatchPlan> select_patches(const Resolution& res, const std::vector<recipe::Patch>& extra) {
+  std::vector<PatchPlan> out;
+  const recipe::Recipe& r = res.recipe;
+  for (const auto& patch : r.patches) {
+    const auto& w = patch.when;
+    std::vector<std::string> held;
+    if (w.torch) {
+      if (!w.torch->contains(r.torch_version())) continue;
+      held.push_back(fmt::format("torch {} in {}", r.torch_version().str(), w.torch->text));
+    }
+    if (w.cuda) {
+      if (!w.cuda->contains(res.toolchain.cuda)) continue;
+      held.push_back(fmt::format("CUDA {} in {}", res.toolchain.cuda.str(), w.cuda->text));
+    }
+    if (!w.platform.empty()) {
+      if (std::find(w.platform.begin(), w.platform.end(), res.platform.name) == w.platform.end()) continue;
+      held.push_back("platform " + res.platform.name);
+    }
+    if (!w.arch.empty()) {
+      std::vector<std::string> hit;
+      for (const auto& a : res.archs)
+        for (const auto& cc : w.arch)
+          if (cc.size() == 2 && a.cc.major == cc.parts[0] && a.cc.minor == cc.parts[1]) hit.push_back(a.cc.str());
+      if (hit.empty()) continue;
+      held.push_back("target " + text::join(hit, ", "));
+    }
+    out.push_back({patch, held.empty() ? "always" : text::join(held, "; ")});
+  }
+  for (const auto& patch : extra) out.push_back({patch, "--patch"});
+  return out;
+}
+
+namespace {
+
 // The driver's steps (recipe/driver.hpp: setup.py commands before torch 2.9, PEP 517 through
 // python -m build after, scikit-build-core where pyproject.toml names it, …).
 void plan_steps(const Resolution& res, const PlanOptions& options, PlanData& p) {
@@ -695,6 +736,7 @@ Result<Plan> make_plan(const Resolution& res, const PlanOptions& options) {
   if (auto e = plan_user_env(r, options, p); !e) return e.error();
   if (auto e = plan_recipe_libraries(res, options, p); !e) return e.error();
   plan_fetches(res, options, p);
+  p.patches = select_patches(res, options.patches);
   plan_steps(res, options, p);
 
   // The key: everything that shapes the wheel, nothing that only locates things (plan/key.hpp).

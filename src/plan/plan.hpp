@@ -121,6 +121,16 @@ struct FetchPlan {
   bool resolved() const { return !commit.empty(); }
 };
 
+// A patch the build applies (recipe::Patch whose `when` holds for this resolution), in the order
+// applied: the recipe's (its bases' first), then --patch in command-line order. Its sha256 and
+// strip are in the key.
+struct PatchPlan {
+  recipe::Patch patch;
+  std::string why;  // which conditions held ("torch 2.6.0 in >=2.5,<2.7; CUDA 12.8 in >=12.8"), or "always"
+};
+// The recipe's patches whose conditions hold, then `extra` (--patch). No I/O.
+std::vector<PatchPlan> select_patches(const Resolution& resolution, const std::vector<recipe::Patch>& extra);
+
 // What the caller resolved for a fetch (by name) before planning.
 struct ResolvedFetch {
   std::string pin_file;
@@ -211,6 +221,8 @@ struct PlanData {
   // The recipe's [[fetch]]es: what the build would download, fetched by the fetch stage instead.
   // The active ones are in the key with their commits.
   std::vector<FetchPlan> fetches;
+  // The patches applied to the checkout after fetch, before configure, in order (keyed).
+  std::vector<PatchPlan> patches;
   Jobs jobs;
   // The optional libraries: where each comes from, or why it is off (plan/libraries.hpp). Their
   // USE_* switches are in `env` (keyed), where they were found too (not keyed).
@@ -259,6 +271,7 @@ struct PlanOptions {
   // The fetches' pins, resolved by the caller through source/ (by name). An active fetch left out
   // is planned unresolved (its commit null in the key): `plan` before the tree is mirrored.
   std::map<std::string, ResolvedFetch> fetches;
+  std::vector<recipe::Patch> patches;        // --patch FILE, after the recipe's own (select_patches)
   std::optional<BuildVenv> venv;             // made before planning (stages::prepare_build_venv)
   // The tree's [tool.scikit-build] (contract::read_contract's `skbuild`), read before planning
   // with the tree's requirements. Unset: not known yet (`plan` before the commit is mirrored) or

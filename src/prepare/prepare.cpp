@@ -196,6 +196,71 @@ std::optional<Stop> submodules_rule(const plan::Resolution& r, const plan::Sourc
       text::join(each, "; ")))};
 }
 
+// The plan's patches against the tree they will be applied to, before any venv is made: each
+// read and checked against its sha256, then tried in order on the commit in the cached mirror
+// (source::check_patches; the fetch stage applies them the same way, all or nothing). One that
+// does not apply is a stop naming it and its first failing hunk; one the tree already contains
+// is a note. `plan` on a commit not mirrored yet says so; `wheel` has mirrored it.
+struct PatchCheck {
+  std::vector<Stop> stops;
+  std::vector<std::string> notes;
+  std::vector<std::string> states;
+};
+
+PatchCheck patch_rule(const plan::Resolution& r, const plan::SourceChoice& sc, const Cache& cache, const Request& q,
+                      const Services& s) {
+  PatchCheck out;
+  auto selected = plan::select_patches(r, q.patches);
+  if (selected.empty()) return out;
+  if (sc.kind == plan::SourceChoice::Kind::local) {
+    std::vector<std::string> names;
+    for (const auto& pp : selected) names.push_back(pp.patch.name() + " (" + pp.patch.origin + ")");
+    out.stops.push_back({rules::Id::patch, Error::bad_input(fmt::format(
+        "{}: a local tree is built as it is, and patches apply to checkouts only: {}; apply them to the tree "
+        "(git apply FILE) and drop them, or build a commit through the mirrors (--ref)", sc.dir.string(),
+        text::join(names, ", ")))});
+    return out;
+  }
+  auto texts = stages::patches_to_apply(selected);
+  if (!texts) {
+    out.stops.push_back({rules::Id::patch, texts.error()});
+    return out;
+  }
+  if (!cache.layout || r.url().empty()) return out;
+  std::string ref = sc.kind == plan::SourceChoice::Kind::ref ? sc.commit : r.recipe.source.commit.value_or(r.recipe.source.tag);
+  std::string commit;
+  if (auto files = source::open_commit_files(cache.layout->git_mirror(r.url()), ref)) {
+    commit = files->commit;
+  } else if (q.for_build) {
+    auto info = source::resolve_ref(r.url(), ref, mirror_slot(*cache.layout, r.url()), source_options(q.offline, s));
+    if (!info) throw Failure(info.error());
+    commit = info->commit;
+  } else {
+    out.notes.push_back(fmt::format("patches: checked against the tree once it is in the cache ({} @ {} is not yet)",
+                                    r.url(), ref));
+    return out;
+  }
+  auto checked = source::check_patches(cache.layout->git_mirror(r.url()), commit, *texts);
+  if (!checked) throw Failure(checked.error());
+  const std::string where = fmt::format("{} at {}", r.url(), commit.substr(0, 12));
+  for (std::size_t i = 0; i < checked->size(); ++i) {
+    const auto& o = (*checked)[i];
+    const auto& pp = selected[i];
+    if (o.fit == source::PatchOutcome::Fit::fails) {
+      out.states.push_back("fails");
+      out.stops.push_back({rules::Id::patch, Error::bad_input(fmt::format("{} ({})", source::describe_failure((*texts)[i], o, where),
+                                                                          pp.patch.origin))});
+    } else if (o.fit == source::PatchOutcome::Fit::contained) {
+      out.states.push_back("contained");
+      out.notes.push_back(fmt::format("patch {} ({}) is already contained in {}: it is not applied (the fix was merged; "
+                                      "its `when` can end before this release)", pp.patch.name(), pp.patch.origin, where));
+    } else {
+      out.states.push_back("applies");
+    }
+  }
+  return out;
+}
+
 std::map<std::string, std::string> pip_environment(const plan::Resolution& r, const Request& q) {
   std::map<std::string, std::string> env;
   for (char** e = environ; e && *e; ++e) {
@@ -665,6 +730,11 @@ Result<Prepared> prepare(const plan::Resolution& r, const Request& q, const Cach
       for (auto& st : contradictions(tree.findings, tree.origin)) stops.push_back(std::move(st));
     }
     if (auto sub = submodules_rule(r, opts.source)) stops.push_back(std::move(*sub));
+    // The patches, before a venv is made for a tree they do not fit.
+    PatchCheck patched = patch_rule(r, opts.source, cache, q, s);
+    opts.patches = q.patches;
+    for (auto& st : patched.stops) stops.push_back(std::move(st));
+    for (auto& n : patched.notes) notes.push_back(std::move(n));
 
     std::string venv_note;
     bool venv_failed = false;
@@ -716,6 +786,7 @@ Result<Prepared> prepare(const plan::Resolution& r, const Request& q, const Cach
     p.venv_failed = venv_failed;
     p.fetch_notes = std::move(fr.notes);
     p.notes = std::move(notes);
+    p.patch_states = std::move(patched.states);
 
     // The plan's whole expectation (its cmake) against the contract: what the early check could not know.
     if (tree.contract && !no_recipe_fits) {

@@ -38,6 +38,7 @@ struct Request {
   std::string index_url;                    // --index-url (pip)
   std::string find_links;                   // --find-links (pip)
   std::filesystem::path torch_wheel;        // --torch-wheel FILE
+  std::vector<recipe::Patch> patches;       // --patch FILE (after the recipe's own)
   std::optional<unsigned> jobs;             // --jobs
   std::optional<std::uint64_t> memory_budget_mb;
   std::string memory_budget_text;
@@ -74,7 +75,7 @@ struct Services {
 
 // One reason `wheel` stops before its first stage.
 struct Stop {
-  rules::Id rule;  // cache-dir, out, release-line, the contract's, build-venv, tree-download, fetch-pin, libraries, host
+  rules::Id rule;  // cache-dir, out, release-line, the contract's, patch, build-venv, tree-download, fetch-pin, libraries, host
   Error error;
 };
 
@@ -94,6 +95,9 @@ struct Prepared {
   bool venv_failed = false;              // the venv was tried and could not be made (a stop)
   std::vector<std::string> fetch_notes;  // pins not resolved yet, and why
   std::vector<std::string> notes;        // what the user should know (a tree ahead of the recipes)
+  // Each of the plan's patches against the mirrored commit, in the plan's order ("applies",
+  // "contained", "fails"); empty: not checked (no patch, or the commit is not mirrored yet).
+  std::vector<std::string> patch_states;
   TreeContract tree;
   plan::HostCheck host;
   // Every reason `wheel` would stop, in the order it meets them; empty: it starts.

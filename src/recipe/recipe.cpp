@@ -2,12 +2,17 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <set>
+
+#include <unistd.h>
 
 #include <fmt/format.h>
 
 #include "core/data_dir.hpp"
 #include "core/path_kind.hpp"
+#include "core/sha256.hpp"
 #include "core/text.hpp"
 #include "core/toml_load.hpp"
 #include "recipe/driver.hpp"
@@ -57,6 +62,79 @@ std::string fetch_disabled_by(const Fetch& f, const std::map<std::string, std::s
       if (text::lower(text::trim(it->second)) == text::lower(v)) return name + "=" + it->second;
   }
   return "";
+}
+
+std::optional<VersionRange> VersionRange::parse(std::string_view s) {
+  VersionRange out;
+  out.text = text::trim(std::string(s));
+  for (const auto& raw : text::split_any(s, ",")) {
+    std::string part = text::trim(raw);
+    Bound b{Bound::Op::eq, {}};
+    static const std::pair<std::string_view, Bound::Op> ops[] = {
+        {">=", Bound::Op::ge}, {"<=", Bound::Op::le}, {"==", Bound::Op::eq}, {">", Bound::Op::gt}, {"<", Bound::Op::lt}};
+    for (const auto& [sym, op] : ops)
+      if (part.starts_with(sym)) {
+        b.op = op;
+        part = text::trim(part.substr(sym.size()));
+        break;
+      }
+    auto v = Version::parse(part);
+    if (!v) return std::nullopt;
+    b.v = *v;
+    out.bounds.push_back(b);
+  }
+  if (out.bounds.empty()) return std::nullopt;
+  return out;
+}
+
+bool VersionRange::contains(const Version& v) const {
+  for (const auto& b : bounds) {
+    auto c = v <=> b.v;
+    bool ok = b.op == Bound::Op::eq ? c == 0
+              : b.op == Bound::Op::ge ? c >= 0
+              : b.op == Bound::Op::gt ? c > 0
+              : b.op == Bound::Op::le ? c <= 0
+                                      : c < 0;
+    if (!ok) return false;
+  }
+  return true;
+}
+
+Result<Patch> patch_from_file(const fs::path& file) {
+  if (auto k = paths::expect_regular_file(file, "--patch"); !k) return k.error();
+  auto sha = sha256_file_hex(file);
+  if (!sha) return Error::bad_input(fmt::format("--patch {}: {}", text::quoted(file.string()), sha.error().message));
+  Patch p;
+  p.file = fs::absolute(file).lexically_normal();
+  p.sha256 = *sha;
+  p.origin = "--patch";
+  return p;
+}
+
+Result<std::string> read_patch(const Patch& p) {
+  const std::string what = "patch " + p.name() + " (" + p.origin + ")";
+  auto fd = paths::open_regular_file(p.file, what);
+  if (!fd) return fd.error();
+  std::string bytes;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(*fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      ::close(*fd);
+      return Error::bad_input(fmt::format("{}: {}: cannot read: {}", what, p.file.string(), std::strerror(errno)));
+    }
+    if (n == 0) break;
+    bytes.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(*fd);
+  std::string sha = sha256_hex(bytes);
+  if (sha != p.sha256)
+    return Error::bad_input(fmt::format("{}: {} has sha256 {}, but {} says {}; the file changed: check it and "
+                                        "write its new sha256 (sha256sum {})", what, p.file.string(), sha,
+                                        p.origin == "--patch" ? "it had when planned" : p.origin, p.sha256,
+                                        p.file.string()));
+  return bytes;
 }
 
 Search Search::shipped() { return Search{{data_root() / "recipes"}, &arch::ArchData::shipped()}; }
@@ -235,6 +313,8 @@ class RecipeReader {
       if (auto e = read_host(*h, r)) return e;
     if (const toml::array* f = rd.array("fetch"))
       if (auto e = read_fetches(*f, r)) return e;
+    if (const toml::array* p = rd.array("patch"))
+      if (auto e = read_patches(*p, r)) return e;
     if (auto e = rd.finish()) return e;
     return std::nullopt;
   }
@@ -645,6 +725,77 @@ class RecipeReader {
     return std::nullopt;
   }
 
+  // [[patch]]: each entry whole, its file read and hashed now (a recipe whose patch differs from
+  // what it says is refused when loaded, before anything is planned).
+  std::optional<Error> read_patches(const toml::array& arr, Recipe& r) {
+    r.patches.clear();
+    for (const auto& el : arr) {
+      const toml::table* t = el.as_table();
+      if (!t)
+        return at(el, file_, "'patch' entries must be tables: [[patch]] with file, sha256, strip, from and when");
+      tomlx::TableReader rd(*t, file_, "[[patch]]");
+      Patch p;
+      p.origin = file_;
+      if (auto v = rd.string("file", true)) {
+        if (text::trim(*v).empty()) return rd.error_at("file", "patch.file must name a patch file, relative to this recipe");
+        p.file = (fs::absolute(file_).parent_path() / *v).lexically_normal();
+      }
+      if (auto v = rd.string("sha256", true)) {
+        std::string lower = text::lower(*v);
+        if (lower.size() != 64 || lower.find_first_not_of("0123456789abcdef") != std::string::npos)
+          return rd.error_at("sha256", fmt::format("patch.sha256 \"{}\" must be 64 hex digits (sha256sum of the file)", *v));
+        p.sha256 = lower;
+      }
+      if (t->contains("strip")) {
+        auto v = rd.integer("strip");
+        if (rd.failure()) return rd.failure();
+        if (*v < 0 || *v > 16) return rd.error_at("strip", "patch.strip must be 0 to 16 (git's patches: 1)");
+        p.strip = static_cast<int>(*v);
+      }
+      if (auto v = rd.string("from", true)) {
+        if (text::trim(*v).empty())
+          return rd.error_at("from", "patch.from must name the upstream PR or commit, e.g. pytorch/pytorch#185933");
+        p.from = *v;
+      }
+      if (const toml::table* w = rd.table("when")) {
+        tomlx::TableReader wr(*w, file_, "[patch.when]");
+        for (auto [key, out] : {std::pair<const char*, std::optional<VersionRange>*>{"torch", &p.when.torch}, {"cuda", &p.when.cuda}})
+          if (auto v = wr.string(key)) {
+            *out = VersionRange::parse(*v);
+            if (!*out)
+              return wr.error_at(key, fmt::format("patch.when.{} \"{}\" is not a version range; expected comparisons "
+                                                  "joined by ',', e.g. \">=2.5, <2.8\"", key, *v));
+          }
+        if (auto v = wr.strings("platform")) p.when.platform = *v;
+        if (auto v = wr.strings("arch"))
+          for (const auto& a : *v) {
+            auto cc = Version::parse(a);
+            if (!cc || cc->size() != 2)
+              return wr.error_at("arch", fmt::format("patch.when.arch entry \"{}\" is not a compute capability; "
+                                                     "expected MAJOR.MINOR like 12.1", a));
+            p.when.arch.push_back(*cc);
+          }
+        if (wr.failure()) return wr.failure();
+        if (auto e = wr.finish()) return e;
+      }
+      if (rd.failure()) return rd.failure();
+      if (auto e = rd.finish()) return e;
+      // The file is what the recipe says it is, or the recipe is refused here.
+      if (auto kind = paths::expect_regular_file(p.file, "patch.file"); !kind)
+        return at(*t->get("file"), file_, kind.error().message);
+      auto sha = sha256_file_hex(p.file);
+      if (!sha) return at(*t->get("file"), file_, sha.error().message);
+      if (*sha != p.sha256)
+        return at(*t->get("sha256"), file_, fmt::format("patch {}: the file's sha256 is {}, not {}: the patch is not the "
+                                                        "one this recipe was written for", p.file.string(), *sha, p.sha256));
+      for (const auto& other : r.patches)
+        if (other.sha256 == p.sha256)
+          return rd.error_at("file", fmt::format("patch {} is listed twice (as {})", p.file.string(), other.file.string()));
+      r.patches.push_back(std::move(p));
+    }
+    return std::nullopt;
+  }
+
   // [[fetch]]: each entry fully checked (a typo here would let the build download after all).
   std::optional<Error> read_fetches(const toml::array& arr, Recipe& r) {
     r.fetches.clear();
@@ -747,6 +898,7 @@ void merge_into(toml::table& base, const toml::table& over) {
 struct Loaded {
   toml::table merged;
   std::vector<fs::path> chain;
+  std::vector<fs::path> patch_origins;  // the file listing each merged [[patch]], in order
 };
 
 std::optional<fs::path> find_named(const std::string& name, const fs::path& near, const Search& search) {
@@ -781,6 +933,8 @@ void anchor_relative_paths(toml::table& t, const fs::path& file) {
   };
   anchor(t.get_as<toml::table>("source"), "path", false);
   anchor(&t, "torch_recipe", true);
+  if (auto* patches = t.get_as<toml::array>("patch"))
+    for (auto& el : *patches) anchor(el.as_table(), "file", false);
 }
 
 Result<Loaded> load_chain(const fs::path& file, const Search& search, std::vector<fs::path>& stack) {
@@ -839,9 +993,20 @@ Result<Loaded> load_chain(const fs::path& file, const Search& search, std::vecto
     parent->merged.erase("extends");
     merge_into(out.merged, parent->merged);
     out.chain.insert(out.chain.end(), parent->chain.begin(), parent->chain.end());
+    out.patch_origins = parent->patch_origins;
   }
   anchor_relative_paths(t, file);
+  // [[patch]] lists add up along the chain (the base's first), where other arrays are replaced.
+  toml::array inherited;
+  if (const auto* base = out.merged.get_as<toml::array>("patch")) inherited = *base;
   merge_into(out.merged, t);
+  if (const auto* own = t.get_as<toml::array>("patch")) {
+    out.patch_origins.insert(out.patch_origins.end(), own->size(), file);
+    if (!inherited.empty()) {
+      for (const auto& el : *own) inherited.push_back(el);
+      out.merged.insert_or_assign("patch", std::move(inherited));
+    }
+  }
   return out;
 }
 
@@ -868,6 +1033,9 @@ Result<Recipe> load_file(const fs::path& file, const Search& search) {
       err.message += " (set it in this file or in the recipe it extends)";
     return err;
   }
+  // Each patch names the recipe that lists it (a base's, for an inherited one).
+  for (std::size_t i = 0; i < r.patches.size() && i < loaded->patch_origins.size(); ++i)
+    r.patches[i].origin = loaded->patch_origins[i].string();
   return r;
 }
 

@@ -85,6 +85,44 @@ std::vector<std::string> pin_files_for(const Fetch& f, const Version& cuda);
 // The "NAME=VALUE" of `env` that switches `f` off, or "" when the build would fetch it.
 std::string fetch_disabled_by(const Fetch& f, const std::map<std::string, std::string>& env);
 
+// A version condition of a [[patch]]'s `when`: comma-separated comparisons, all of which hold
+// (">=2.5, <2.8"; "==12.8"; a bare "2.6" means ==). Missing trailing parts count as 0.
+struct VersionRange {
+  struct Bound {
+    enum class Op { eq, ge, gt, le, lt } op;
+    Version v;
+  };
+  std::vector<Bound> bounds;
+  std::string text;  // as written
+  static std::optional<VersionRange> parse(std::string_view s);
+  bool contains(const Version& v) const;
+};
+
+// [[patch]]: a change applied to the checkout after fetch, before configure (source/patch.hpp),
+// when every condition of `when` holds. Its sha256 is verified when the recipe is loaded and again
+// when the patch is read for applying; it enters the build key.
+struct Patch {
+  std::filesystem::path file;  // absolute (the recipe writes it relative to itself)
+  std::string sha256;          // 64 lowercase hex digits of the file's bytes
+  int strip = 1;               // leading path components dropped from the patch's file names (-p1)
+  std::string from;            // the upstream PR or commit it comes from ("pytorch/pytorch#185933")
+  std::string origin;          // the recipe file that lists it, or "--patch"
+  struct When {
+    std::optional<VersionRange> torch;  // the torch release (the recipe's torch_version())
+    std::optional<VersionRange> cuda;   // the plan's CUDA release
+    std::vector<std::string> platform;  // any of these platforms (toolchains/platforms.toml)
+    std::vector<Version> arch;          // any target of these compute capabilities ("12.1")
+  } when;
+  std::string name() const { return file.filename().string(); }
+};
+
+// A user's own patch (`--patch FILE`): a regular file (a FIFO, a folder or nothing there is one
+// line, exit 2), strip 1 (git's a/ b/ names), no condition, its sha256 taken now.
+Result<Patch> patch_from_file(const std::filesystem::path& file);
+// The patch's text, read now and checked against its sha256 (a file changed since the recipe was
+// loaded or the plan made is refused, exit 2, naming both hashes).
+Result<std::string> read_patch(const Patch& p);
+
 // Expected peak memory of one compile when archbuild has measured none for the source yet
 // (admission: a compile starts only when its figure fits what is left of the budget).
 struct CompileMemory {
@@ -163,6 +201,9 @@ struct Recipe {
   CompileMemory memory;            // [build.memory]
   ArchSyntax arch;
   std::vector<Fetch> fetches;      // [[fetch]]: what the build would download (none: nothing)
+  // [[patch]]: applied in order, those of the recipe it extends first (plan::select_patches
+  // keeps the ones whose `when` holds).
+  std::vector<Patch> patches;
   // The official wheels' TORCH_CUDA_ARCH_LIST by CUDA X.Y (each cited in the recipe), for comparisons.
   std::map<std::string, std::string> official;
   // [platform.NAME] (a platform of toolchains/platforms.toml): what a build for it adds — `env`

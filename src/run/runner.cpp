@@ -19,6 +19,7 @@
 #include <boost/process/extend.hpp>
 #include <fmt/format.h>
 
+#include "core/path_kind.hpp"
 #include "core/text.hpp"
 #include "run/interrupt.hpp"
 #include "run/session.hpp"
@@ -128,8 +129,11 @@ std::optional<std::string> open_log(const Command& cmd, const std::filesystem::p
   if (cmd.log.empty()) return std::nullopt;
   std::error_code ec;
   std::filesystem::create_directories(cmd.log.parent_path(), ec);
-  log_fd = ::open(cmd.log.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (cmd.append_log ? O_APPEND : O_TRUNC), 0644);
-  if (log_fd < 0) return fmt::format("cannot write log {}: {}", cmd.log.string(), std::strerror(errno));
+  // The one rule for a path archbuild writes, streamed: a link, FIFO or directory planted at the
+  // log is refused, never followed, opened or waited on.
+  auto fd = paths::open_writable_file(cmd.log, "log", cmd.append_log);
+  if (!fd) return fmt::format("cannot write log: {}", fd.error().message);
+  log_fd = *fd;
   write_all(log_fd, fmt::format("# archbuild ran: {}\n# in: {}\n", quote_argv(cmd.argv), cwd.string()));
   return std::nullopt;
 }

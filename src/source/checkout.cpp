@@ -190,6 +190,23 @@ Result<Checkout> fetch_source(const SourceSpec& spec, const fs::path& target, co
     fs::remove_all(tmp, ec);
     return r.error();
   }
+  // Patched here, before the rename: a run killed between two patches leaves only a temp folder,
+  // removed by the next run, which checks out and patches afresh.
+  if (!spec.patches.empty()) {
+    auto applied = apply_patches(tmp, spec.patches, [&](std::size_t i) {
+      note(options, fmt::format("patch {}/{}: {}", i + 1, spec.patches.size(), spec.patches[i].name));
+    });
+    std::optional<Error> failure;
+    if (!applied) failure = applied.error();
+    else if (applied->size() < spec.patches.size() || applied->back().fit == PatchOutcome::Fit::fails)
+      failure = Error::bad_input(describe_failure(spec.patches[applied->size() - 1], applied->back(),
+                                                  fmt::format("{} at {}", spec.url, resolved->commit.substr(0, 12))));
+    if (failure) {
+      fs::remove_all(tmp, ec);
+      return *failure;
+    }
+    out.patches = std::move(*applied);
+  }
   fs::remove_all(target, ec);
   fs::rename(tmp, target, ec);
   if (ec) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "source/patch.hpp"
 
 namespace archbuild::source {
 
@@ -50,6 +51,9 @@ struct SourceSpec {
   std::string url;     // https://…, file:///…, or a local path
   std::string ref;     // a tag ("v2.7.1"), a branch, a full ref ("refs/tags/v2.7.1") or a 40-hex commit
   std::string commit;  // pinned commit (full or ≥ 7 hex digits); empty: not pinned
+  // Applied in order to the checkout before it is moved into place (source/patch.hpp): the tree
+  // at `target` is wholly patched or not there.
+  std::vector<Patch> patches;
 };
 
 struct SubmoduleCommit {
@@ -63,6 +67,7 @@ struct Checkout {
   std::string ref;
   std::string commit;  // what `ref` resolved to (peeled to a commit)
   std::vector<SubmoduleCommit> submodules;  // depth-first, parents before children
+  std::vector<PatchOutcome> patches;        // one per SourceSpec patch: applied or contained
 };
 
 // Makes sure the mirror at slot.dir has `ref` — fetching only that tag/branch (or, for a commit
@@ -74,7 +79,9 @@ Result<std::string> update_mirror(const std::string& url, const std::string& ref
 // The whole fetch stage: mirror(s) updated, pin verified (a mismatch names both commits),
 // `target` replaced by a complete checkout of the commit (a git work tree at a detached HEAD
 // whose objects come from the mirror via alternates), submodules in place. The caller holds the
-// build key's lock (target is per key). On error nothing is left at `target` or beside it.
+// build key's lock (target is per key). On error nothing is left at `target` or beside it. A
+// patch that does not apply is exit 2, naming it and its first failing hunk (describe_failure);
+// `options.note` hears each patch before it is applied.
 Result<Checkout> fetch_source(const SourceSpec& spec, const std::filesystem::path& target,
                               const MirrorFor& mirror_for, const SourceOptions& options);
 

@@ -10,6 +10,7 @@
 
 #include "run/admission.hpp"
 #include "stages/stage.hpp"
+#include "store/atomic_file.hpp"
 
 namespace archbuild::stages {
 
@@ -111,7 +112,9 @@ void collect_build_report(Context& ctx, bool announce) {
     run::merge_peaks(ctx.layout.peaks_file(recipe.package, recipe.name), run::read_records(ctx.layout.compiles_file(ctx.key)));
   }
   if (auto log = find_ninja_log(ctx)) {
-    fs::copy_file(*log, ctx.layout.ninja_log_copy(ctx.key), fs::copy_options::overwrite_existing, ec);
+    // Best effort, as the whole report is; but never through a link or into a FIFO planted there.
+    if (auto copied = store::copy_file_atomic(*log, ctx.layout.ninja_log_copy(ctx.key)); !copied)
+      ctx.reporter.message(run::Level::warning, "the build report has no ninja log: " + copied.error().message);
     fs::path ninja = run::find_in_path("ninja", ctx.env.count("PATH") ? ctx.env["PATH"] : std::string());
     if (!ninja.empty()) {
       run::Command cmd;

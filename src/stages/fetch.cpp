@@ -2,6 +2,10 @@
 // mirrors, or archbuild's own copy of a local tree), the downloads the tree's build would make
 // placed from the mirrors, and the tree's contract checked against the plan. Stamp: the commit
 // (or the local tree's content hash), its time, submodules, placed fetches, the contract.
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
 #include <fmt/format.h>
 
 #include "run/interrupt.hpp"
@@ -30,6 +34,16 @@ contract::Expectation contract_expectation(const plan::Plan& plan) {
     e.cmake = plan->venv->cmake_version ? Version::parse(*plan->venv->cmake_version) : std::nullopt;
   }
   return e;
+}
+
+Result<std::vector<source::Patch>> patches_to_apply(const std::vector<plan::PatchPlan>& patches) {
+  std::vector<source::Patch> out;
+  for (const auto& pp : patches) {
+    auto text = recipe::read_patch(pp.patch);
+    if (!text) return text.error();
+    out.push_back({pp.patch.name(), std::move(*text), pp.patch.strip});
+  }
+  return out;
 }
 
 namespace {
@@ -94,6 +108,8 @@ Result<Ok> fetch_local(Context& ctx, const run::StageInfo& info) {
     ctx.reporter.stage_finished(info, {run::StageStatus::failed, clock.seconds(), e.message, {}});
     return e;
   };
+  if (!ctx.plan->patches.empty())  // prepare's patch stop; never a copy patched half-way
+    return fail(Error::bad_input(fmt::format("{}: a local tree is built as it is; patches apply to checkouts", local.dir.string())));
   auto tree = source::scan_local_tree(local.dir);
   if (!tree) return fail(tree.error());
   if (tree->content_hash != local.content_hash)
@@ -121,18 +137,39 @@ Result<Ok> fetch_stage(Context& ctx, const run::StageInfo& info) {
   if (plan->local) return fetch_local(ctx, info);
   ctx.reporter.stage_started(info);
   Stopwatch clock;
-  source::SourceSpec spec{plan->url, plan->tag, plan->commit.value_or("")};
+  source::SourceSpec spec{plan->url, plan->tag, plan->commit.value_or(""), {}};
   source::SourceOptions so = ctx.source_options();
   so.submodules = plan->submodules;
   auto fail = [&](const Error& e) {
     ctx.reporter.stage_finished(info, {run::StageStatus::failed, clock.seconds(), e.message, {}});
     return e;
   };
+  auto patches = patches_to_apply(plan->patches);
+  if (!patches) return fail(patches.error());
+  spec.patches = std::move(*patches);
+  // A test's window between two patches, where it kills the run (tests/cli/test_patch_cli.cpp).
+  if (const char* f = std::getenv("ARCHBUILD_TEST_FAULT"); f && std::string_view(f) == "pause-between-patches")
+    so.note = [inner = so.note](const std::string& n) {
+      if (inner) inner(n);
+      if (n.starts_with("patch 2/")) std::this_thread::sleep_for(std::chrono::seconds(60));
+    };
   auto checkout = source::fetch_source(spec, ctx.src, ctx.mirror_for(), so);
   if (!checkout) return fail(checkout.error());
   json subs = json::array();
   for (const auto& s : checkout->submodules) subs.push_back({{"path", s.path}, {"url", s.url}, {"commit", s.commit}});
   json stamp = {{"commit", checkout->commit}, {"submodules", subs}};
+  // Written once every patch applied (a tree in place with this stamp is wholly patched): a
+  // resume trusts it and never applies them again.
+  json applied = json::array();
+  for (std::size_t i = 0; i < checkout->patches.size() && i < plan->patches.size(); ++i) {
+    const auto& pp = plan->patches[i];
+    bool contained = checkout->patches[i].fit == source::PatchOutcome::Fit::contained;
+    if (contained)
+      ctx.reporter.message(run::Level::info, fmt::format("patch {}: already contained in the tree; not applied", pp.patch.name()));
+    applied.push_back({{"name", pp.patch.name()}, {"sha256", pp.patch.sha256}, {"strip", pp.patch.strip},
+                       {"from", pp.patch.from}, {"state", contained ? "contained" : "applied"}});
+  }
+  if (!applied.empty()) stamp["patches"] = applied;
   if (auto t = source::checkout_commit_time(ctx.src)) stamp["commit_time"] = *t;
   auto placed = place_fetches(ctx);
   if (!placed) return fail(placed.error());

@@ -47,6 +47,8 @@ Result<Ok> publish(Context& ctx) {
   m["portability"] = doc->value("/stages/package/portability"_json_pointer, json());
   // What the tree's build would have downloaded, and the commits archbuild placed instead.
   m["fetches"] = doc->value("/stages/fetch/fetches"_json_pointer, json::array());
+  // The patches the fetch stage applied (or found contained), in order, by sha256 and origin.
+  m["patches"] = doc->value("/stages/fetch/patches"_json_pointer, json::array());
   // The build venv: its exact packages (all it sees), where they came from, the one cmake.
   m["build_venv"] = plan->venv ? plan::venv_json(*plan->venv) : json(nullptr);
   m["environment"] = ctx.env.empty() ? json(plan.environment()) : json(ctx.env);

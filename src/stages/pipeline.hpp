@@ -18,6 +18,7 @@
 #include "plan/plan.hpp"
 #include "run/reporter.hpp"
 #include "run/runner.hpp"
+#include "source/patch.hpp"
 #include "source/source.hpp"
 #include "stages/build_report.hpp"
 #include "store/key_record.hpp"
@@ -109,5 +110,10 @@ std::map<std::string, std::string> step_environment(const plan::Plan& plan, cons
 
 // What the plan expects of the tree's contract: the recipe's driver and release, the cmake it runs.
 contract::Expectation contract_expectation(const plan::Plan& plan);
+
+// The plan's patches as source/ applies them, each read now and checked against its sha256 (a
+// file changed since it was planned is refused, exit 2). prepare's check and the fetch stage read
+// them alike.
+Result<std::vector<source::Patch>> patches_to_apply(const std::vector<plan::PatchPlan>& patches);
 
 }  // namespace archbuild::stages

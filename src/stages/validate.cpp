@@ -24,8 +24,8 @@ Result<json> validate_named(const std::function<Result<json>(const fs::path&)>& 
   fs::remove_all(scratch, ec);
   fs::create_directories(scratch, ec);
   fs::path named = scratch / filename;
-  fs::copy_file(stored, named, fs::copy_options::overwrite_existing, ec);
-  if (ec) return Error::bad_input(fmt::format("cannot copy {} for validation: {}", stored.string(), ec.message()));
+  if (auto copied = store::copy_file_atomic(stored, named); !copied)
+    return Error::bad_input(fmt::format("cannot copy {} for validation: {}", stored.string(), copied.error().message));
   if (portability.is_object())
     if (auto w = store::write_file_atomic(scratch / (filename + ".manifest.json"), json{{"portability", portability}}.dump(2)); !w)
       return w.error();

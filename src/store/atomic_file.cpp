@@ -127,4 +127,28 @@ Result<Ok> write_file_atomic(const std::filesystem::path& target, std::string_vi
   return f->commit();
 }
 
+Result<Ok> copy_file_atomic(const std::filesystem::path& from, const std::filesystem::path& target) {
+  auto f = AtomicFile::open(target);
+  if (!f) return f.error();
+  auto in = paths::open_regular_file(from, "file to copy");
+  if (!in) return in.error();
+  std::vector<char> buf(1 << 20);
+  for (;;) {
+    ssize_t n = ::read(*in, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int e = errno;
+      ::close(*in);
+      return io_error("cannot read", from, e);
+    }
+    if (n == 0) break;
+    if (auto w = f->write(buf.data(), static_cast<std::size_t>(n)); !w) {
+      ::close(*in);
+      return w.error();
+    }
+  }
+  ::close(*in);
+  return f->commit();
+}
+
 }  // namespace archbuild::store

@@ -42,6 +42,11 @@ class AtomicFile {
 
 Result<Ok> write_file_atomic(const std::filesystem::path& target, std::string_view content);
 
+// A copy of `from` (opened with paths::open_regular_file: a FIFO there is refused, not waited on)
+// written to `target` as AtomicFile writes: where `target` is a link, FIFO, device or directory
+// it is refused and left as it is (std::filesystem::copy_file follows a link and writes through it).
+Result<Ok> copy_file_atomic(const std::filesystem::path& from, const std::filesystem::path& target);
+
 // The temp-name prefix used for `target` (".<name>.tmp-"), for gc and for the checkout's temp dir.
 std::string temp_prefix(const std::filesystem::path& target);
 // A fresh temp directory next to `target` (same file system, so it can be renamed onto it).

@@ -360,3 +360,88 @@ TEST_CASE("hostile/internal error: a non-UTF-8 file name in --json, a deleted wo
   CHECK(gone.status != 70);
   CHECK_FALSE(has(gone.err, "internal error"));
 }
+
+namespace {
+
+// archbuild run as `nobody` (setpriv), for what permissions deny: root reads every file whatever
+// its mode. Empty `why` when it can run here.
+struct AsNobody {
+  std::string why;
+  AsNobody() {
+    if (::geteuid() != 0) why = "not root: setpriv cannot change to nobody";
+    else if (!fs::exists("/usr/bin/setpriv")) why = "no /usr/bin/setpriv (util-linux)";
+  }
+  test::Ran operator()(const std::vector<std::string>& args, const fs::path& home) const {
+    std::vector<std::string> argv = {"--reuid=65534", "--regid=65534", "--clear-groups", kExe};
+    argv.insert(argv.end(), args.begin(), args.end());
+    test::RunOptions o = quick();
+    o.env["HOME"] = home.string();
+    o.unset_env = {"ARCHBUILD_CACHE_DIR", "XDG_CACHE_HOME", "ARCHBUILD_MIRROR"};
+    return test::run("/usr/bin/setpriv", argv, o);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("hostile/exit statuses: files, locks and mirrors this user cannot read or write say so, exit 2",
+          "[cli][hostile]") {
+  AsNobody nobody;
+  if (!nobody.why.empty()) {
+    WARN("##archbuild-skip## " << nobody.why);
+    return;
+  }
+  test::TempDir tmp;
+  fs::permissions(tmp.path(), fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                  fs::perms::others_read | fs::perms::others_exec);
+  auto home = tmp / "home";
+  fs::create_directories(home);
+  fs::permissions(home, fs::perms::all);
+  // A folder of libraries nobody may read: each one said, counted, never an empty report.
+  auto libs = tmp / "libs";
+  fs::create_directories(libs);
+  for (int i = 0; i < 40; ++i) {
+    auto so = libs / ("lib" + std::to_string(i) + ".so");
+    fs::copy_file("/bin/true", so);
+    fs::permissions(so, fs::perms::none);
+  }
+  for (const auto& json_flag : {std::string(), std::string("--json")}) {
+    std::vector<std::string> args = {"inspect", libs.string()};
+    if (!json_flag.empty()) args.push_back(json_flag);
+    auto r = nobody(args, home);
+    INFO(r.out << r.err);
+    CHECK(r.status == 2);
+    const std::string said = json_flag.empty() ? r.err : json::parse(r.out)["error"].get<std::string>();
+    CHECK(has(said, "40 of its 40 files could not be read"));
+    CHECK(has(said, "Permission denied"));
+    CHECK(has(said, "and 37 more"));
+  }
+  // Only FIFOs and links to nothing named .so (root too): not read, and said.
+  auto odd = tmp / "odd";
+  fs::create_directories(odd);
+  REQUIRE(::mkfifo((odd / "libfifo.so").c_str(), 0644) == 0);
+  fs::create_symlink(odd / "gone.so.1", odd / "libgone.so");
+  auto o = test::archbuild({"inspect", odd.string()}, quick());
+  CHECK(o.status == 2);
+  CHECK(has(o.err, "2 entries are links, FIFOs, sockets or devices"));
+
+  // A mirror nobody may write (another user's): publish is exit 2 naming the lock; --verify reads it.
+  auto w = test::make_wheel(tmp / "in", "norm", "1.0", "norm");
+  auto mirror = tmp / "mirror";
+  REQUIRE(test::archbuild({"publish", w.string(), "--mirror", mirror.string()}, quick()).status == 0);
+  auto p = nobody({"publish", w.string(), "--mirror", mirror.string()}, home);
+  INFO(p.err);
+  CHECK(p.status == 2);
+  CHECK(has(p.err, "Permission denied"));
+  auto v = nobody({"publish", "--verify", "--mirror", mirror.string()}, home);
+  INFO(v.out << v.err);
+  CHECK(v.status == 0);
+  // A lock file nobody may open in a folder nobody may write to: exit 2, not a failed stage (4).
+  auto shared = tmp / "shared";
+  REQUIRE(test::archbuild({"publish", w.string(), "--mirror", shared.string()}, quick()).status == 0);
+  fs::permissions(shared, fs::perms::all);
+  fs::permissions(shared / ".lock", fs::perms::owner_read | fs::perms::owner_write);
+  auto l = nobody({"publish", w.string(), "--mirror", shared.string()}, home);
+  INFO(l.err);
+  CHECK(l.status == 2);
+  CHECK(has(l.err, ".lock"));
+}

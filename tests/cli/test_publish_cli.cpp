@@ -611,6 +611,62 @@ TEST_CASE("GPU views: pip from each GPU's view gets a build that runs there, and
         "minitorch-0.1.0+cu130.sm120-py3-none-linux_x86_64.whl");
 }
 
+TEST_CASE("doctor --mirror: a torch that cannot run here is told the mirror's GPU view that can", "[publish][doctor]") {
+  test::TempDir tmp;
+  if (!fs::exists("/usr/bin/python3")) {
+    WARN("##archbuild-skip## no /usr/bin/python3");
+    return;
+  }
+  auto in = tmp / "in";
+  auto dir = tmp / "mirror";
+  REQUIRE(test::archbuild({"publish", gpu_wheel(in, "minitorch", "0.1.0+cu130.sm90", fake_device_code({90})).string(),
+                           gpu_wheel(in, "minitorch", "0.1.0+cu130.sm120", fake_device_code({120})).string(), "--mirror",
+                           dir.string()})
+              .status == 0);
+  const std::string base = "file://" + dir.string();
+  // A CPU-only torch (cannot run on any GPU) behind an interpreter wrapper; no driver, no toolkit.
+  tmp.write("site/torch/__init__.py", "__version__ = '2.7.0+cpu'\nfrom . import version, cuda\n");
+  tmp.write("site/torch/version.py", "__version__ = '2.7.0+cpu'\ncuda = None\nhip = None\n");
+  tmp.write("site/torch/cuda/__init__.py", "def is_available():\n    return False\n\ndef get_arch_list():\n    return []\n");
+  fs::create_directories(tmp / "site/torch/lib");
+  auto python = tmp.write("bin/python-fake", "#!/bin/sh\nPYTHONPATH='" + (tmp / "site").string() + "' exec /usr/bin/python3 \"$@\"\n");
+  fs::permissions(python, fs::perms::owner_all);
+  test::RunOptions o;
+  o.env["PATH"] = (tmp / "bin").string() + ":/usr/bin:/bin";
+  o.env["ARCHBUILD_NVML_LIBRARY"] = "/nonexistent/libnvidia-ml.so.1";
+  o.env["ARCHBUILD_CUDA_LIBRARY"] = "/nonexistent/libcuda.so.1";
+  o.env["CUDA_HOME"] = "/nonexistent/cuda";
+  o.unset_env = {"CUDA_PATH", "ARCHBUILD_MIRROR"};
+  auto doctor = [&](std::vector<std::string> args, const test::RunOptions& opts) {
+    args.insert(args.begin(), {"doctor", "--python", python.string(), "--driver", "580.65"});
+    return test::archbuild(args, opts);
+  };
+  auto r = doctor({"--sm", "120", "--mirror", base, "--json"}, o);
+  INFO(r.out << r.err);
+  CHECK(r.status == 1);  // the finding stands: the installed torch still cannot run
+  auto j = json::parse(r.out);
+  REQUIRE(j["findings"].size() == 1);
+  CHECK(j["findings"][0]["id"] == "cpu-only");
+  const auto& fix = j["findings"][0]["fixes"][0];
+  CHECK(fix["kind"] == "mirror");
+  CHECK(fix["command"] == python.string() + " -m pip install --index-url " + base + "/gpu/sm_120/simple minitorch");
+  CHECK(j["mirror"]["view"] == "sm_120");
+  // Through $ARCHBUILD_MIRROR, in words.
+  auto env = o;
+  env.env["ARCHBUILD_MIRROR"] = base;
+  auto text = doctor({"--sm", "90"}, env);
+  CHECK(contains(text.out, "fix 1: install from the mirror's GPU view sm_90 (minitorch), whose builds run on CC 9.0"));
+  CHECK(contains(text.out, "$ " + python.string() + " -m pip install --index-url " + base + "/gpu/sm_90/simple minitorch"));
+  // A GPU no published build covers: the other fixes, and a note why the mirror has none.
+  auto none = doctor({"--sm", "75", "--json"}, env);
+  auto nj = json::parse(none.out);
+  CHECK(nj["mirror"]["ok"] == false);
+  CHECK(nj["findings"][0]["fixes"][0]["kind"] != "mirror");
+  CHECK(contains(nj["findings"][0]["notes"].dump(), "has no build for these GPUs"));
+  // A mirror that is not there is bad input.
+  CHECK(doctor({"--sm", "90", "--mirror", (tmp / "nothing").string()}, o).status == 2);
+}
+
 TEST_CASE("GPU views with real device code from nvcc: 9.0, 10.0, 12.0 and a multi-arch build with PTX",
           "[publish][pip][nvcc]") {
   const std::string nvcc = "/usr/local/cuda/bin/nvcc";

@@ -121,6 +121,39 @@ TEST_CASE("build store: host B gets host A's wheel with no stage run, and a stor
     CHECK(untrusted.err.find("not among --store-trust") != std::string::npos);
   }
 
+  // `publish --key`: the store's result into a mirror with the trust and checks of a pull.
+  {
+    t::RunOptions o;
+    o.unset_env = {"CCACHE_DIR", "ARCHBUILD_REMOTE_CACHE", "ARCHBUILD_STORE", "ARCHBUILD_STORE_TRUST"};
+    o.env["DOCKER_CONFIG"] = (dir / "docker").string();
+    auto publish = [&](const std::string& mirror, std::vector<std::string> extra) {
+      std::vector<std::string> args = {"--cache-dir", (dir / "host-p").string(), "publish", "--mirror",
+                                       (dir / mirror).string(), "--store", store, "--json"};
+      args.insert(args.end(), extra.begin(), extra.end());
+      return t::archbuild(args, o);
+    };
+    auto other = dir / "publish-other.pem", other_pub = dir / "publish-other.pub.pem";
+    REQUIRE(t::run("/usr/bin/openssl", {"genpkey", "-algorithm", "ed25519", "-out", other.string()}).status == 0);
+    REQUIRE(t::run("/usr/bin/openssl", {"pkey", "-in", other.string(), "-pubout", "-out", other_pub.string()}).status == 0);
+    auto refused = publish("mirror-refused", {"--key", da["key"].get<std::string>(), "--store-trust", other_pub.string()});
+    INFO("publish --key, another key trusted: " << refused.err);
+    CHECK(refused.status == 1);
+    CHECK_FALSE(fs::exists(dir / "mirror-refused" / "files"));
+    auto absent = publish("mirror-absent", {"--key", std::string(64, 'f')});
+    CHECK(absent.status == 1);
+    CHECK(absent.err.find("has no key") != std::string::npos);
+    CHECK(publish("mirror-bad", {"--key", "../../x"}).status == 2);
+    auto ok = publish("mirror", {"--key", da["key"].get<std::string>(), "--store-trust", pub.string()});
+    INFO("publish --key: " << ok.err);
+    REQUIRE(ok.status == 0);
+    json dk = json::parse(ok.out);
+    REQUIRE(dk["keys"].size() == 1);
+    CHECK(dk["keys"][0]["signed_by"] == pub.string());
+    CHECK(dk["files"][0]["sha256"] == da["sha256"]);
+    CHECK(dk["files"][0]["status"] == "added");
+    CHECK(t::archbuild({"publish", "--verify", "--mirror", (dir / "mirror").string()}).status == 0);
+  }
+
   auto b = run("host-b", "wheel", {"--store-trust", pub.string()});
   INFO("host B: " << b.err);
   REQUIRE(b.status == 0);

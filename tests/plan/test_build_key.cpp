@@ -12,6 +12,7 @@
 #include <string>
 
 #include "arch/parse.hpp"
+#include "core/sha256.hpp"
 #include "plan/plan.hpp"
 #include "plan/resolve.hpp"
 #include "support/shipped.hpp"
@@ -295,4 +296,40 @@ TEST_CASE("build key: the keys recorded at 9a1235e are the keys of the same inpu
     REQUIRE(it != recorded.end());
     CHECK(key == it->second);
   }
+}
+
+TEST_CASE("build key: each applied patch's sha256 is keyed, in order, and its `when` decides whether it applies", "[plan][key][patch]") {
+  test::TempDir tmp;
+  const std::string diff = "--- a/k.cu\n+++ b/k.cu\n@@ -1 +1 @@\n-a\n+b\n";
+  tmp.write("fix.patch", diff);
+  const std::string sha = sha256_hex(diff);
+  auto with_patch = [&](const std::string& when) {
+    Case c;
+    c.options = resources();
+    c.tail = "\n[[patch]]\nfile = \"fix.patch\"\nsha256 = \"" + sha + "\"\nfrom = \"upstream#1\"\n" + when;
+    return c;
+  };
+  Plan plain = plan_of(tmp, "plain", cases().at("plain"));
+  Plan patched = plan_of(tmp, "patched", with_patch(""));
+  CHECK(patched->key != plain->key);
+  CHECK(patched->key_inputs["patches"] == nlohmann::json::array({{{"sha256", sha}, {"strip", 1}}}));
+  REQUIRE(patched->patches.size() == 1);
+  CHECK(patched->patches[0].why == "always");
+  // A condition that does not hold: no patch, the key of the recipe without it.
+  Plan other_cuda = plan_of(tmp, "other", with_patch("when = { cuda = \"<12.0\" }\n"));
+  CHECK(other_cuda->patches.empty());
+  CHECK_FALSE(other_cuda->key_inputs.contains("patches"));
+  // One that holds says why; a target of the list (12.0 of "90 120") matches.
+  Plan by_arch = plan_of(tmp, "arch", with_patch("when = { arch = [\"12.0\"], platform = [\"x86_64\"] }\n"));
+  REQUIRE(by_arch->patches.size() == 1);
+  CHECK(by_arch->patches[0].why == "platform x86_64; target 12.0");
+  // --patch comes after the recipe's: another order is another key.
+  Case extra = with_patch("");
+  tmp.write("mine.patch", diff + "\n");
+  extra.options.patches.push_back(recipe::patch_from_file(tmp / "mine.patch").take());
+  Plan both = plan_of(tmp, "both", extra);
+  REQUIRE(both->patches.size() == 2);
+  CHECK(both->patches[1].patch.origin == "--patch");
+  CHECK(both->key != patched->key);
+  CHECK(both.to_json()["patches"][1]["sha256"] == sha256_hex(diff + "\n"));
 }

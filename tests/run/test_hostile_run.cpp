@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <signal.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <fstream>
 #include <thread>
 
+#include "run/runner.hpp"
 #include "run/session.hpp"
 #include "support/tempdir.hpp"
 
@@ -66,4 +68,48 @@ TEST_CASE("hostile/cache records: a session record that is a FIFO is not opened"
   REQUIRE(ended);
   CHECK(*ended == 0);
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
+}
+
+TEST_CASE("hostile/paths written: a stage log that is a link, FIFO or directory is refused, never followed", "[run]") {
+  test::TempDir tmp;
+  ProcessRunner runner;
+  Command cmd;
+  cmd.argv = {"/bin/echo", "hello"};
+  cmd.env = {{"PATH", "/usr/bin:/bin"}};
+  cmd.cwd = tmp.path();
+  // A regular log works, truncated or appended to.
+  cmd.log = tmp / "logs/build.log";
+  REQUIRE(runner.run(cmd).ok());
+  cmd.append_log = true;
+  REQUIRE(runner.run(cmd).ok());
+  CHECK(test::read_file(cmd.log).find("hello\n# archbuild ran") != std::string::npos);
+  cmd.append_log = false;
+  // A link planted at the log: open() followed it and truncated what it names.
+  tmp.write("outside", "kept");
+  std::filesystem::create_symlink(tmp / "outside", tmp / "logs/link.log");
+  cmd.log = tmp / "logs/link.log";
+  auto l = runner.run(cmd);
+  CHECK_FALSE(l.started);
+  CHECK(l.error.find("symbolic link") != std::string::npos);
+  CHECK(test::read_file(tmp / "outside") == "kept");
+  // A FIFO with a reader (without one, open() waited forever): refused, nothing written into it.
+  auto fifo = tmp / "logs/fifo.log";
+  REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+  int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  REQUIRE(reader >= 0);
+  cmd.log = fifo;
+  auto f = runner.run(cmd);
+  CHECK_FALSE(f.started);
+  CHECK(f.error.find("FIFO") != std::string::npos);
+  char c;
+  CHECK(::read(reader, &c, 1) <= 0);
+  ::close(reader);
+  // Without a reader it is refused at once too.
+  auto t0 = std::chrono::steady_clock::now();
+  CHECK_FALSE(runner.run(cmd).started);
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
+  // A directory.
+  std::filesystem::create_directories(tmp / "logs/dir.log");
+  cmd.log = tmp / "logs/dir.log";
+  CHECK_FALSE(runner.run(cmd).started);
 }

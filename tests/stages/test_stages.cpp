@@ -114,7 +114,8 @@ std::string variant_url(const test::TempDir& dir, const std::string& file, const
 }
 
 // A scripted build: each step succeeds; the package step leaves dist/<wheel>.
-run::ScriptedRunner happy_runner(const std::string& wheel_name = "minitorch-0.1.0+cu130.sm90-py3-none-any.whl") {
+run::ScriptedRunner happy_runner(const std::string& wheel_name = "minitorch-0.1.0+cu130.sm90-py3-none-any.whl",
+                                 std::function<void(const run::Command&)> build_effect = {}) {
   run::ScriptedRunner r;
   run::ScriptedResponse package;
   package.lines = {"creating wheel"};
@@ -126,6 +127,7 @@ run::ScriptedRunner happy_runner(const std::string& wheel_name = "minitorch-0.1.
        package);
   run::ScriptedResponse build;
   build.lines = {"[1/3] Building CUDA object a.o", "[2/3] Building CUDA object b.o", "[3/3] Linking"};
+  build.effect = std::move(build_effect);
   r.on({"/usr/bin/cmake", "--build"}, build);
   return r;
 }
@@ -1092,4 +1094,27 @@ TEST_CASE("the fetch stage places a [[fetch]] at the planned commit from the mir
     CHECK(r3.error().exit == Exit::bad_input);
     CHECK(r3.error().message.find("fetch minidep") != std::string::npos);
   }
+}
+
+TEST_CASE("hostile/paths written: a link planted at the key's ninja log copy is not written through", "[stages]") {
+  Env e;
+  auto plan = example_plan("9.0");
+  // The build leaves a .ninja_log in its build tree, which the build report copies into logs/<key>/;
+  // meanwhile a link is planted where the copy goes (after the run has made the key's log folder).
+  e.dir.write("outside", "kept");
+  const fs::path copy = e.layout.ninja_log_copy(plan->key);
+  const fs::path outside = e.dir / "outside";
+  auto runner = happy_runner("minitorch-0.1.0+cu130.sm90-py3-none-any.whl", [copy, outside](const run::Command& c) {
+    fs::path dir = c.cwd / c.argv.at(2);
+    fs::create_directories(dir);
+    std::ofstream(dir / ".ninja_log") << "# ninja log v5\n0\t10\t0\ta.o\t1\n";
+    fs::create_directories(copy.parent_path());
+    fs::create_symlink(outside, copy);
+  });
+  auto r = stages::run_pipeline(plan, e.layout, runner, *e.reporter, e.options);
+  INFO((r ? "" : r.error().message) << e.progress.str());
+  REQUIRE(r.ok());  // the report is best effort: the build is not failed for it
+  CHECK(test::read_file(e.dir / "outside") == "kept");
+  CHECK(fs::is_symlink(e.layout.ninja_log_copy(plan->key)));
+  CHECK(e.progress.str().find("no ninja log") != std::string::npos);
 }

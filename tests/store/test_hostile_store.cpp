@@ -56,6 +56,35 @@ TEST_CASE("hostile/paths written: a FIFO, a device or a link is refused, never r
   for (const auto& e : fs::directory_iterator(tmp.path())) CHECK(e.path().filename().string().find(".tmp-") == std::string::npos);
 }
 
+TEST_CASE("hostile/paths written: a copy into the cache refuses a link, FIFO or directory at either end", "[store]") {
+  TempDir tmp;
+  tmp.write("from", "bytes of the wheel");
+  REQUIRE(copy_file_atomic(tmp / "from", tmp / "copies/to"));
+  CHECK(test::read_file(tmp / "copies/to") == "bytes of the wheel");
+  REQUIRE(copy_file_atomic(tmp / "from", tmp / "copies/to"));  // a regular file is replaced
+  // A link planted where the copy goes: std::filesystem::copy_file wrote through it.
+  tmp.write("outside", "kept");
+  fs::create_symlink(tmp / "outside", tmp / "copies/link");
+  auto l = copy_file_atomic(tmp / "from", tmp / "copies/link");
+  REQUIRE_FALSE(l);
+  CHECK(l.error().message.find("symbolic link") != std::string::npos);
+  CHECK(test::read_file(tmp / "outside") == "kept");
+  CHECK(fs::is_symlink(tmp / "copies/link"));
+  // A FIFO where the copy goes (copy_file opened it and waited for a reader), and as the source.
+  auto fifo = tmp / "copies/fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+  CHECK_FALSE(copy_file_atomic(tmp / "from", fifo));
+  auto from_fifo = copy_file_atomic(fifo, tmp / "copies/other");
+  REQUIRE_FALSE(from_fifo);
+  CHECK(from_fifo.error().message.find("FIFO") != std::string::npos);
+  CHECK_FALSE(fs::exists(tmp / "copies/other"));
+  // A directory.
+  fs::create_directories(tmp / "copies/dir");
+  CHECK_FALSE(copy_file_atomic(tmp / "from", tmp / "copies/dir"));
+  CHECK(fs::is_directory(tmp / "copies/dir"));
+  for (const auto& e : fs::directory_iterator(tmp / "copies")) CHECK(e.path().filename().string().find(".tmp-") == std::string::npos);
+}
+
 TEST_CASE("hostile/cache records: a damaged named wheel is replaced, not reused after a rebuild", "[store]") {
   TempDir tmp;
   Layout layout(tmp / "cache");
