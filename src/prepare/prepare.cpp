@@ -439,8 +439,10 @@ Result<plan::SourceChoice> choose_source(const plan::Resolution& r, const std::s
         s.reporter.message(run::Level::warning, w);
       }, &stats);
       if (!tree) return tree.error();  // one line: the error names the tree
-      s.note(fmt::format("read the local tree {} ({} files, {} read, {} unchanged since the last read)", dir->string(),
-                         tree->entries.size(), tree->entries.size() - stats.reused, stats.reused));
+      // Files read, and files whose stat cache record stood for them (links are their target's text).
+      std::string reads = layout ? fmt::format(", {} read, {} unchanged since the last read", stats.rehashed, stats.reused)
+                                 : std::string();
+      s.note(fmt::format("read the local tree {} ({} files{})", dir->string(), tree->entries.size(), reads));
       sc.kind = plan::SourceChoice::Kind::local;
       sc.dir = tree->root;
       sc.content_hash = tree->content_hash;
