@@ -19,6 +19,7 @@
 #include "run/interrupt.hpp"
 #include "source/local.hpp"
 #include "source/source.hpp"
+#include "stages/local_tree.hpp"
 #include "stages/pipeline.hpp"
 #include "stages/venv.hpp"
 #include "store/wheels.hpp"
@@ -497,9 +498,15 @@ Result<plan::SourceChoice> choose_source(const plan::Resolution& r, const std::s
                                 "built as it is: drop one of them");
       const std::string given = r.source_dir ? std::string("--source")
                                              : fmt::format("source.path of {}", r.recipe.file.string());
-      auto tree = source::scan_local_tree(*dir, given);
+      source::TreeStatCache stats;
+      auto tree = stages::scan_local_tree_cached(layout, *dir, given, [&](const std::string& w) {
+        s.reporter.message(run::Level::warning, w);
+      }, &stats);
       if (!tree) return tree.error();  // one line: the error names the tree
-      s.note(fmt::format("read the local tree {} ({} files)", dir->string(), tree->entries.size()));
+      // Files read, and files whose stat cache record stood for them (links are their target's text).
+      std::string reads = layout ? fmt::format(", {} read, {} unchanged since the last read", stats.rehashed, stats.reused)
+                                 : std::string();
+      s.note(fmt::format("read the local tree {} ({} files{})", dir->string(), tree->entries.size(), reads));
       sc.kind = plan::SourceChoice::Kind::local;
       sc.dir = tree->root;
       sc.content_hash = tree->content_hash;

@@ -19,11 +19,23 @@
 
 namespace archbuild::source {
 
+// What stat(2) says of a file, as git's index keeps it: while all of it is unchanged (and the
+// file was not written too close to the scan that recorded it), its content is taken as unchanged.
+struct FileStat {
+  std::uint64_t dev = 0, ino = 0;
+  std::uint32_t mode = 0;
+  std::uint64_t size = 0;
+  std::int64_t mtime_s = 0, mtime_ns = 0, ctime_s = 0, ctime_ns = 0;
+  bool operator==(const FileStat&) const = default;
+};
+
 struct LocalEntry {
   std::string path;                   // relative, '/'-separated
   std::filesystem::path from;         // where its content is read (a followed link's target)
   enum class Kind { file, executable, symlink } kind = Kind::file;
   std::string link_target;            // for symlink
+  FileStat stat;                      // of `from` (a file; zero for a symlink)
+  std::string digest;                 // SHA-256 of its content (a link: of its target text)
 };
 
 struct LocalTree {
@@ -36,15 +48,61 @@ struct LocalTree {
   std::optional<std::int64_t> commit_time;  // HEAD's committer time (SOURCE_DATE_EPOCH)
 };
 
+// The stat cache of one source folder (git's index, for a tree that is not committed): the caller
+// reads the bytes of the file store/ keeps for the folder and hands them in untrusted (anything
+// that does not parse, names another folder, or fails its checksum is ignored: the scan then
+// hashes everything); the scan fills `next`, which the caller writes atomically for the next one.
+// A file's recorded digest is used only while its whole FileStat is unchanged and its mtime and
+// ctime are older than the recording scan's start by more than a timestamp's granularity
+// (`stat_cache_usable`); every other file is read. The content hash is the same value either way.
+struct TreeStatCache {
+  std::optional<std::string> previous;  // the cache file's bytes; none when there is none
+  std::string next;                     // the cache to keep, after a successful scan
+  std::size_t reused = 0;               // files whose recorded digest was used
+  std::size_t rehashed = 0;             // files read and hashed
+  bool previous_valid = false;          // `previous` parsed, for this folder
+  // The folder `previous` was recorded for, when the folder was moved since (archbuild's own
+  // copy renamed to a new key's place: rename keeps every file's stat); else the folder scanned.
+  std::optional<std::filesystem::path> recorded_root;
+};
+
+// The rule for one file: its recorded digest stands for its content only while every stat field
+// is unchanged and neither mtime nor ctime is at or after `racy_from` (the recording scan's start
+// less the granularity slack): a file written in the same tick as the scan that hashed it may
+// change again without its timestamps changing (git's "racily clean" entries).
+struct StatTime {
+  std::int64_t s = 0, ns = 0;
+  auto operator<=>(const StatTime&) const = default;
+};
+bool stat_cache_usable(const FileStat& recorded, const FileStat& now, StatTime racy_from);
+
 // Reads the tree and hashes it. Errors: exit 2 (not a directory, unreadable file).
 // `what` names where the folder was given, for the message when it is none ("--source",
-// "source.path of recipe.toml").
-Result<LocalTree> scan_local_tree(const std::filesystem::path& dir, std::string_view what = "--source");
+// "source.path of recipe.toml"). With `cache`, files unchanged since it was recorded are not read.
+Result<LocalTree> scan_local_tree(const std::filesystem::path& dir, std::string_view what = "--source",
+                                  TreeStatCache* cache = nullptr);
+
+// An earlier copy of the same folder (archbuild's checkout of a previous key) that a new copy
+// starts from: it is moved to the new place, its files whose content is already the tree's are
+// kept, the others written again, what the tree no longer has removed. What a file there holds
+// is known from its own stat cache (`cache`, recorded when it was copied; a file the build
+// wrote since has another stat and is read or replaced), so the result is the tree's content
+// exactly: it is hashed, as a fresh copy is, against the tree's content hash.
+struct CopyReuse {
+  std::filesystem::path previous;  // the earlier copy (moved away: it is consumed)
+  TreeStatCache cache;             // its stat cache in `previous`; the new copy's out in `next`
+  std::size_t kept = 0, written = 0, removed = 0;
+  bool reused = false;             // the earlier copy was moved and used
+};
 
 // Copies the scanned entries into `target` (written beside it and renamed: a half-written copy
-// is never taken for a finished one). Fails (exit 4) if a file changed since the scan.
+// is never taken for a finished one). Fails (exit 4) if a file changed since the scan. With
+// `reuse`, starts from its earlier copy where it can be moved (else from nothing), and fills
+// `reuse->cache.next` with the stat cache of the new copy either way (for the next reuse).
+// Files are cloned (FICLONE) where the file system shares blocks, else copied; never linked.
 Result<std::filesystem::path> copy_local_tree(const LocalTree& tree, const std::filesystem::path& target,
-                                              const std::function<bool()>& cancelled = {});
+                                              const std::function<bool()>& cancelled = {},
+                                              CopyReuse* reuse = nullptr);
 
 // A submodule the tree's .gitmodules names whose folder is missing or empty: a checkout made
 // without --recursive. PyTorch's configure then runs `git submodule update --init --recursive`

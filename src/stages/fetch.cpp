@@ -10,6 +10,9 @@
 
 #include "run/interrupt.hpp"
 #include "source/local.hpp"
+#include "stages/local_tree.hpp"
+#include "store/lock.hpp"
+#include "store/tree_cache.hpp"
 #include "stages/stage.hpp"
 
 namespace archbuild::stages {
@@ -99,6 +102,53 @@ Result<json> tree_contract(const Context& ctx) {
   return j;
 }
 
+struct LocalCopy {
+  std::string from_key;  // the key whose checkout it started from; empty: a fresh copy
+  std::size_t kept = 0, written = 0, removed = 0;
+};
+
+// The key's copy of a local tree, starting from the checkout of the key last copied from the same
+// folder (trees/<hash>.last) when that key is not being built now (its lock, not waited for):
+// its checkout is moved here and only what differs is written (issue 48). Its own stat cache says
+// what its files hold; the key's copy records one for the next key.
+Result<LocalCopy> copy_from_previous(Context& ctx, const source::LocalTree& tree) {
+  LocalCopy out;
+  source::CopyReuse reuse;
+  std::optional<store::FileLock> previous_lock;
+  std::error_code ec;
+  fs::path previous_root;
+  if (auto prev = store::read_last_checkout(ctx.layout, tree.root); prev && *prev != ctx.key) {
+    fs::path dir = ctx.layout.source_dir(*prev);
+    auto lock = store::try_lock_key(ctx.layout, *prev);
+    if (lock && *lock && fs::is_directory(fs::symlink_status(dir, ec))) {
+      previous_lock = std::move(**lock);
+      previous_root = fs::canonical(dir, ec);
+      if (!ec) {
+        reuse.previous = dir;
+        reuse.cache.previous = store::read_tree_stat_cache(ctx.layout, previous_root);
+        reuse.cache.recorded_root = previous_root;
+        out.from_key = *prev;
+      }
+    }
+  }
+  auto copied = source::copy_local_tree(tree, ctx.src, [] { return run::interrupt_requested(); }, &reuse);
+  previous_lock.reset();
+  if (!copied) return copied.error();
+  if (!reuse.reused) out.from_key.clear();
+  out.kept = reuse.kept;
+  out.written = reuse.written;
+  out.removed = reuse.removed;
+  auto warn = [&](const Result<Ok>& r) {
+    if (!r) ctx.reporter.message(run::Level::warning, fmt::format("{} (the next key's copy of {} starts from nothing)",
+                                                                  r.error().message, tree.root.string()));
+  };
+  if (reuse.reused) fs::remove(ctx.layout.tree_stat_cache(previous_root), ec);  // its folder is gone
+  fs::path src_root = fs::canonical(ctx.src, ec);
+  if (!ec && !reuse.cache.next.empty()) warn(store::write_tree_stat_cache(ctx.layout, src_root, reuse.cache.next));
+  warn(store::write_last_checkout(ctx.layout, tree.root, ctx.key));
+  return out;
+}
+
 // A local tree: archbuild's own copy of it, as it is now (the plan's content hash checked).
 Result<Ok> fetch_local(Context& ctx, const run::StageInfo& info) {
   ctx.reporter.stage_started(info);
@@ -110,23 +160,31 @@ Result<Ok> fetch_local(Context& ctx, const run::StageInfo& info) {
   };
   if (!ctx.plan->patches.empty())  // prepare's patch stop; never a copy patched half-way
     return fail(Error::bad_input(fmt::format("{}: a local tree is built as it is; patches apply to checkouts", local.dir.string())));
-  auto tree = source::scan_local_tree(local.dir);
+  auto tree = scan_local_tree_cached(&ctx.layout, local.dir, "--source", [&](const std::string& w) {
+    ctx.reporter.message(run::Level::warning, w);
+  });
   if (!tree) return fail(tree.error());
   if (tree->content_hash != local.content_hash)
     return fail(Error::bad_input(fmt::format("{} changed since it was planned (content {} → {}); run again to plan "
                                              "the tree as it is now", local.dir.string(),
                                              local.content_hash.substr(0, 12), tree->content_hash.substr(0, 12))));
-  auto copied = source::copy_local_tree(*tree, ctx.src, [] { return run::interrupt_requested(); });
-  if (!copied) return fail(copied.error());
+  auto copy = copy_from_previous(ctx, *tree);
+  if (!copy) return fail(copy.error());
   json stamp = {{"local", local.dir.string()}, {"local_content", tree->content_hash}, {"files", tree->entries.size()},
                 {"bytes", tree->bytes}, {"head", tree->head ? json(*tree->head) : json(nullptr)}};
+  stamp["copy"] = {{"from_key", copy->from_key.empty() ? json(nullptr) : json(copy->from_key)},
+                   {"kept", copy->kept}, {"written", copy->written}, {"removed", copy->removed}};
   if (tree->commit_time) stamp["commit_time"] = *tree->commit_time;
   auto placed = place_fetches(ctx);
   if (!placed) return fail(placed.error());
   stamp["fetches"] = *placed;
   if (auto r = ctx.record.mark_done("fetch", stamp); !r) return r.error();
-  ctx.reporter.stage_finished(info, {run::StageStatus::ok, clock.seconds(),
-                                     fmt::format("{} files copied from {}", tree->entries.size(), local.dir.string()), {}});
+  std::string summary = copy->from_key.empty()
+                            ? fmt::format("{} files copied from {}", tree->entries.size(), local.dir.string())
+                            : fmt::format("{} files from {}: {} kept from key {}'s copy, {} written, {} removed",
+                                          tree->entries.size(), local.dir.string(), copy->kept,
+                                          copy->from_key.substr(0, 12), copy->written, copy->removed);
+  ctx.reporter.stage_finished(info, {run::StageStatus::ok, clock.seconds(), summary, {}});
   return Ok{};
 }
 

@@ -136,6 +136,12 @@ std::filesystem::path Layout::git_mirror(std::string_view url) const {
 std::filesystem::path Layout::git_mirror_lock(std::string_view url) const {
   return git_dir() / (url_hash(url) + ".lock");
 }
+std::filesystem::path Layout::tree_stat_cache(const std::filesystem::path& canonical_root) const {
+  return trees_dir() / (sha256_hex(canonical_root.string()).substr(0, 24) + ".stat");
+}
+std::filesystem::path Layout::tree_last_checkout(const std::filesystem::path& canonical_root) const {
+  return trees_dir() / (sha256_hex(canonical_root.string()).substr(0, 24) + ".last");
+}
 std::filesystem::path Layout::source_dir(std::string_view key) const {
   return sources_dir() / checked(key, "build key");
 }

@@ -17,6 +17,8 @@
 //   build/<key>/admission/    the shared admission state of one build's compiles
 //   logs/<key>/compiles.tsv   what the launcher measured per compile; ninja_log, ninja.dot
 //   pulls/<key>/              a build store's artifact being downloaded and checked (docs/store.md)
+//   trees/<path-hash>.stat    the stat cache of a local source folder, or of a checkout (src/<key>)
+//   trees/<path-hash>.last    the key whose checkout was last copied from that local folder
 #pragma once
 
 #include <filesystem>
@@ -97,6 +99,15 @@ class Layout {
 
   // pulls/<key>/: a build store's artifact while it is downloaded and checked (remote/), removed after.
   std::filesystem::path store_pull_dir(std::string_view key) const { return root_ / "pulls" / std::string(key); }
+
+  // trees/<path-hash>.stat: the stat cache of one local source folder (`--source DIR`,
+  // `source.path`), named by 24 hex digits of SHA-256 over its canonical path: what the last scan of
+  // that folder saw, so the next one reads only what changed (source::TreeStatCache).
+  std::filesystem::path trees_dir() const { return root_ / "trees"; }
+  std::filesystem::path tree_stat_cache(const std::filesystem::path& canonical_root) const;
+  // trees/<path-hash>.last: the key whose checkout (src/<key>) was last made from that folder;
+  // the next key's checkout starts from it (source::CopyReuse).
+  std::filesystem::path tree_last_checkout(const std::filesystem::path& canonical_root) const;
 
   // Creates the root and its areas (idempotent).
   Result<Ok> create() const;

@@ -117,7 +117,21 @@ TEST_CASE("wheel --source DIR: the tree as it is, untouched, a repeat runs nothi
   std::string key = plan_key();
   CHECK(key == doc["key"]);
   { std::ofstream f(tree / "csrc" / "kernels.cu", std::ios::app); f << "// an edit\n"; }
-  CHECK(plan_key() != key);
+  std::string edited_key = plan_key();
+  CHECK(edited_key != key);
+  // The edited tree's checkout starts from the first key's (issue 48): moved, only the kernel written.
+  auto edited = t::archbuild(args, long_run());
+  INFO(edited.out << edited.err);
+  REQUIRE(edited.status == 0);
+  CHECK(json::parse(edited.out)["key"] == edited_key);
+  json record = json::parse(t::read_file(dir / "cache" / "keys" / (edited_key + ".json")));
+  json copy = record["stages"]["fetch"]["copy"];
+  INFO(copy.dump());
+  CHECK(copy["from_key"] == key);
+  CHECK(copy["written"].get<int>() >= 1);
+  CHECK(copy["kept"].get<int>() > 0);
+  CHECK_FALSE(fs::exists(dir / "cache" / "src" / key));
+  CHECK(snapshot(dir / "examples").size() == before.size());
 }
 
 TEST_CASE("the README's one command: the example recipe names its own folder", "[cli][wheel][source][nvcc]") {

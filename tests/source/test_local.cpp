@@ -2,12 +2,17 @@
 // links), its content hash (an edit changes it, a move does not), and the copy archbuild builds in.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
+#include <thread>
 
 #include <fmt/format.h>
 
+#include "core/sha256.hpp"
 #include "source/local.hpp"
 #include "support/process.hpp"
 #include "support/tempdir.hpp"
@@ -235,4 +240,328 @@ TEST_CASE("local tree: submodules of .gitmodules whose folders are missing or em
   tmp.write("pytorch/third_party/pybind11/CMakeLists.txt", "# checked out now\n");
   tmp.write("pytorch/third_party/cpuinfo/LICENSE", "# checked out now\n");
   CHECK(archbuild::source::missing_submodules(repo).empty());
+}
+
+// ---- the stat cache (issue 48) -----------------------------------------------------------------
+
+namespace {
+
+using archbuild::source::FileStat;
+using archbuild::source::StatTime;
+using archbuild::source::TreeStatCache;
+
+// A scan through `cache` (its `next` becomes the following scan's `previous`), checked against a
+// scan without any cache: the content hash is the same value either way.
+std::string scan_both(const fs::path& dir, TreeStatCache& cache) {
+  if (!cache.next.empty()) cache.previous = cache.next;
+  auto cached = scan_local_tree(dir, "--source", &cache);
+  auto full = scan_local_tree(dir);
+  REQUIRE(cached);
+  REQUIRE(full);
+  CHECK(cached->content_hash == full->content_hash);
+  CHECK(cached->bytes == full->bytes);
+  return cached->content_hash;
+}
+
+// The cache's checksum made again after a test edits its body (a forged cache that parses).
+std::string resealed(std::string bytes) {
+  const std::size_t trailer = 4 + 64 + 1;
+  std::string body = bytes.substr(0, bytes.size() - trailer);
+  return body + "end " + archbuild::sha256_hex(body) + "\n";
+}
+
+// The cache with its racy bound (the line after the folder) replaced.
+std::string with_racy_from(const std::string& bytes, StatTime t) {
+  auto root_end = bytes.find('\0');
+  auto line_end = bytes.find('\n', root_end);
+  auto count_at = bytes.rfind(' ', line_end);
+  std::string out = bytes.substr(0, root_end + 1) + fmt::format("{} {}", t.s, t.ns) + bytes.substr(count_at);
+  return resealed(out);
+}
+
+// The cache with one file's recorded digest replaced.
+std::string with_digest(const std::string& bytes, const std::string& path, const std::string& digest) {
+  auto at = bytes.find(path + std::string(1, '\0'));
+  REQUIRE(at != std::string::npos);
+  auto line_end = bytes.find('\n', at);
+  std::string out = bytes;
+  out.replace(line_end - 64, 64, digest);
+  return resealed(out);
+}
+
+}  // namespace
+
+TEST_CASE("local tree: the stat cache gives the full rehash's value after every kind of change", "[source][local]") {
+  t::TempDir d;
+  d.write("outside/dep.h", "#pragma once // outside\n");
+  d.write("outside/other.h", "#pragma once // other\n");
+  d.write("proj/CMakeLists.txt", "project(x)\n");
+  d.write("proj/csrc/k.cu", "__global__ void k() {}\n");
+  d.write("proj/csrc/k.h", "#pragma once\n");
+  d.write("proj/tools/gen.sh", "#!/bin/sh\n");
+  d.write("proj/big.bin", std::string(3 << 20, 'x'));  // more than one read buffer
+  fs::create_symlink("csrc/k.h", d / "proj/alias.h");
+  fs::create_symlink(fs::canonical(d / "outside/dep.h"), d / "proj/dep.h");  // leaves the tree: copied
+  fs::path proj = d / "proj";
+  fs::permissions(proj / "tools/gen.sh", fs::perms::owner_exec, fs::perm_options::add);
+  // Older than the slack: the first scan's record of them is trusted by the next.
+  std::this_thread::sleep_for(std::chrono::milliseconds(2100));
+  TreeStatCache cache;
+  std::string first = scan_both(proj, cache);
+  CHECK_FALSE(cache.previous_valid);
+  CHECK(cache.rehashed == 6);
+
+  // Nothing changed: nothing read, the same value.
+  CHECK(scan_both(proj, cache) == first);
+  CHECK(cache.previous_valid);
+  CHECK(cache.reused == 6);
+  CHECK(cache.rehashed == 0);
+
+  // A touch without a change: read again (its stat changed), the same value.
+  fs::last_write_time(proj / "csrc/k.cu", fs::file_time_type::clock::now());
+  CHECK(scan_both(proj, cache) == first);
+  CHECK(cache.rehashed == 1);
+
+  // An edit of the same size, an edit of another size.
+  d.write("proj/csrc/k.cu", "__global__ void q() {}\n");
+  std::string edited = scan_both(proj, cache);
+  CHECK(edited != first);
+  d.write("proj/csrc/k.h", "#pragma once\n#define K 1\n");
+  CHECK(scan_both(proj, cache) != edited);
+
+  struct Change {
+    const char* what;
+    std::function<void()> apply;
+  };
+  std::vector<Change> changes = {
+      {"a rename", [&] { fs::rename(proj / "csrc/k.cu", proj / "csrc/kernel.cu"); }},
+      {"the exec bit set", [&] { fs::permissions(proj / "CMakeLists.txt", fs::perms::owner_exec, fs::perm_options::add); }},
+      {"the exec bit cleared", [&] { fs::permissions(proj / "tools/gen.sh", fs::perms::owner_exec, fs::perm_options::remove); }},
+      {"a link inside retargeted", [&] {
+         fs::remove(proj / "alias.h");
+         fs::create_symlink("CMakeLists.txt", proj / "alias.h");
+       }},
+      {"a link outside retargeted", [&] {
+         fs::remove(proj / "dep.h");
+         fs::create_symlink(fs::canonical(d / "outside/other.h"), proj / "dep.h");
+       }},
+      {"the file a link outside names edited", [&] { d.write("outside/other.h", "#pragma once // edited\n"); }},
+      {"a deletion", [&] { fs::remove(proj / "csrc/k.h"); }},
+      {"a new file", [&] { d.write("proj/csrc/new.cu", "// new\n"); }},
+      {"a file replaced by another of the same size by rename", [&] {
+         d.write("proj/tmp.txt", "project(y)\n");
+         fs::rename(proj / "tmp.txt", proj / "CMakeLists.txt");
+       }},
+  };
+  std::vector<std::string> seen = {first, edited};
+  for (const auto& c : changes) {
+    INFO(c.what);
+    c.apply();
+    std::string h = scan_both(proj, cache);
+    CHECK(std::find(seen.begin(), seen.end(), h) == seen.end());
+    seen.push_back(h);
+  }
+  // The tree moved back to an earlier content: the earlier value again.
+  d.write("proj/csrc/k.cu", "__global__ void k() {}\n");
+  fs::remove(proj / "csrc/kernel.cu");
+  fs::remove(proj / "csrc/new.cu");
+  scan_both(proj, cache);
+}
+
+TEST_CASE("local tree: a file edited within the same second as the cache was written is read again",
+          "[source][local]") {
+  t::TempDir d;
+  d.write("proj/a.txt", "one\n");
+  d.write("proj/b.txt", "bee\n");
+  TreeStatCache cache;
+  std::string first = scan_both(d / "proj", cache);
+  d.write("proj/a.txt", "two\n");  // same size, same second
+  CHECK(scan_both(d / "proj", cache) != first);
+  CHECK(cache.rehashed == 2);  // both written within the slack of the scan that recorded them
+
+  // Deterministic, whatever the file system's clock: a record whose stat matches the file now,
+  // but whose bound is not after the file's timestamps, is not trusted; the same record with a
+  // bound after them is (which is why the bound must be the recording scan's own start).
+  auto now = scan_local_tree(d / "proj");
+  REQUIRE(now);
+  const FileStat st = now->entries[0].stat;
+  std::string wrong(64, '0');
+  TreeStatCache forged;
+  forged.previous = with_digest(with_racy_from(cache.next, {st.mtime_s, st.mtime_ns}), "a.txt", wrong);
+  auto racy = scan_local_tree(d / "proj", "--source", &forged);
+  REQUIRE(racy);
+  CHECK(forged.previous_valid);
+  CHECK(racy->content_hash == now->content_hash);
+
+  forged.previous = with_digest(with_racy_from(cache.next, {st.ctime_s + 10, 0}), "a.txt", wrong);
+  auto trusted = scan_local_tree(d / "proj", "--source", &forged);
+  REQUIRE(trusted);
+  CHECK(forged.reused == 2);
+  CHECK(trusted->content_hash != now->content_hash);  // the record was used: the rule is what guards
+
+  using archbuild::source::stat_cache_usable;
+  FileStat f{1, 2, 0100644, 3, 100, 5, 100, 7};
+  CHECK(stat_cache_usable(f, f, {100, 8}));
+  CHECK_FALSE(stat_cache_usable(f, f, {100, 7}));  // ctime at the bound
+  CHECK_FALSE(stat_cache_usable(f, f, {100, 5}));
+  FileStat g = f;
+  g.ctime_ns = 6;
+  CHECK_FALSE(stat_cache_usable(f, g, {200, 0}));
+  g = f;
+  g.ino = 3;
+  CHECK_FALSE(stat_cache_usable(f, g, {200, 0}));
+  g = f;
+  g.mode = 0100755;
+  CHECK_FALSE(stat_cache_usable(f, g, {200, 0}));
+}
+
+TEST_CASE("hostile/stat cache: damaged, truncated or foreign caches are ignored, never trusted", "[source][local]") {
+  t::TempDir d;
+  d.write("proj/a.txt", "one\n");
+  d.write("proj/dir/b.txt", "two\n");
+  d.write("other/a.txt", "one\n");
+  d.write("other/dir/b.txt", "two\n");
+  TreeStatCache cache;
+  auto tree = scan_local_tree(d / "proj", "--source", &cache);
+  REQUIRE(tree);
+  const std::string good = with_racy_from(cache.next, {std::int64_t{1} << 40, 0});  // every record trusted
+  const std::string wrong(64, 'a');
+  const std::string poisoned = with_digest(good, "a.txt", wrong);
+
+  std::vector<std::pair<std::string, std::string>> bad = {
+      {"empty", ""},
+      {"garbage", "\x7f" "ELF\x01\x02 not a cache at all"},
+      {"a wrong digest, checksum not made again", good.substr(0, good.size() - 70) + std::string(1, good[good.size() - 70] ^ 1) + good.substr(good.size() - 69)},
+      {"the checksum damaged", good.substr(0, good.size() - 2) + (good[good.size() - 2] == '0' ? "1\n" : "0\n")},
+      {"another version", resealed("archbuild tree stat cache 2" + good.substr(good.find('\n')))},
+      {"a count the bytes cannot hold", resealed(good.substr(0, good.find('\0') + 1) + "0 0 99999999999999\n" +
+                                                 good.substr(good.find('\n', good.find('\0')) + 1))},
+      {"a count past 2^64", resealed(good.substr(0, good.find('\0') + 1) + "0 0 999999999999999999999999\n" +
+                                     good.substr(good.find('\n', good.find('\0')) + 1))},
+      {"nanoseconds out of range", with_racy_from(good, {0, 1'000'000'000})},
+      {"records out of order", [&] {
+         std::string s = poisoned;
+         auto a = s.find(std::string("a.txt") + '\0');
+         s.replace(a, 5, "z.txt");
+         return resealed(s);
+       }()},
+  };
+  for (std::size_t cut = 0; cut < good.size(); cut += 7) bad.push_back({fmt::format("cut at {}", cut), good.substr(0, cut)});
+  for (const auto& [what, bytes] : bad) {
+    INFO(what);
+    TreeStatCache c;
+    c.previous = bytes;
+    auto t2 = scan_local_tree(d / "proj", "--source", &c);
+    REQUIRE(t2);
+    CHECK_FALSE(c.previous_valid);
+    CHECK(c.reused == 0);
+    CHECK(t2->content_hash == tree->content_hash);
+  }
+  // Another folder's cache (same names, same content) is not this one's.
+  TreeStatCache other;
+  other.previous = good;
+  auto t3 = scan_local_tree(d / "other", "--source", &other);
+  REQUIRE(t3);
+  CHECK_FALSE(other.previous_valid);
+  CHECK(t3->content_hash == tree->content_hash);
+  // The same cache, whole: every record is used.
+  TreeStatCache same;
+  same.previous = good;
+  REQUIRE(scan_local_tree(d / "proj", "--source", &same));
+  CHECK(same.previous_valid);
+  CHECK(same.reused == 2);
+}
+
+// ---- copies of what changed (issue 48 §2) ------------------------------------------------------
+
+namespace {
+
+// Every entry of a folder, as it is: path → "file <mode> <content>", "link <target>", "dir".
+std::map<std::string, std::string> listing(const fs::path& root) {
+  std::map<std::string, std::string> out;
+  for (auto it = fs::recursive_directory_iterator(root); it != fs::recursive_directory_iterator(); ++it) {
+    std::string rel = it->path().lexically_relative(root).generic_string();
+    auto st = it->symlink_status();
+    if (fs::is_symlink(st)) out[rel] = "link " + fs::read_symlink(it->path()).string();
+    else if (fs::is_directory(st)) out[rel] = "dir";
+    else out[rel] = fmt::format("file {:o} {}", static_cast<unsigned>(st.permissions()), t::read_file(it->path()));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("local tree: a new copy starts from the previous one and equals a fresh copy", "[source][local]") {
+  t::TempDir d;
+  d.write("proj/CMakeLists.txt", "project(x)\n");
+  d.write("proj/csrc/k.cu", "__global__ void k() {}\n");
+  d.write("proj/csrc/k.h", "#pragma once\n");
+  d.write("proj/gone/only.txt", "removed later\n");
+  d.write("proj/tools/gen.sh", "#!/bin/sh\n");
+  fs::create_symlink("csrc/k.h", d / "proj/alias.h");
+  fs::path proj = d / "proj";
+  std::this_thread::sleep_for(std::chrono::milliseconds(2100));  // the first copy's records trusted later
+  auto tree = scan_local_tree(proj);
+  REQUIRE(tree);
+  archbuild::source::CopyReuse first;
+  REQUIRE(copy_local_tree(*tree, d / "src/one", {}, &first));
+  CHECK_FALSE(first.reused);
+  REQUIRE_FALSE(first.cache.next.empty());
+  std::this_thread::sleep_for(std::chrono::milliseconds(2100));
+
+  // The build wrote into its copy: a generated file, an edited source, a folder of outputs.
+  d.write("src/one/generated.py", "VERSION = 1\n");
+  d.write("src/one/csrc/k.h", "#pragma once // the build wrote here\n");
+  d.write("src/one/build/obj/k.o", "object\n");
+  // The user's edits: a kernel, the exec bit, a deletion, a new file, a link retargeted, a file
+  // where a folder was.
+  d.write("proj/csrc/k.cu", "__global__ void q() {}\n");
+  fs::permissions(proj / "CMakeLists.txt", fs::perms::owner_exec, fs::perm_options::add);
+  fs::remove_all(proj / "gone");
+  d.write("proj/gone", "a file now\n");
+  d.write("proj/csrc/new.cu", "// new\n");
+  fs::remove(proj / "alias.h");
+  fs::create_symlink("csrc/k.cu", proj / "alias.h");
+  auto edited = scan_local_tree(proj);
+  REQUIRE(edited);
+
+  archbuild::source::CopyReuse second;
+  second.previous = d / "src/one";
+  second.cache.previous = first.cache.next;
+  auto copied = copy_local_tree(*edited, d / "src/two", {}, &second);
+  REQUIRE(copied);
+  CHECK(second.reused);
+  CHECK(second.cache.previous_valid);
+  CHECK_FALSE(fs::exists(d / "src/one"));  // moved, not copied
+  CHECK_FALSE(fs::exists(d / "src/two.partial"));
+  // Kept: tools/gen.sh (unchanged, untouched). Written: CMakeLists.txt (mode), csrc/k.cu, csrc/k.h
+  // (the build's write), csrc/new.cu, gone, alias.h. Removed: generated.py, build/obj/k.o,
+  // gone/only.txt.
+  CHECK(second.kept == 1);
+  CHECK(second.written == 6);
+  CHECK(second.removed == 3);
+  // What a fresh copy of the same content holds, exactly.
+  REQUIRE(copy_local_tree(*edited, d / "fresh"));
+  CHECK(listing(d / "src/two") == listing(d / "fresh"));
+  auto again = scan_local_tree(d / "src/two");
+  REQUIRE(again);
+  CHECK(again->content_hash == edited->content_hash);
+
+  // A damaged stat cache of the earlier copy: every file written again, the same result.
+  archbuild::source::CopyReuse third;
+  third.previous = d / "src/two";
+  third.cache.previous = std::string("damaged");
+  REQUIRE(copy_local_tree(*edited, d / "src/three", {}, &third));
+  CHECK(third.reused);
+  CHECK_FALSE(third.cache.previous_valid);
+  CHECK(third.kept == edited->entries.size());  // each file read and found equal: nothing written
+  CHECK(third.written == 0);
+  CHECK(listing(d / "src/three") == listing(d / "fresh"));
+
+  // An earlier copy that is gone: a fresh copy.
+  archbuild::source::CopyReuse fourth;
+  fourth.previous = d / "src/none";
+  REQUIRE(copy_local_tree(*edited, d / "src/four", {}, &fourth));
+  CHECK_FALSE(fourth.reused);
+  CHECK(listing(d / "src/four") == listing(d / "fresh"));
 }

@@ -15,6 +15,7 @@
 #include "store/layout.hpp"
 #include "store/lock.hpp"
 #include "store/maintenance.hpp"
+#include "store/tree_cache.hpp"
 #include "store/wheels.hpp"
 #include "support/tempdir.hpp"
 
@@ -503,4 +504,31 @@ TEST_CASE("stats, gc and clear", "[store]") {
   busy_lock->release();
   REQUIRE(clear(layout));
   CHECK_FALSE(fs::exists(layout.build_dir(busy_key)));
+}
+
+TEST_CASE("hostile/stat cache file: read only as a bounded regular file, written atomically", "[store]") {
+  archbuild::test::TempDir tmp;
+  archbuild::store::Layout layout(tmp / "cache");
+  const std::filesystem::path root = "/some/tree";
+  const auto file = layout.tree_stat_cache(root);
+  CHECK(file.parent_path() == tmp / "cache/trees");
+  CHECK(file.filename().string().size() == 24 + 5);
+  CHECK(layout.tree_stat_cache("/some/other") != file);
+  CHECK_FALSE(archbuild::store::read_tree_stat_cache(layout, root));  // none yet
+  REQUIRE(archbuild::store::write_tree_stat_cache(layout, root, std::string("a\0b", 3)));
+  CHECK(archbuild::store::read_tree_stat_cache(layout, root) == std::string("a\0b", 3));
+  // A FIFO, a folder, something too large: no cache, at once.
+  std::filesystem::remove(file);
+  REQUIRE(::mkfifo(file.c_str(), 0644) == 0);
+  CHECK_FALSE(archbuild::store::read_tree_stat_cache(layout, root));
+  std::filesystem::remove(file);
+  std::filesystem::create_directories(file);
+  CHECK_FALSE(archbuild::store::read_tree_stat_cache(layout, root));
+  std::filesystem::remove(file);
+  {
+    std::ofstream big(file, std::ios::binary);
+    big.seekp((64 << 20) + 1);
+    big.put('x');
+  }
+  CHECK_FALSE(archbuild::store::read_tree_stat_cache(layout, root));
 }
