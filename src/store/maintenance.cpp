@@ -9,6 +9,7 @@
 #include "store/atomic_file.hpp"
 #include "store/key_record.hpp"
 #include "store/lock.hpp"
+#include "store/tree_cache.hpp"
 
 namespace fs = std::filesystem;
 
@@ -234,6 +235,24 @@ Result<Removal> gc(const Layout& layout, const GcOptions& options) {
       if (t && options.now - *t < options.temp_age) continue;
       remove_path(e.path(), r);
     }
+  // trees/ holds accelerators only (a missing one costs one full read of its folder, or a whole
+  // copy): a .last naming a key whose checkout is gone goes, and so does any file there untouched
+  // for keep_unfinished (a folder no longer built from, a checkout gc removed); temps by age.
+  for (const auto& e : entries(layout.trees_dir())) {
+    const auto name = e.path().filename().string();
+    const auto t = mtime(e.path());
+    if (is_temp_name(name)) {
+      if (!t || options.now - *t >= options.temp_age) remove_path(e.path(), r);
+      continue;
+    }
+    bool stale = !t || options.now - *t >= options.keep_unfinished;
+    if (!stale && e.path().extension() == ".last") {
+      auto key = read_last_checkout_file(e.path());
+      std::error_code ec;
+      stale = !key || !fs::is_directory(layout.source_dir(*key), ec);
+    }
+    if (stale) remove_path(e.path(), r);
+  }
   return r;
 }
 

@@ -47,11 +47,12 @@ struct GcOptions {
   std::filesystem::file_time_type now = std::filesystem::file_time_type::clock::now();
 };
 
-// - finished keys (manifest with a wheel): src/<key> and build/<key> go (a key's tree is never
-//   reused by another key; the compiler cache keeps rebuilds fast), and their stamps are cleared
-//   so a rebuild (after the wheel goes missing) starts from fetch;
+// - finished keys (manifest with a wheel): src/<key> and build/<key> go (the compiler cache keeps
+//   rebuilds fast; the next key of a local folder then copies it whole), and their stamps are
+//   cleared so a rebuild (after the wheel goes missing) starts from fetch;
 // - unfinished keys older than keep_unfinished: everything of the key;
-// - wheels no manifest refers to; temp leftovers older than temp_age.
+// - wheels no manifest refers to; temp leftovers older than temp_age;
+// - trees/: a .last naming a key whose checkout is gone, any file untouched for keep_unfinished.
 // Mirrors (git/), ccache/ and lock files stay.
 Result<Removal> gc(const Layout& layout, const GcOptions& options = {});
 

@@ -50,7 +50,11 @@ std::optional<std::string> read_tree_stat_cache(const Layout& layout, const std:
 }
 
 std::optional<std::string> read_last_checkout(const Layout& layout, const std::filesystem::path& canonical_root) {
-  auto bytes = read_bounded(layout.tree_last_checkout(canonical_root), 256);
+  return read_last_checkout_file(layout.tree_last_checkout(canonical_root));
+}
+
+std::optional<std::string> read_last_checkout_file(const std::filesystem::path& file) {
+  auto bytes = read_bounded(file, 256);
   if (!bytes) return std::nullopt;
   while (!bytes->empty() && bytes->back() == '\n') bytes->pop_back();
   if (!Layout::valid_name(*bytes)) return std::nullopt;

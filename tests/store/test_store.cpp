@@ -449,6 +449,12 @@ TEST_CASE("stats, gc and clear", "[store]") {
   tmp.write("cache/wheels/.incoming.whl.tmp-abcdef", "partial");
   tmp.write("cache/src/." + old_key + ".tmp-xyz/half", "half");
   tmp.write("cache/git/0123.git/HEAD", "ref: refs/heads/main\n");
+  // trees/: the last checkout of a local folder (the unfinished old key's, whose checkout the
+  // first gc keeps; and the finished key's, whose checkout it removes), a folder's stat cache.
+  REQUIRE(write_last_checkout(layout, "/work/mine", old_key));
+  REQUIRE(write_last_checkout(layout, "/work/theirs", done_key));
+  REQUIRE(write_tree_stat_cache(layout, "/work/mine", "cache bytes"));
+  tmp.write("cache/trees/.x.stat.tmp-abcdef", "partial");
 
   auto s = stats(layout);
   REQUIRE(s);
@@ -477,6 +483,10 @@ TEST_CASE("stats, gc and clear", "[store]") {
   CHECK(fs::exists(layout.build_dir(busy_key)));
   CHECK(fs::exists(layout.wheels_dir() / ".incoming.whl.tmp-abcdef"));
   CHECK(g1->bytes_freed >= 8);
+  CHECK(read_last_checkout(layout, "/work/mine") == old_key);  // its checkout is there
+  CHECK_FALSE(fs::exists(layout.tree_last_checkout("/work/theirs")));  // its checkout went
+  CHECK(fs::exists(layout.tree_stat_cache("/work/mine")));
+  CHECK(fs::exists(layout.trees_dir() / ".x.stat.tmp-abcdef"));
 
   // gc a month later: the old unfinished key, the orphan wheel and the temps go; the busy key stays.
   GcOptions later;
@@ -491,6 +501,9 @@ TEST_CASE("stats, gc and clear", "[store]") {
   CHECK(fs::exists(stored->path));
   CHECK(fs::exists(layout.build_dir(busy_key)));
   CHECK(fs::exists(layout.git_dir() / "0123.git"));
+  CHECK_FALSE(fs::exists(layout.tree_last_checkout("/work/mine")));
+  CHECK_FALSE(fs::exists(layout.tree_stat_cache("/work/mine")));  // untouched for a month
+  CHECK_FALSE(fs::exists(layout.trees_dir() / ".x.stat.tmp-abcdef"));
 
   // clear: everything except what the running build holds (and lock files).
   auto c = clear(layout);
