@@ -109,8 +109,8 @@ struct LocalCopy {
 
 // The key's copy of a local tree, starting from the checkout of the key last copied from the same
 // folder (trees/<hash>.last) when that key is not being built now (its lock, not waited for):
-// its checkout is moved here and only what differs is written (issue 48). Its own stat cache says
-// what its files hold; the key's copy records one for the next key.
+// its checkout is moved here and only what differs is written (docs/architecture.md, "A local
+// tree"). Its own stat cache says what its files hold; the key's copy records one for the next key.
 Result<LocalCopy> copy_from_previous(Context& ctx, const source::LocalTree& tree) {
   LocalCopy out;
   source::CopyReuse reuse;
