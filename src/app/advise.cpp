@@ -52,7 +52,7 @@ std::vector<std::string> library_lines(const plan::Resolution& r, const Facts& d
   auto facts = prepare::gather_libraries(r, data.library_specs(), {}, {});
   if (!facts) return {"libraries not probed: " + facts.error().message};
   plan::PlanOptions po;
-  po.library_specs = data.library_specs();
+  po.library_specs = &data.library_specs();
   po.library_facts = std::move(*facts);
   auto draft = plan::make_plan(r, po);
   if (!draft) return {"libraries not planned: " + draft.error().message};
@@ -281,7 +281,21 @@ Exit InstallAnswer::exit() const {
   return advice.fits() ? Exit::ok : Exit::not_fine;
 }
 
-InstallAnswer advise_install(const HostTargets& h, const std::string& pip, const Facts& facts) {
+namespace {
+// The mirror's view for the targets' CCs, each once (mirror::advise_view).
+mirror::ViewAdvice view_for(const std::vector<doctor::Target>& targets, const std::string& url, const std::string& pip,
+                            const Facts& facts) {
+  std::vector<arch::Cc> ccs;
+  for (const auto& t : targets)
+    if (std::find(ccs.begin(), ccs.end(), t.cc) == ccs.end()) ccs.push_back(t.cc);
+  auto advice = mirror::advise_view(url, ccs, pip, facts.arch());
+  if (!advice) throw Failure(advice.error().with_context("--mirror"));
+  return std::move(*advice);
+}
+}  // namespace
+
+InstallAnswer advise_install(const HostTargets& h, const std::string& pip, const Facts& facts,
+                             const std::string& mirror_url) {
   doctor::InstallQuery q;
   q.targets = h.targets;
   q.driver = h.driver;
@@ -296,27 +310,26 @@ InstallAnswer advise_install(const HostTargets& h, const std::string& pip, const
       q, make_build_advisor(facts, std::nullopt, h.platform_is_this_machine ? "" : h.platform->name, h.jetpack,
                             h.jetpack_missing));
   if (!h.jetpack_other.empty()) advice.notes.push_back(h.jetpack_other);
-  return {h, std::move(advice)};
+  InstallAnswer out{h, std::move(advice), std::nullopt};
+  if (!mirror_url.empty() && !h.targets.empty()) out.mirror = view_for(h.targets, mirror_url, pip, facts);
+  return out;
 }
 
-InstallAnswer advise_install(const TargetArgs& args, const std::string& pip, const Facts& facts) {
-  return advise_install(gather_targets(args, facts), pip, facts);
+InstallAnswer advise_install(const TargetArgs& args, const std::string& pip, const Facts& facts,
+                             const std::string& mirror_url) {
+  return advise_install(gather_targets(args, facts), pip, facts, mirror_url);
 }
 
 namespace {
 // The findings that say the torch cannot run on a target: what a GPU view of a mirror answers.
 bool cannot_run(const doctor::Finding& fd) { return fd.id == "no-kernel-image" || fd.id == "cpu-only"; }
 
-void mirror_fixes(Diagnosis& d, const std::string& url) {
-  std::vector<arch::Cc> ccs;
-  for (const auto& t : d.facts.targets)
-    if (std::find(ccs.begin(), ccs.end(), t.cc) == ccs.end()) ccs.push_back(t.cc);
-  auto advice = mirror::advise_view(url, ccs, d.facts.pip);
-  if (!advice) throw Failure(advice.error().with_context("--mirror"));
-  d.mirror = std::move(*advice);
+void mirror_fixes(Diagnosis& d, const std::string& url, const Facts& facts) {
+  d.mirror = view_for(d.facts.targets, url, d.facts.pip, facts);
   const auto& m = *d.mirror;
   std::vector<std::string> cc_names;
-  for (auto c : ccs) cc_names.push_back(c.str());
+  for (const auto& t : d.facts.targets)
+    if (std::find(cc_names.begin(), cc_names.end(), t.cc.str()) == cc_names.end()) cc_names.push_back(t.cc.str());
   for (auto& fd : d.report->findings) {
     if (!cannot_run(fd)) continue;
     if (!m.ok) {
@@ -368,7 +381,7 @@ Diagnosis diagnose(const std::string& python_arg, const TargetArgs& args, const 
                             h.jetpack_missing));
   if (!h.jetpack_other.empty()) d.report->notes.push_back(h.jetpack_other);
   if (!mirror_url.empty() && std::any_of(d.report->findings.begin(), d.report->findings.end(), cannot_run))
-    mirror_fixes(d, mirror_url);
+    mirror_fixes(d, mirror_url, facts);
   return d;
 }
 

@@ -64,12 +64,18 @@ doctor::BuildAdvisor make_build_advisor(const Facts& facts, std::optional<Versio
 struct InstallAnswer {
   HostTargets host;
   doctor::InstallAdvice advice;
+  // Asked only where a mirror was given and there are targets: the mirror's view for them.
+  std::optional<mirror::ViewAdvice> mirror;
   // 0 an official wheel fits, 1 only a build helps, 3 no target.
   Exit exit() const;
 };
 // `pip`: how the commands call pip ("pip", "PY -m pip"); the releases and toolchains: `facts`'.
-InstallAnswer advise_install(const TargetArgs& args, const std::string& pip, const Facts& facts);
-InstallAnswer advise_install(const HostTargets& host, const std::string& pip, const Facts& facts);
+// `mirror_url`: an archbuild mirror (docs/mirror.md; empty: none) whose GPU view for the targets
+// is named; one that cannot be read is its error (a Failure).
+InstallAnswer advise_install(const TargetArgs& args, const std::string& pip, const Facts& facts,
+                             const std::string& mirror_url = "");
+InstallAnswer advise_install(const HostTargets& host, const std::string& pip, const Facts& facts,
+                             const std::string& mirror_url = "");
 
 // doctor: the torch of `python` against the targets; without a torch, install advice instead.
 struct Diagnosis {

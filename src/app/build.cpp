@@ -46,7 +46,8 @@ Result<nlohmann::json> validate_built(const std::filesystem::path& wheel, const 
                                       const Show& show, bool pulled = false) {
   const auto& res = plan->resolution;
   validate::ValidateOptions o;
-  o.libraries = s.facts().wheel_libraries();
+  o.libraries = &s.facts().wheel_libraries();
+  o.host_dirs = s.facts().host_library_dirs();
   o.module = res.recipe.module;
   auto plus = plan->version.find('+');
   if (plus != std::string::npos) o.expected_label = plan->version.substr(plus + 1);
@@ -242,7 +243,7 @@ BuildOutcome build(const BuildArgs& args, const plan::Resolution& resolved, cons
       note(s, "library " + plan::describe(c));
 
   stages::PipelineOptions opts;
-  opts.libraries = s.facts().wheel_libraries();
+  opts.libraries = &s.facts().wheel_libraries();
   opts.out_dir = std::filesystem::absolute(args.out);
   opts.offline = args.offline;
   opts.compiler_cache = compiler_cache(args.compiler_cache, layout);

@@ -50,6 +50,11 @@ const std::vector<toolchain::Toolchain>& Facts::toolchains() const {
   return *toolchains_;
 }
 
+const toolchain::HostLibraryDirs& Facts::host_library_dirs() const {
+  if (!host_library_dirs_) host_library_dirs_ = toolchain::host_library_dirs(platforms(), jetpacks());
+  return *host_library_dirs_;
+}
+
 recipe::Search Facts::search() const { return recipe::Search{{root_ / "recipes"}, &arch()}; }
 
 const std::vector<recipe::Recipe>& Facts::recipes() const {

@@ -38,6 +38,9 @@ class Facts {
   const std::vector<recipe::LibrarySpec>& library_specs() const;
   // data/validate/libraries.toml: where a wheel's libraries come from (its closure, its layout).
   const validate::LibraryFacts& wheel_libraries() const;
+  // This machine's library folders (its multiarch name, its default platform's toolkit targets/),
+  // from the platforms and JetPacks above.
+  const toolchain::HostLibraryDirs& host_library_dirs() const;
   // Where recipe names are looked up, with this data's GPUs to check arch lists against.
   recipe::Search search() const;
   // How many times each file set was read (a test checks "once").
@@ -56,6 +59,7 @@ class Facts {
   mutable std::optional<doctor::Releases> releases_;
   mutable std::optional<std::vector<recipe::LibrarySpec>> library_specs_;
   mutable std::optional<validate::LibraryFacts> wheel_libraries_;
+  mutable std::optional<toolchain::HostLibraryDirs> host_library_dirs_;
   mutable Reads reads_;
 };
 

@@ -326,7 +326,7 @@ prepare::Request prepare_request(const ResolveArgs& a, const plan::PlanOptions& 
   q.allow_release_mismatch = a.allow_release_mismatch;
   if (auto lines = plan::select_recipes(std::nullopt, facts.recipes(), facts.search()))
     for (const auto& r : *lines) q.recipe_lines.push_back(r.version);
-  q.library_specs = facts.library_specs();
+  q.library_specs = &facts.library_specs();
   return q;
 }
 

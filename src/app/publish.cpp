@@ -40,7 +40,8 @@ Result<Ok> check_pulled(const remote::Pulled& p, const std::string& key, const F
   auto targets = arch::parse_arch_list(arch_list, facts.arch());
   if (arch_list.empty() || !targets) return refuse(fmt::format("its manifest's arch_list {} names no targets", text::quoted(arch_list)));
   validate::ValidateOptions o;
-  o.libraries = facts.wheel_libraries();
+  o.libraries = &facts.wheel_libraries();
+  o.host_dirs = facts.host_library_dirs();
   o.preset = {not_run("import", "not run: publish checks what needs no interpreter"),
               not_run("smoke-run", "not run: publish checks what needs no GPU")};
   if (p.manifest.contains("portability") && p.manifest["portability"].is_object()) o.portability = p.manifest["portability"];
@@ -90,7 +91,7 @@ StorePublish publish_from_store(const StoreArgs& args, const std::vector<std::st
     out.keys.push_back({key, pulled->filename, pulled->digest, pulled->signed_by});
     files.push_back(pulled->wheel);
   }
-  auto published = mirror::publish(mirror_dir, files, options);
+  auto published = mirror::publish(mirror_dir, files, s.facts().arch(), options);
   if (!published) throw Failure(published.error());
   out.published = std::move(*published);
   return out;

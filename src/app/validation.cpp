@@ -8,6 +8,9 @@
 #include "arch/arch_data.hpp"
 #include "core/data_dir.hpp"
 #include "core/text.hpp"
+#include "recipe/recipe.hpp"
+#include "validate/installed.hpp"
+#include "core/path_kind.hpp"
 #include "doctor/releases.hpp"
 #include "run/capture.hpp"
 #include "run/interrupt.hpp"
@@ -131,5 +134,112 @@ void import_beside_torch(const plan::Plan& plan, validate::ImportSetup& imp) {
   const auto& rc = plan->resolution.recipe;
   if (!rc.cuda_op.empty()) imp.script_args.insert(imp.script_args.end(), {"--op-what", rc.cuda_op_what, "--op", rc.cuda_op});
 }
+
+namespace {
+
+validate::Check skipped(const char* name, std::string why, bool missing) {
+  validate::Check c;
+  c.name = name;
+  c.status = validate::Status::skip;
+  c.summary = std::move(why);
+  c.missing_tool = missing;
+  return c;
+}
+
+// The recipe's import name for this distribution, when a shipped recipe builds it.
+std::optional<std::string> recipe_module(const std::string& distribution, const Facts& facts) {
+  for (const auto& r : facts.recipes())
+    if (!r.module.empty() && validate::normalize_name(r.package) == validate::normalize_name(distribution))
+      return r.module;
+  return std::nullopt;
+}
+
+Validated validate_installed_here(const ValidateRequest& a, const std::vector<arch::Arch>& targets, const Session& s) {
+  validate::InstalledOptions o;
+  o.libraries = &s.facts().wheel_libraries();
+  o.host_dirs = s.facts().host_library_dirs();
+  auto py = find_python(a.python, std::nullopt);
+  if (!py) throw Failure(py.error());
+  o.python = *py;
+  if (!a.module.empty()) o.module = a.module;
+  else o.module = recipe_module(a.installed, s.facts());
+  if (!a.no_import) {
+    o.script = import_script();
+    o.gpus = host_gpus(s.facts().arch());
+  }
+  if (!a.cuda.empty()) o.cuda = cuda_release(a.cuda)->str();
+  auto report = validate::validate_installed(a.installed, targets, o, capture_exec()).take();
+  if (a.no_import) {
+    validate::Check c = skipped("import", "not run (--no-import)", false);
+    report.add(c);
+  }
+  return {std::move(report), targets, a.installed + " (installed)"};
+}
+
+}  // namespace
+
+Validated validate_here(const ValidateRequest& a, const Session& s) {
+  auto targets = sm_targets(a.sm, s.facts().arch()).take();
+  tmpdir_rule().take();
+  if (a.wheel.empty() == a.installed.empty())
+    throw Failure(Error::bad_input("give either WHEEL or --installed DIST (not both)"));
+  if (!a.installed.empty()) return validate_installed_here(a, targets, s);
+  auto cuda = cuda_release(a.cuda);
+  fs::path wheel = a.wheel;
+  // Said by what the path is (a folder, a FIFO, a device), before anything is opened or run.
+  paths::expect_regular_file(wheel, "validate: wheel").take();
+
+  auto parsed = validate::parse_wheel_name(wheel.filename().string());
+  std::optional<validate::WheelName> name;
+  if (parsed) name = *parsed;
+
+  validate::ValidateOptions opts;
+  opts.libraries = &s.facts().wheel_libraries();
+  opts.host_dirs = s.facts().host_library_dirs();
+  if (!a.module.empty())
+    opts.module = a.module;
+  else if (name)
+    opts.module = recipe_module(name->distribution, s.facts());
+
+  bool need_gpus = !a.no_import || !a.no_smoke;
+  validate::Gpus gpus;
+  if (need_gpus) gpus = host_gpus(s.facts().arch());
+
+  if (a.no_import) {
+    opts.preset.push_back(skipped("import", "not run (--no-import)", false));
+  } else if (auto py = find_python(a.python, name ? validate::wheel_python(*name) : std::nullopt); !py) {
+    opts.preset.push_back(skipped("import", py.error().message, true));
+  } else {
+    validate::ImportSetup imp;
+    imp.python = *py;
+    imp.script = import_script();
+    imp.gpus = gpus;
+    opts.import_test = imp;
+  }
+
+  if (a.no_smoke) {
+    opts.preset.push_back(skipped("smoke", "not run (--no-smoke)", false));
+  } else {
+    // The wheel's own CUDA (its +cuXYZ label) is preferred: the smoke kernel then tests the
+    // toolkit the wheel was built with.
+    bool preference = !cuda;
+    if (!cuda && name) {
+      auto label = validate::parse_label(name->local_label());
+      if (label.cuda) cuda = Version::parse(*label.cuda);
+    }
+    auto setup = smoke_setup(targets, cuda, preference, s);
+    if (!setup) {
+      if (setup.error().exit != Exit::missing_tool) throw Failure(setup.error());
+      opts.preset.push_back(skipped("smoke", "no nvcc for the smoke kernel: " + setup.error().message, true));
+    } else {
+      setup->gpus = gpus;
+      opts.smoke = *setup;
+    }
+  }
+
+  auto report = validate::validate_wheel(wheel, targets, opts, capture_exec()).take();  // unreadable: exit 2
+  return {std::move(report), targets, wheel.filename().string()};
+}
+
 
 }  // namespace archbuild::app

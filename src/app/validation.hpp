@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "arch/compat.hpp"
+
 #include "app/session.hpp"
 #include "core/version.hpp"
 #include "plan/plan.hpp"
@@ -41,5 +43,24 @@ Result<std::filesystem::path> find_python(const std::string& python, const std::
 // operation ([validate] cuda_op) run on a GPU. Nothing for a build without installed wheels
 // beyond the recipe's operation.
 void import_beside_torch(const plan::Plan& plan, validate::ImportSetup& imp);
+
+// `archbuild validate`: a wheel file, or a distribution installed in an interpreter, proven on
+// this host (the options of validate/ assembled here: the session's library facts and library
+// folders, the recipe's import name, the interpreter, this host's GPUs, the smoke kernel's toolkit).
+struct ValidateRequest {
+  std::string wheel;                  // WHEEL
+  std::string installed;              // --installed DIST (instead of WHEEL)
+  std::vector<std::string> sm;        // --sm
+  std::string python, module, cuda;   // --python, --module, --cuda
+  bool no_import = false, no_smoke = false;
+};
+struct Validated {
+  validate::Report report;
+  std::vector<arch::Arch> targets;
+  std::string subject;  // the wheel's file name, or "DIST (installed)"
+};
+// Bad options and an unreadable wheel throw Failure (exit 2) before anything runs; a missing
+// interpreter or nvcc is a skipped check (missing_tool), not an error.
+Validated validate_here(const ValidateRequest& q, const Session& s);
 
 }  // namespace archbuild::app

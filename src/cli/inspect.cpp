@@ -12,8 +12,7 @@
 #include "arch/arch_data.hpp"
 #include "arch/parse.hpp"
 #include "binary/inspect.hpp"
-#include "app/inputs.hpp"
-#include "app/torch.hpp"
+#include "app/inspect.hpp"
 #include "cli/context.hpp"
 #include "core/heap.hpp"
 #include "core/path_kind.hpp"
@@ -26,13 +25,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct InspectArgs {
-  std::vector<std::string> paths;
-  std::vector<std::string> sm;
-  std::string python;
-  bool verify = false;
-  unsigned threads = 0;
-};
+using InspectArgs = app::InspectRequest;
 
 std::vector<std::string> names_of(const std::vector<binary::ImageCount>& images, binary::EntryKind kind) {
   std::vector<std::string> out;
@@ -276,31 +269,11 @@ void run_inspect(const InspectArgs& args, Context& ctx) {
   // time on libcufft (core/heap.hpp). Only the commands that read large binaries do this: a
   // compile launcher would pay a 2 MiB page's zeroing for a few KiB of heap.
   use_huge_pages_for_heap();
-  std::vector<arch::Cc> targets;  // bad --sm: exit 2 before any file is read
-  if (!args.sm.empty())
-    targets = validate::target_ccs(app::sm_targets(args.sm, ctx.facts().arch()).take());
-
-  std::vector<fs::path> inputs(args.paths.begin(), args.paths.end());
-  if (!args.python.empty()) inputs.push_back(app::torch_lib_dir(args.python));
-  if (inputs.empty())
-    throw Failure(Error::bad_input("inspect: nothing to inspect (give a file, a wheel, a directory or --python PY)"));
-
-  binary::InspectOptions options;
-  options.verify = args.verify;
-  options.threads = args.threads;
-  std::vector<binary::FileReport> files;
-  std::vector<std::string> skipped;
-  for (const auto& in : inputs) {
-    auto got = binary::inspect_path(in, options).take();  // malformed or unreadable: exit 2
-    for (auto& f : got.files) files.push_back(std::move(f));
-    for (auto& s : got.skipped) skipped.push_back(std::move(s));
-  }
-
-  std::optional<validate::Coverage> cov;
-  if (!targets.empty()) cov = validate::coverage(files, targets);
-
-  std::size_t problems = 0;
-  for (const auto& f : files) problems += f.problems.size();
+  auto got = app::inspect(args, ctx);
+  const auto& files = got.files;
+  const auto& skipped = got.skipped;
+  const auto& cov = got.coverage;
+  const std::size_t problems = got.problems;
 
   if (ctx.json) {
     nlohmann::json jfiles = nlohmann::json::array();
@@ -334,23 +307,7 @@ void run_inspect(const InspectArgs& args, Context& ctx) {
     return;
   }
   if (cov && !cov->covered) {
-    // One line naming each uncovered target and (the first few of) the files that lack it.
-    std::vector<std::string> missing;
-    for (const auto& t : cov->targets) {
-      if (t.covered) continue;
-      std::vector<std::string> lacking;
-      for (const auto& fv : t.files)
-        if (fv.verdict.result == arch::RunResult::no_kernel_image)
-          lacking.push_back(fs::path(fv.path).filename().string());
-      std::string who = text::join(
-          std::vector<std::string>(lacking.begin(), lacking.begin() + std::min<std::size_t>(3, lacking.size())), ", ");
-      if (lacking.size() > 3) who += fmt::format(" and {} more", lacking.size() - 3);
-      missing.push_back(fmt::format("{} in {}", t.cc.str(), who));
-    }
-    if (cov->files_with_device_code == 0)
-      error_line(ctx, "not covered: no input carries device code");
-    else
-      error_line(ctx, fmt::format("not covered: no kernel image for {} (see DETAIL)", text::join(missing, "; ")));
+    error_line(ctx, "not covered: " + got.not_covered);
     ctx.exit = Exit::not_fine;
   }
 }

@@ -203,17 +203,9 @@ struct InstallArgs {
 
 void run_install_command(const InstallArgs& a, Context& ctx) {
   const std::string pip = a.python.empty() ? "pip" : a.python + " -m pip";
-  const app::InstallAnswer answer = app::advise_install(a.targets, pip, ctx.facts());
   const std::string mirror_url = mirror_url_of(a.mirror);
-  std::optional<mirror::ViewAdvice> from_mirror;
-  if (!mirror_url.empty() && !answer.host.targets.empty()) {
-    std::vector<arch::Cc> ccs;
-    for (const auto& t : answer.host.targets)
-      if (std::find(ccs.begin(), ccs.end(), t.cc) == ccs.end()) ccs.push_back(t.cc);
-    auto advice = mirror::advise_view(mirror_url, ccs, pip);
-    if (!advice) throw Failure(advice.error().with_context("--mirror"));
-    from_mirror = std::move(*advice);
-  }
+  const app::InstallAnswer answer = app::advise_install(a.targets, pip, ctx.facts(), mirror_url);
+  const std::optional<mirror::ViewAdvice>& from_mirror = answer.mirror;
   if (ctx.json) {
     auto doc = install_advice_json(answer);
     if (from_mirror) {

@@ -31,66 +31,12 @@ struct PublishArgs {
   bool rebuild_views = false;
 };
 
-std::string file_url(const std::filesystem::path& p) {
-  return "file://" + std::filesystem::absolute(p).lexically_normal().string();
-}
-
-// For the projects just published: each GPU view's pip command, and what plain simple/ (every
-// build) gives `pip install NAME==V`: the highest local label (PEP 440), said with where it runs.
-struct ViewSummary {
-  nlohmann::json views = nlohmann::json::array();
-  nlohmann::json simple = nlohmann::json::array();
-  std::vector<std::string> lines;
-};
-
-ViewSummary summarise_views(const std::filesystem::path& dir, const std::vector<mirror::Published>& published) {
-  ViewSummary out;
-  auto m = mirror::read_manifest(dir).take();
-  std::set<std::string> projects;
-  std::map<std::pair<std::string, std::string>, bool> versions;  // project, public version
-  for (const auto& p : published) {
-    projects.insert(p.entry.project);
-    versions[{p.entry.project, mirror::public_version(p.entry.version)}] = true;
-  }
-  auto views = mirror::derive_views(m);
-  for (const auto& [pv, _] : versions) {
-    std::vector<mirror::Entry> same;
-    for (const auto& [file, e] : m.files)
-      if (e.project == pv.first && mirror::public_version(e.version) == pv.second) same.push_back(e);
-    const auto* pick = mirror::plain_pick(same);
-    if (!pick) continue;
-    std::vector<std::string> runs;
-    auto facts = mirror::GpuFacts::from_json(pick->gpu);
-    for (const auto& v : views)
-      if (facts && mirror::fit_on(*facts, v.cc) != mirror::Fit::none) runs.push_back(mirror::view_name(v.cc));
-    out.simple.push_back({{"project", pv.first}, {"version", pv.second}, {"picks", pick->file}, {"runs_on", runs}});
-    if (same.size() > 1)
-      out.lines.push_back(fmt::format(
-          "simple/ lists every build of {} {}; `pip install {}=={}` from it gets {} (the highest local label, PEP 440), "
-          "which runs on {}: install from the GPU's view below",
-          pv.first, pv.second, pv.first, pv.second, pick->file, runs.empty() ? "no GPU of a view" : text::join(runs, ", ")));
-  }
-  for (const auto& v : views) {
-    std::vector<std::string> here;
-    for (const auto& p : projects)
-      if (v.projects.count(p)) here.push_back(p);
-    if (here.empty()) continue;
-    auto url = file_url(dir / "gpu" / mirror::view_name(v.cc) / "simple");
-    std::vector<std::string> offered;
-    for (const auto& p : here)
-      for (const auto& e : v.projects.at(p)) offered.push_back(e.file);
-    out.views.push_back({{"sm", v.cc.str()}, {"view", mirror::view_name(v.cc)}, {"index_url", url}, {"files", offered}});
-    out.lines.push_back(fmt::format("{:<7} pip install --index-url {} {}", mirror::view_name(v.cc), url, text::join(here, " ")));
-  }
-  return out;
-}
-
 void run_publish(const PublishArgs& a, Context& ctx) {
   namespace fs = std::filesystem;
   fs::path dir = a.mirror;
   if (a.verify) {
     if (!a.wheels.empty()) throw Failure(Error::bad_input("--verify takes no wheel arguments"));
-    auto r = mirror::verify(dir).take();
+    auto r = mirror::verify(dir, ctx.facts().arch()).take();
     if (ctx.json) {
       auto j = mirror::to_json(r);
       j["mirror"] = fs::absolute(dir).string();
@@ -105,7 +51,7 @@ void run_publish(const PublishArgs& a, Context& ctx) {
   }
   if (a.rebuild_views) {
     if (!a.wheels.empty()) throw Failure(Error::bad_input("--rebuild-views takes no wheel arguments"));
-    auto written = mirror::rebuild_views(dir).take();
+    auto written = mirror::rebuild_views(dir, ctx.facts().arch()).take();
     if (ctx.json)
       print_json({{"mirror", fs::absolute(dir).string()}, {"views_written", written}});
     else
@@ -127,7 +73,7 @@ void run_publish(const PublishArgs& a, Context& ctx) {
     keys = std::move(from_store.keys);
     published = std::move(from_store.published);
   } else {
-    published = mirror::publish(dir, wheels, opts).take();
+    published = mirror::publish(dir, wheels, ctx.facts().arch(), opts).take();
   }
   if (ctx.json) {
     nlohmann::json files = nlohmann::json::array();
@@ -142,9 +88,9 @@ void run_publish(const PublishArgs& a, Context& ctx) {
                        {"url", "files/" + mirror::percent_encode(p.entry.file)}});
     nlohmann::json from_keys = nlohmann::json::array();
     for (const auto& k : keys) from_keys.push_back(k.to_json());
-    auto views = summarise_views(dir, published);
+    auto views = mirror::summarise_publish(dir, published, ctx.facts().arch()).take();
     print_json({{"mirror", fs::absolute(dir).string()},
-                {"index_url", file_url(dir / "simple")},
+                {"index_url", mirror::file_url_of(dir / "simple")},
                 {"files", files},
                 {"keys", from_keys},
                 {"views", views.views},
@@ -155,14 +101,7 @@ void run_publish(const PublishArgs& a, Context& ctx) {
                             k.signed_by.empty() ? "" : ", signed by " + k.signed_by));
     for (const auto& p : published)
       out(fmt::format("{:<9} {}  sha256 {}", p.added ? "added" : "unchanged", p.entry.file, p.entry.sha256));
-    auto views = summarise_views(dir, published);
-    for (const auto& l : views.lines) note(ctx, l);
-    if (views.views.empty()) {
-      std::set<std::string> names;
-      for (const auto& p : published) names.insert(p.entry.project);
-      note(ctx, fmt::format("no GPU view offers it (no device code): pip install --index-url {} {}", file_url(dir / "simple"),
-                            text::join(std::vector<std::string>(names.begin(), names.end()), " ")));
-    }
+    for (const auto& l : mirror::summarise_publish(dir, published, ctx.facts().arch()).take().lines) note(ctx, l);
   }
 }
 

@@ -10,13 +10,10 @@
 
 #include "arch/arch_data.hpp"
 #include "cli/context.hpp"
-#include "app/inputs.hpp"
+#include "app/validation.hpp"
 #include "cli/validate_common.hpp"
 #include "core/heap.hpp"
-#include "core/path_kind.hpp"
 #include "core/text.hpp"
-#include "recipe/recipe.hpp"
-#include "validate/installed.hpp"
 
 namespace archbuild::cli {
 
@@ -24,33 +21,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct ValidateArgs {
-  std::string wheel;
-  std::string installed;
-  std::vector<std::string> sm;
-  std::string python;
-  std::string module;
-  std::string cuda;
-  bool no_import = false;
-  bool no_smoke = false;
-};
-
-validate::Check skipped(const char* name, std::string why, bool missing) {
-  validate::Check c;
-  c.name = name;
-  c.status = validate::Status::skip;
-  c.summary = std::move(why);
-  c.missing_tool = missing;
-  return c;
-}
-
-// The recipe's import name for this distribution, when a shipped recipe builds it.
-std::optional<std::string> recipe_module(const std::string& distribution, const app::Facts& facts) {
-  for (const auto& r : facts.recipes())
-    if (!r.module.empty() && validate::normalize_name(r.package) == validate::normalize_name(distribution))
-      return r.module;
-  return std::nullopt;
-}
+using ValidateArgs = app::ValidateRequest;
 
 void finish(const validate::Report& report, const std::vector<arch::Arch>& targets, const std::string& what,
             Context& ctx) {
@@ -77,88 +48,10 @@ void finish(const validate::Report& report, const std::vector<arch::Arch>& targe
   }
 }
 
-void run_installed(const ValidateArgs& a, const std::vector<arch::Arch>& targets, Context& ctx) {
-  validate::InstalledOptions o;
-  o.libraries = ctx.facts().wheel_libraries();
-  auto py = find_python(a.python, std::nullopt);
-  if (!py) throw Failure(py.error());
-  o.python = *py;
-  if (!a.module.empty()) o.module = a.module;
-  else o.module = recipe_module(a.installed, ctx.facts());
-  if (!a.no_import) {
-    o.script = import_script();
-    o.gpus = host_gpus(ctx.facts().arch());
-  }
-  if (!a.cuda.empty()) o.cuda = app::cuda_release(a.cuda)->str();
-  auto report = validate::validate_installed(a.installed, targets, o, capture_exec()).take();
-  if (a.no_import) {
-    validate::Check c = skipped("import", "not run (--no-import)", false);
-    report.add(c);
-  }
-  finish(report, targets, a.installed + " (installed)", ctx);
-}
-
 void run_validate(const ValidateArgs& a, Context& ctx) {
   use_huge_pages_for_heap();  // reads the wheel's binaries as inspect does (cli/inspect.cpp)
-  auto targets = app::sm_targets(a.sm, ctx.facts().arch()).take();
-  app::tmpdir_rule().take();
-  if (a.wheel.empty() == a.installed.empty())
-    throw Failure(Error::bad_input("give either WHEEL or --installed DIST (not both)"));
-  if (!a.installed.empty()) return run_installed(a, targets, ctx);
-  auto cuda = app::cuda_release(a.cuda);
-  fs::path wheel = a.wheel;
-  // Said by what the path is (a folder, a FIFO, a device), before anything is opened or run.
-  paths::expect_regular_file(wheel, "validate: wheel").take();
-
-  auto parsed = validate::parse_wheel_name(wheel.filename().string());
-  std::optional<validate::WheelName> name;
-  if (parsed) name = *parsed;
-
-  validate::ValidateOptions opts;
-  opts.libraries = ctx.facts().wheel_libraries();
-  if (!a.module.empty())
-    opts.module = a.module;
-  else if (name)
-    opts.module = recipe_module(name->distribution, ctx.facts());
-
-  bool need_gpus = !a.no_import || !a.no_smoke;
-  validate::Gpus gpus;
-  if (need_gpus) gpus = host_gpus(ctx.facts().arch());
-
-  if (a.no_import) {
-    opts.preset.push_back(skipped("import", "not run (--no-import)", false));
-  } else if (auto py = find_python(a.python, name ? validate::wheel_python(*name) : std::nullopt); !py) {
-    opts.preset.push_back(skipped("import", py.error().message, true));
-  } else {
-    validate::ImportSetup s;
-    s.python = *py;
-    s.script = import_script();
-    s.gpus = gpus;
-    opts.import_test = s;
-  }
-
-  if (a.no_smoke) {
-    opts.preset.push_back(skipped("smoke", "not run (--no-smoke)", false));
-  } else {
-    // The wheel's own CUDA (its +cuXYZ label) is preferred: the smoke kernel then tests the
-    // toolkit the wheel was built with.
-    bool preference = !cuda;
-    if (!cuda && name) {
-      auto label = validate::parse_label(name->local_label());
-      if (label.cuda) cuda = Version::parse(*label.cuda);
-    }
-    auto setup = smoke_setup(targets, cuda, preference, ctx);
-    if (!setup) {
-      if (setup.error().exit != Exit::missing_tool) throw Failure(setup.error());
-      opts.preset.push_back(skipped("smoke", "no nvcc for the smoke kernel: " + setup.error().message, true));
-    } else {
-      setup->gpus = gpus;
-      opts.smoke = *setup;
-    }
-  }
-
-  auto report = validate::validate_wheel(wheel, targets, opts, capture_exec()).take();  // unreadable: exit 2
-  finish(report, targets, wheel.filename().string(), ctx);
+  auto v = app::validate_here(a, ctx);
+  finish(v.report, v.targets, v.subject, ctx);
 }
 
 }  // namespace

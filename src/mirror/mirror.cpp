@@ -329,7 +329,7 @@ Result<Manifest> read_manifest(const fs::path& dir) {
 }
 
 Result<std::vector<Published>> publish(const fs::path& dir, const std::vector<fs::path>& wheels,
-                                       const PublishOptions& options) {
+                                       const arch::ArchData& gpus, const PublishOptions& options) {
   if (wheels.empty()) return Error::bad_input("no wheel to publish");
   struct Incoming {
     fs::path path;
@@ -449,12 +449,12 @@ Result<std::vector<Published>> publish(const fs::path& dir, const std::vector<fs
   // The GPU views of the projects published (and their dependents); all of them after facts were filled.
   std::set<std::string> touched;
   for (const auto& p : out) touched.insert(p.entry.project);
-  if (auto v = write_views(dir, *manifest, *filled > 0 || *adopted > 0 ? std::set<std::string>{} : dependents_of(*manifest, touched)); !v)
+  if (auto v = write_views(dir, *manifest, gpus, *filled > 0 || *adopted > 0 ? std::set<std::string>{} : dependents_of(*manifest, touched)); !v)
     return v.error();
   return out;
 }
 
-Result<VerifyReport> verify(const fs::path& dir) {
+Result<VerifyReport> verify(const fs::path& dir, const arch::ArchData& gpus) {
   std::error_code ec;
   if (auto is_dir = paths::expect_directory(dir, "--mirror"); !is_dir) return is_dir.error();
   if (!fs::exists(dir / kManifest, ec))
@@ -586,7 +586,7 @@ Result<VerifyReport> verify(const fs::path& dir) {
   } else if (!projects.empty()) {
     problem("page-missing", "simple/index.html", "the root index is missing");
   }
-  verify_views(dir, *manifest, r);
+  verify_views(dir, *manifest, gpus, r);
   return r;
 }
 

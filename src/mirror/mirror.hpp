@@ -29,6 +29,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "arch/arch_data.hpp"
 #include "core/error.hpp"
 
 namespace archbuild::mirror {
@@ -65,8 +66,9 @@ struct PublishOptions {
 // Publishes the wheels (all or nothing). Errors: a path that is not a readable wheel file or a
 // name that is not PEP 427 (bad_input, exit 2); a file name published with another hash
 // (not_fine, exit 1) — then nothing in DIR changes.
+// `gpus`: the session's GPU data, for the views (views.hpp).
 Result<std::vector<Published>> publish(const std::filesystem::path& dir, const std::vector<std::filesystem::path>& wheels,
-                                       const PublishOptions& options = {});
+                                       const arch::ArchData& gpus, const PublishOptions& options = {});
 
 struct Problem {
   std::string kind;    // hash-mismatch, size-mismatch, missing-file, extra-file, page-missing,
@@ -85,7 +87,7 @@ struct VerifyReport {
 
 // Re-hashes every file against the manifest and every page's links against the manifest.
 // Errors: DIR is not a mirror (bad_input), an unreadable or malformed manifest (not_fine).
-Result<VerifyReport> verify(const std::filesystem::path& dir);
+Result<VerifyReport> verify(const std::filesystem::path& dir, const arch::ArchData& gpus);
 nlohmann::json to_json(const VerifyReport& r);
 
 // ---- pieces, exposed for tests ----

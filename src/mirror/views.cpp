@@ -343,7 +343,7 @@ const Entry* plain_pick(const std::vector<Entry>& same) {
   return best;
 }
 
-std::vector<View> derive_views(const Manifest& m) {
+std::vector<View> derive_views(const Manifest& m, const arch::ArchData& gpus) {
   auto facts = facts_of(m);
   // Which projects each project's Requires-Dist binds (only projects of this mirror).
   std::map<std::string, std::vector<Requirement>> needs;  // by file
@@ -355,7 +355,7 @@ std::vector<View> derive_views(const Manifest& m) {
         needs[file].push_back(*r);
 
   std::vector<View> views;
-  for (const auto& known : arch::ArchData::shipped().ccs()) {
+  for (const auto& known : gpus.ccs()) {
     if (known.renamed_to) continue;  // 10.1 is 11.0's old name: one view
     const arch::Cc cc = known.cc;
     bool gpu_build = false;
@@ -438,8 +438,9 @@ std::set<std::string> dependents_of(const Manifest& m, const std::set<std::strin
   return out;
 }
 
-Result<std::vector<std::string>> write_views(const fs::path& dir, const Manifest& m, const std::set<std::string>& only) {
-  auto views = derive_views(m);
+Result<std::vector<std::string>> write_views(const fs::path& dir, const Manifest& m, const arch::ArchData& gpus,
+                                             const std::set<std::string>& only) {
+  auto views = derive_views(m, gpus);
   std::vector<std::string> written;
   std::set<std::string> names;
   for (const auto& v : views) {
@@ -480,7 +481,7 @@ Result<std::vector<std::string>> write_views(const fs::path& dir, const Manifest
   return written;
 }
 
-Result<std::vector<std::string>> rebuild_views(const fs::path& dir) {
+Result<std::vector<std::string>> rebuild_views(const fs::path& dir, const arch::ArchData& gpus) {
   if (auto is_dir = paths::expect_directory(dir, "--mirror"); !is_dir) return is_dir.error();
   auto lock = store::FileLock::acquire(dir / ".lock");
   if (!lock) return lock.error();
@@ -490,17 +491,17 @@ Result<std::vector<std::string>> rebuild_views(const fs::path& dir) {
   if (!filled) return filled.error();
   if (*filled > 0)
     if (auto w = store::write_file_atomic(dir / "manifest.json", to_json(*m).dump(1) + "\n"); !w) return w.error();
-  return write_views(dir, *m);
+  return write_views(dir, *m, gpus);
 }
 
-void verify_views(const fs::path& dir, const Manifest& m, VerifyReport& r) {
+void verify_views(const fs::path& dir, const Manifest& m, const arch::ArchData& gpus, VerifyReport& r) {
   std::error_code ec;
   bool any_facts = std::any_of(m.files.begin(), m.files.end(), [](const auto& kv) { return GpuFacts::from_json(kv.second.gpu).has_value(); });
   if (!any_facts && !fs::exists(dir / "gpu", ec)) return;  // a mirror of an archbuild without views
   for (const auto& [file, e] : m.files)
     if (!GpuFacts::from_json(e.gpu))
       r.problems.push_back({"gpu-facts-missing", file, "manifest.json has no device code for it (publish --rebuild-views reads it)"});
-  auto views = derive_views(m);
+  auto views = derive_views(m, gpus);
   if (views.empty() && !fs::exists(dir / "gpu", ec)) return;  // no build with device code: nothing derived
   std::set<std::string> names;
   auto check = [&](const fs::path& rel, const std::string& want) {
@@ -527,13 +528,13 @@ void verify_views(const fs::path& dir, const Manifest& m, VerifyReport& r) {
         r.problems.push_back({"view-extra", fs::relative(d.path(), dir).string(), "no published build runs on this GPU"});
 }
 
-ViewChoice choose_view(const Manifest& m, const std::vector<arch::Cc>& ccs) {
+ViewChoice choose_view(const Manifest& m, const std::vector<arch::Cc>& ccs, const arch::ArchData& gpus) {
   ViewChoice c;
   if (ccs.empty()) {
     c.why = "no GPU to choose a view for";
     return c;
   }
-  auto views = derive_views(m);
+  auto views = derive_views(m, gpus);
   auto facts = facts_of(m);
   std::vector<arch::Cc> missing;
   for (const auto& cc : ccs) {
@@ -568,7 +569,8 @@ ViewChoice choose_view(const Manifest& m, const std::vector<arch::Cc>& ccs) {
   return c;
 }
 
-Result<ViewAdvice> advise_view(std::string url, const std::vector<arch::Cc>& ccs, const std::string& pip) {
+Result<ViewAdvice> advise_view(std::string url, const std::vector<arch::Cc>& ccs, const std::string& pip,
+                               const arch::ArchData& gpus) {
   ViewAdvice m;
   const std::string given = url;
   while (url.ends_with("/")) url.pop_back();
@@ -593,7 +595,7 @@ Result<ViewAdvice> advise_view(std::string url, const std::vector<arch::Cc>& ccs
   if (manifest->files.empty())
     return Error::bad_input(fmt::format("mirror {}: no manifest.json with published files", text::quoted(given)));
   m.checked = true;
-  auto choice = choose_view(*manifest, ccs);
+  auto choice = choose_view(*manifest, ccs, gpus);
   if (!choice.cc) {
     m.why = choice.why;
     return m;
@@ -604,6 +606,56 @@ Result<ViewAdvice> advise_view(std::string url, const std::vector<arch::Cc>& ccs
   m.index_url = "file://" + std::filesystem::absolute(dir / "gpu" / m.view / "simple").lexically_normal().string();
   m.pip = fmt::format("{} install --index-url {} {}", pip, m.index_url, text::join(m.projects, " "));
   return m;
+}
+
+std::string file_url_of(const fs::path& p) { return "file://" + fs::absolute(p).lexically_normal().string(); }
+
+Result<PublishSummary> summarise_publish(const fs::path& dir, const std::vector<Published>& published,
+                                         const arch::ArchData& gpus) {
+  PublishSummary out;
+  auto m = read_manifest(dir);
+  if (!m) return m.error();
+  std::set<std::string> projects;
+  std::set<std::pair<std::string, std::string>> versions;  // project, public version
+  for (const auto& p : published) {
+    projects.insert(p.entry.project);
+    versions.insert({p.entry.project, public_version(p.entry.version)});
+  }
+  auto views = derive_views(*m, gpus);
+  for (const auto& pv : versions) {
+    std::vector<Entry> same;
+    for (const auto& [file, e] : m->files)
+      if (e.project == pv.first && public_version(e.version) == pv.second) same.push_back(e);
+    const auto* pick = plain_pick(same);
+    if (!pick) continue;
+    std::vector<std::string> runs;
+    auto facts = GpuFacts::from_json(pick->gpu);
+    for (const auto& v : views)
+      if (facts && fit_on(*facts, v.cc) != Fit::none) runs.push_back(view_name(v.cc));
+    out.simple.push_back({{"project", pv.first}, {"version", pv.second}, {"picks", pick->file}, {"runs_on", runs}});
+    if (same.size() > 1)
+      out.lines.push_back(fmt::format(
+          "simple/ lists every build of {} {}; `pip install {}=={}` from it gets {} (the highest local label, PEP 440), "
+          "which runs on {}: install from the GPU's view below",
+          pv.first, pv.second, pv.first, pv.second, pick->file, runs.empty() ? "no GPU of a view" : text::join(runs, ", ")));
+  }
+  for (const auto& v : views) {
+    std::vector<std::string> here;
+    for (const auto& p : projects)
+      if (v.projects.count(p)) here.push_back(p);
+    if (here.empty()) continue;
+    auto url = file_url_of(dir / "gpu" / view_name(v.cc) / "simple");
+    std::vector<std::string> offered;
+    for (const auto& p : here)
+      for (const auto& e : v.projects.at(p)) offered.push_back(e.file);
+    out.views.push_back({{"sm", v.cc.str()}, {"view", view_name(v.cc)}, {"index_url", url}, {"files", offered}});
+    out.lines.push_back(fmt::format("{:<7} pip install --index-url {} {}", view_name(v.cc), url, text::join(here, " ")));
+  }
+  if (out.views.empty())
+    out.lines.push_back(fmt::format("no GPU view offers it (no device code): pip install --index-url {} {}",
+                                    file_url_of(dir / "simple"),
+                                    text::join(std::vector<std::string>(projects.begin(), projects.end()), " ")));
+  return out;
 }
 
 }  // namespace archbuild::mirror

@@ -21,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "arch/arch_data.hpp"
 #include "arch/compat.hpp"
 #include "core/error.hpp"
 #include "mirror/mirror.hpp"
@@ -61,13 +62,14 @@ std::string html_escape(std::string_view s);
 std::optional<std::string> read_text(const std::filesystem::path& p);
 Result<bool> write_if_changed(const std::filesystem::path& p, const std::string& content);
 
-// The views the manifest derives: for each CC (of data/gpus.toml) at least one wheel with device
-// code runs on, each project's files in it. Entries without facts are left out (fill them first).
+// The views the manifest derives: for each CC of `gpus` (the session's data/gpus.toml) at least
+// one wheel with device code runs on, each project's files in it. Entries without facts are left
+// out (fill them first).
 struct View {
   arch::Cc cc;
   std::map<std::string, std::vector<Entry>> projects;  // project -> its chosen files
 };
-std::vector<View> derive_views(const Manifest& m);
+std::vector<View> derive_views(const Manifest& m, const arch::ArchData& gpus);
 
 // Reads the facts of every manifest entry that has none from DIR/files/ (a manifest of an older
 // archbuild, or files adopted from files/). Returns how many were added (the manifest changed).
@@ -77,15 +79,15 @@ Result<std::size_t> fill_gpu_facts(const std::filesystem::path& dir, Manifest& m
 // rename), and removes views that are no longer derived. `projects`: only these projects' pages
 // (the ones a publish touched); empty: every page (a rebuild). Returns the views written to.
 Result<std::vector<std::string>> write_views(const std::filesystem::path& dir, const Manifest& m,
-                                             const std::set<std::string>& projects = {});
+                                             const arch::ArchData& gpus, const std::set<std::string>& projects = {});
 
 // `publish --rebuild-views`: under DIR/.lock, the facts of entries that lack them read from
 // files/ (the manifest rewritten when any were), then every view written and stale ones removed.
-Result<std::vector<std::string>> rebuild_views(const std::filesystem::path& dir);
+Result<std::vector<std::string>> rebuild_views(const std::filesystem::path& dir, const arch::ArchData& gpus);
 
 // Adds to `r` every view page that is missing, differs from what the manifest derives, or is
 // not derived (view-missing, view-stale, view-extra), and counts the pages checked.
-void verify_views(const std::filesystem::path& dir, const Manifest& m, VerifyReport& r);
+void verify_views(const std::filesystem::path& dir, const Manifest& m, const arch::ArchData& gpus, VerifyReport& r);
 
 // The projects whose Requires-Dist names one of `projects` (their views may change with them).
 std::set<std::string> dependents_of(const Manifest& m, const std::set<std::string>& projects);
@@ -103,7 +105,7 @@ struct ViewChoice {
   std::vector<std::string> projects;  // what the view offers
   std::string why;                    // when none: which GPU the views leave out
 };
-ViewChoice choose_view(const Manifest& m, const std::vector<arch::Cc>& ccs);
+ViewChoice choose_view(const Manifest& m, const std::vector<arch::Cc>& ccs, const arch::ArchData& gpus);
 
 // The view a host whose GPUs are `ccs` installs from, for a mirror given as a URL (`install-command
 // --mirror`, `doctor --mirror`, $ARCHBUILD_MIRROR): file://DIR or DIR is read, its manifest
@@ -117,6 +119,20 @@ struct ViewAdvice {
   std::vector<std::string> projects;  // what the view offers (checked only)
   std::string pip;                    // the command that installs from it
 };
-Result<ViewAdvice> advise_view(std::string url, const std::vector<arch::Cc>& ccs, const std::string& pip);
+Result<ViewAdvice> advise_view(std::string url, const std::vector<arch::Cc>& ccs, const std::string& pip,
+                               const arch::ArchData& gpus);
+
+// What a publish says about the projects it touched: each GPU view's pip command, and what plain
+// simple/ (every build) gives `pip install NAME==V` — the highest local label (PEP 440), with
+// where it runs; when no view offers them (no device code), the plain index's command.
+struct PublishSummary {
+  nlohmann::json views = nlohmann::json::array();   // {sm, view, index_url, files}
+  nlohmann::json simple = nlohmann::json::array();  // {project, version, picks, runs_on}
+  std::vector<std::string> lines;                   // the same, for people
+};
+Result<PublishSummary> summarise_publish(const std::filesystem::path& dir, const std::vector<Published>& published,
+                                         const arch::ArchData& gpus);
+// file://<absolute, normalised path>
+std::string file_url_of(const std::filesystem::path& p);
 
 }  // namespace archbuild::mirror

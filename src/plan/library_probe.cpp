@@ -59,11 +59,17 @@ struct Place {
   std::vector<fs::path> lib_dirs;
 };
 
-// This machine's multiarch folders and its toolkit's targets/ folder (toolchains/platforms.toml).
-Place prefix_place(LibraryOrigin origin, std::string via, const fs::path& p) {
-  const auto dirs = toolchain::host_library_dirs();
-  return {origin, std::move(via), p, {p / "include", p / "include" / dirs.multiarch, p},
-          {p / "lib64", p / "lib", p / "lib" / dirs.multiarch, p / "targets" / dirs.cuda_target / "lib", p}};
+// The build platform's multiarch folders and its toolkit's targets/ folder (toolchains/platforms.toml).
+Place prefix_place(LibraryOrigin origin, std::string via, const fs::path& p, const toolchain::HostLibraryDirs& dirs) {
+  Place out{origin, std::move(via), p, {p / "include"}, {p / "lib64", p / "lib"}};
+  if (!dirs.multiarch.empty()) {
+    out.include_dirs.push_back(p / "include" / dirs.multiarch);
+    out.lib_dirs.push_back(p / "lib" / dirs.multiarch);
+  }
+  if (!dirs.cuda_target.empty()) out.lib_dirs.push_back(p / "targets" / dirs.cuda_target / "lib");
+  out.include_dirs.push_back(p);
+  out.lib_dirs.push_back(p);
+  return out;
 }
 
 bool is_file(const fs::path& p) {
@@ -114,7 +120,7 @@ std::vector<Place> places_for(const recipe::LibrarySpec& s, const LibrarySearch&
     return it->second;
   };
   for (const auto& root : s.env_roots)
-    if (auto v = env(root)) out.push_back(prefix_place(LibraryOrigin::env, root, *v));
+    if (auto v = env(root)) out.push_back(prefix_place(LibraryOrigin::env, root, *v, search.dirs));
   if (!s.env_lib_dir.empty() && !s.env_include_dir.empty()) {
     auto lib = env(s.env_lib_dir);
     auto inc = env(s.env_include_dir);
@@ -124,25 +130,26 @@ std::vector<Place> places_for(const recipe::LibrarySpec& s, const LibrarySearch&
   }
   if (auto v = env("CMAKE_PREFIX_PATH"))
     for (const auto& p : text::split_any(*v, ":;"))
-      if (!p.empty()) out.push_back(prefix_place(LibraryOrigin::cmake_prefix_path, "CMAKE_PREFIX_PATH", p));
+      if (!p.empty()) out.push_back(prefix_place(LibraryOrigin::cmake_prefix_path, "CMAKE_PREFIX_PATH", p, search.dirs));
   if (!s.pip_dir.empty())
     for (const auto& sp : search.site_packages)
-      out.push_back(prefix_place(LibraryOrigin::pip, s.pip_package, sp / s.pip_dir));
+      out.push_back(prefix_place(LibraryOrigin::pip, s.pip_package, sp / s.pip_dir, search.dirs));
   if (search.toolkit_root)
-    out.push_back(prefix_place(LibraryOrigin::toolkit, search.toolkit_label, *search.toolkit_root));
+    out.push_back(prefix_place(LibraryOrigin::toolkit, search.toolkit_label, *search.toolkit_root, search.dirs));
   // The system: its own prefixes and the spec's extra folders, each as a prefix or a folder.
   Place sys{LibraryOrigin::system, "system", "", {}, {}};
   std::vector<fs::path> prefixes;
   for (std::string p : s.system) {
-    // Debian's per-machine folders (/usr/lib/aarch64-linux-gnu/openblas-pthread): this machine's.
+    // Debian's per-machine folders (/usr/lib/aarch64-linux-gnu/openblas-pthread): the build's.
     static const std::string kMultiarch = "{multiarch}";
+    if (p.find(kMultiarch) != std::string::npos && search.dirs.multiarch.empty()) continue;
     for (auto at = p.find(kMultiarch); at != std::string::npos; at = p.find(kMultiarch, at))
-      p.replace(at, kMultiarch.size(), toolchain::host_library_dirs().multiarch);
+      p.replace(at, kMultiarch.size(), search.dirs.multiarch);
     prefixes.emplace_back(p);
   }
   prefixes.insert(prefixes.end(), search.system_prefixes.begin(), search.system_prefixes.end());
   for (const auto& p : prefixes) {
-    auto pp = prefix_place(LibraryOrigin::system, "system", p);
+    auto pp = prefix_place(LibraryOrigin::system, "system", p, search.dirs);
     sys.include_dirs.insert(sys.include_dirs.end(), pp.include_dirs.begin(), pp.include_dirs.end());
     sys.lib_dirs.insert(sys.lib_dirs.end(), pp.lib_dirs.begin(), pp.lib_dirs.end());
   }

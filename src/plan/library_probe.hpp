@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "recipe/library_spec.hpp"
+#include "toolchain/platform.hpp"
 
 namespace archbuild::plan {
 
@@ -40,6 +41,9 @@ struct LibrarySearch {
   std::vector<std::filesystem::path> site_packages;
   std::vector<std::filesystem::path> system_prefixes = {"/usr/local", "/usr"};
   std::string machine;  // the build's machine (`uname -m`): a library for other machines is not looked for
+  // The build platform's library folders (multiarch, the toolkit's targets/): empty ones are
+  // not looked in.
+  toolchain::HostLibraryDirs dirs;
 };
 
 struct LibraryFacts {

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "contract/contract.hpp"
 #include "core/sha256.hpp"
 #include "core/text.hpp"
 #include "plan/key.hpp"
@@ -290,13 +291,8 @@ Result<Ok> plan_recipe_libraries(const Resolution& res, const PlanOptions& optio
     in.preferred_from = fmt::format("the official {} builds (recipe [platform.{}] official_env)", res.platform.name,
                                     res.platform.name);
   }
-  if (options.library_specs.empty()) {
-    auto shipped = recipe::load_shipped_library_specs();
-    if (!shipped) return shipped.error();
-    in.specs = recipe::merge_specs(std::move(*shipped), r.libraries.define);
-  } else {
-    in.specs = recipe::merge_specs(options.library_specs, r.libraries.define);
-  }
+  if (!options.library_specs) return Error{Exit::internal, "plan::PlanOptions without library specs (library_specs)"};
+  in.specs = recipe::merge_specs(*options.library_specs, r.libraries.define);
   in.requirements = r.libraries;
   in.facts = options.library_facts;
   in.without = options.without;
@@ -665,15 +661,27 @@ void plan_fetches(const Resolution& res, const PlanOptions& options, PlanData& p
 
 }  // namespace
 
-std::vector<PatchPlan> select_patches(const Resolution& res, const std::vector<recipe::Patch>& extra) {
+std::vector<PatchPlan> select_patches(const Resolution& res, const SourceChoice& source,
+                                      const std::vector<recipe::Patch>& extra) {
   std::vector<PatchPlan> out;
   const recipe::Recipe& r = res.recipe;
+  // The torch release the tree holds: its version.txt where the tree is not the recipe's tag
+  // (a dependent's `when.torch` is about the torch it serves, not its own version).
+  Version torch = r.torch_version();
+  std::string torch_from;
+  if (!r.torch && source.kind != SourceChoice::Kind::recipe_tag && source.tree_version) {
+    std::string first = text::trim(source.tree_version->substr(0, source.tree_version->find('\n')));
+    if (auto v = contract::release_part(first)) {
+      torch = *v;
+      torch_from = " (the tree's version.txt)";
+    }
+  }
   for (const auto& patch : r.patches) {
     const auto& w = patch.when;
     std::vector<std::string> held;
     if (w.torch) {
-      if (!w.torch->contains(r.torch_version())) continue;
-      held.push_back(fmt::format("torch {} in {}", r.torch_version().str(), w.torch->text));
+      if (!w.torch->contains(torch)) continue;
+      held.push_back(fmt::format("torch {}{} in {}", torch.str(), torch_from, w.torch->text));
     }
     if (w.cuda) {
       if (!w.cuda->contains(res.toolchain.cuda)) continue;
@@ -736,7 +744,7 @@ Result<Plan> make_plan(const Resolution& res, const PlanOptions& options) {
   if (auto e = plan_user_env(r, options, p); !e) return e.error();
   if (auto e = plan_recipe_libraries(res, options, p); !e) return e.error();
   plan_fetches(res, options, p);
-  p.patches = select_patches(res, options.patches);
+  p.patches = select_patches(res, options.source, options.patches);
   plan_steps(res, options, p);
 
   // The key: everything that shapes the wheel, nothing that only locates things (plan/key.hpp).

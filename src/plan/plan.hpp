@@ -128,8 +128,11 @@ struct PatchPlan {
   recipe::Patch patch;
   std::string why;  // which conditions held ("torch 2.6.0 in >=2.5,<2.7; CUDA 12.8 in >=12.8"), or "always"
 };
-// The recipe's patches whose conditions hold, then `extra` (--patch). No I/O.
-std::vector<PatchPlan> select_patches(const Resolution& resolution, const std::vector<recipe::Patch>& extra);
+// The recipe's patches whose conditions hold, then `extra` (--patch). No I/O. A torch recipe's
+// `when.torch` is held against the tree's own release (version.txt) where the source is not the
+// recipe's tag (--ref, a local tree), else against the recipe's release.
+std::vector<PatchPlan> select_patches(const Resolution& resolution, const SourceChoice& source,
+                                      const std::vector<recipe::Patch>& extra);
 
 // What the caller resolved for a fetch (by name) before planning.
 struct ResolvedFetch {
@@ -263,9 +266,11 @@ struct PlanOptions {
   std::map<std::string, std::string> env;
   SourceChoice source;                       // --ref / --source DIR / source.path
   std::optional<HostResources> resources;    // default: HostResources::current()
-  // The libraries: the specs (empty: the shipped data/build-libraries.toml; the recipe's own
-  // [[libraries.define]] go over them), what was found on this host, and --without.
-  std::vector<recipe::LibrarySpec> library_specs;
+  // The libraries: the specs (the session's data/build-libraries.toml, app::Facts; the recipe's
+  // own [[libraries.define]] go over them; required where the recipe has libraries or --without
+  // is given: none is an internal error, never the shipped file read behind the caller's back),
+  // what was found on this host, and --without.
+  const std::vector<recipe::LibrarySpec>* library_specs = nullptr;
   LibraryFacts library_facts;
   std::vector<std::string> without;
   // The fetches' pins, resolved by the caller through source/ (by name). An active fetch left out

@@ -65,6 +65,7 @@ Result<plan::LibraryFacts> gather_libraries(const plan::Resolution& r, const std
   }
   search.site_packages = site_packages;
   search.machine = r.platform.machine;
+  search.dirs = toolchain::library_dirs_of(r.platform);
   return plan::probe_libraries(recipe::merge_specs(specs, r.recipe.libraries.define), search);
 }
 
@@ -211,7 +212,7 @@ struct PatchCheck {
 PatchCheck patch_rule(const plan::Resolution& r, const plan::SourceChoice& sc, const Cache& cache, const Request& q,
                       const Services& s) {
   PatchCheck out;
-  auto selected = plan::select_patches(r, q.patches);
+  auto selected = plan::select_patches(r, sc, q.patches);
   if (selected.empty()) return out;
   if (sc.kind == plan::SourceChoice::Kind::local) {
     std::vector<std::string> names;
@@ -768,7 +769,8 @@ Result<Prepared> prepare(const plan::Resolution& r, const Request& q, const Cach
       }
     }
 
-    auto facts = gather_libraries(r, q.library_specs, opts.env, venv_site_packages(opts.venv));
+    if (!q.library_specs) return Error{Exit::internal, "prepare::Request without library specs (library_specs)"};
+    auto facts = gather_libraries(r, *q.library_specs, opts.env, venv_site_packages(opts.venv));
     opts.library_specs = q.library_specs;
     if (!facts) return facts.error();
     opts.library_facts = std::move(*facts);

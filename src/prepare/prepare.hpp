@@ -55,7 +55,8 @@ struct Request {
   // branch ahead of the recipes) takes the newest with a note, not a stop.
   std::vector<Version> recipe_lines;
   // data/build-libraries.toml as the caller loaded it (app::Facts): the libraries probed.
-  std::vector<recipe::LibrarySpec> library_specs;
+  // Required: none is an internal error.
+  const std::vector<recipe::LibrarySpec>* library_specs = nullptr;
 };
 
 // Where the cache is, or why there is none (plan still plans; wheel needs one).

@@ -35,12 +35,8 @@ Result<fs::path> find_wheel(const fs::path& dir, std::optional<recipe::Stage> wh
 // The recipe's [wheel] layout, the toolkit's CUDA for the package versions.
 Result<PortableResult> make_wheel_portable(const Context& ctx, const fs::path& wheel, const fs::path& log) {
   const auto& plan = ctx.plan;
-  std::optional<validate::LibraryFacts> shipped;
-  if (!ctx.options.libraries) {
-    auto facts = validate::load_library_facts(validate::shipped_library_facts());
-    if (!facts) return facts.error();
-    shipped = std::move(*facts);
-  }
+  if (!ctx.options.libraries)
+    return Error{Exit::internal, "stages::PipelineOptions without library facts (libraries)"};
   const auto& res = plan->resolution;
   PortableOptions o;
   o.layout = res.recipe.wheel_layout;
@@ -53,7 +49,7 @@ Result<PortableResult> make_wheel_portable(const Context& ctx, const fs::path& w
   o.patchelf = ctx.options.patchelf;
   o.scratch = ctx.layout.log_dir(ctx.key) / "portable";
   o.log = log;
-  return make_portable(wheel, ctx.options.libraries ? *ctx.options.libraries : *shipped, o, ctx.runner);
+  return make_portable(wheel, *ctx.options.libraries, o, ctx.runner);
 }
 
 }  // namespace

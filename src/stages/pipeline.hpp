@@ -72,9 +72,10 @@ struct PipelineOptions {
   // the key. Unset (--no-validate): the stage records "skipped".
   std::function<Result<nlohmann::json>(const std::filesystem::path& wheel)> validate;
   // The package stage's repair (stages/portable): patchelf (empty: not found; an error only
-  // when a RUNPATH must change) and where libraries come from (unset: data/validate/libraries.toml).
+  // when a RUNPATH must change) and where libraries come from (the session's
+  // data/validate/libraries.toml; required by the package stage: none is an internal error).
   std::filesystem::path patchelf;
-  std::optional<validate::LibraryFacts> libraries;
+  const validate::LibraryFacts* libraries = nullptr;
   // The host check made before the run (plan/host_check.hpp), for the manifest.
   nlohmann::json host_check = nullptr;
   // How the key's record is written (unset: atomically, store/atomic_file); tests make it fail.

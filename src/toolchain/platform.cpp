@@ -188,17 +188,15 @@ const Platform* default_platform(const Platforms& ps, const Machine& m) {
   return ps.default_for(m.arch, m.tegra);
 }
 
-HostLibraryDirs host_library_dirs() {
-  static const HostLibraryDirs dirs = [] {
-    auto jps = JetPacks::load(data_root() / "toolchains" / "jetpack.toml");
-    auto m = this_machine(jps ? *jps : JetPacks{});
-    HostLibraryDirs d{(m.arch.empty() ? std::string("x86_64") : m.arch) + "-linux-gnu", "x86_64-linux"};
-    auto ps = Platforms::load(data_root() / "toolchains" / "platforms.toml");
-    if (ps)
-      if (const auto* p = default_platform(*ps, m)) d.cuda_target = p->cuda_target;
-    return d;
-  }();
-  return dirs;
+HostLibraryDirs host_library_dirs(const Platforms& ps, const JetPacks& jetpacks) {
+  auto m = this_machine(jetpacks);
+  HostLibraryDirs d{(m.arch.empty() ? std::string("x86_64") : m.arch) + "-linux-gnu", "x86_64-linux"};
+  if (const auto* p = default_platform(ps, m)) d.cuda_target = p->cuda_target;
+  return d;
+}
+
+HostLibraryDirs library_dirs_of(const Platform& p) {
+  return {p.machine.empty() ? std::string() : p.machine + "-linux-gnu", p.cuda_target};
 }
 
 Result<PlatformChoice> choose_platform(const Platforms& ps, const std::optional<std::string>& asked,

@@ -76,13 +76,17 @@ Machine machine_of(std::string arch, const std::optional<std::string>& nv_tegra_
 // else the machine's host-CUDA platform; any other machine's its default.
 const Platform* default_platform(const Platforms& ps, const Machine& m);
 
-// Where this machine keeps its libraries: the Debian multiarch name ("aarch64-linux-gnu") and
-// its platform's toolkit targets/ folder ("sbsa-linux"; "x86_64-linux" when it is no platform).
+// Where a machine keeps its libraries: the Debian multiarch name ("aarch64-linux-gnu") and its
+// platform's toolkit targets/ folder ("sbsa-linux"). Empty: not known (those folders are not
+// looked in).
 struct HostLibraryDirs {
   std::string multiarch;
   std::string cuda_target;
 };
-HostLibraryDirs host_library_dirs();
+// This machine's (this_machine, its default platform; "x86_64-linux" when it is no platform).
+HostLibraryDirs host_library_dirs(const Platforms& ps, const JetPacks& jetpacks);
+// A platform's: "<machine>-linux-gnu" and its cuda_target.
+HostLibraryDirs library_dirs_of(const Platform& p);
 
 // The platform a command works for: `asked` (--platform) when given (bad input when unknown),
 // else the one the GPUs decide (a GPU's `platform` in data/gpus.toml, else a CC only one platform

@@ -125,7 +125,7 @@ Resolved resolve_one(const ElfFile& f, const std::string& soname, const std::vec
            pkg && declared_missing.empty())
     why.push_back(fmt::format("{} ships it in {}: declare it and add $ORIGIN-relative RUNPATH to that folder",
                               pkg->name, pkg->dir));
-  auto host = in.host ? in.host(soname, absolute) : host_library(soname, absolute);
+  auto host = in.host ? in.host(soname, absolute) : host_library(soname, absolute, in.host_dirs);
   if (host)
     why.insert(why.begin(), fmt::format("found only at {}: not portable", fs::path(*host).parent_path().string()));
   else
@@ -303,15 +303,17 @@ std::string_view to_string(From f) {
   return "missing";
 }
 
-std::optional<std::string> host_library(const std::string& soname, const std::vector<std::string>& dirs) {
+std::optional<std::string> host_library(const std::string& soname, const std::vector<std::string>& dirs,
+                                        const toolchain::HostLibraryDirs& host) {
   std::vector<std::string> all = dirs;
   // This machine's folders: its multiarch name and its toolkit's targets/ (toolchains/platforms.toml).
-  const auto host = toolchain::host_library_dirs();
-  for (const std::string& d : {"/lib/" + host.multiarch, "/usr/lib/" + host.multiarch, std::string("/lib64"),
+  const std::string none;
+  for (const std::string& d : {host.multiarch.empty() ? none : "/lib/" + host.multiarch,
+                               host.multiarch.empty() ? none : "/usr/lib/" + host.multiarch, std::string("/lib64"),
                                std::string("/usr/lib64"), std::string("/usr/local/lib"), std::string("/usr/local/cuda/lib64"),
-                               "/usr/local/cuda/targets/" + host.cuda_target + "/lib",
+                               host.cuda_target.empty() ? none : "/usr/local/cuda/targets/" + host.cuda_target + "/lib",
                                std::string("/usr/local/cuda/extras/CUPTI/lib64")})
-    all.push_back(d);
+    if (!d.empty()) all.push_back(d);
   std::error_code ec;
   for (const auto& d : all) {
     fs::path p = fs::path(d) / soname;

@@ -21,6 +21,7 @@
 
 #include "binary/elf.hpp"
 #include "binary/inspect.hpp"
+#include "toolchain/platform.hpp"
 #include "core/error.hpp"
 #include "core/version.hpp"
 #include "validate/report.hpp"
@@ -120,13 +121,16 @@ struct ClosureInput {
   // Installed trees: whether a file exists at this root-relative path (another distribution's
   // library). Unset for a wheel: a declared package's folder is trusted from the facts.
   std::function<bool(const std::string&)> installed;
-  // Where this host has a library (for the message); unset: host_library below.
+  // Where this host has a library (for the message); unset: host_library below, with host_dirs.
   std::function<std::optional<std::string>(const std::string& soname, const std::vector<std::string>& dirs)> host;
+  toolchain::HostLibraryDirs host_dirs;  // this machine's (app::Facts); empty: those folders not looked in
 };
 
-// The first of `dirs` (absolute RUNPATH entries), then the usual system and CUDA folders, that
-// holds `soname`: "/usr/local/cuda-13.0/lib64/libcudart.so.13" (symbolic links resolved).
-std::optional<std::string> host_library(const std::string& soname, const std::vector<std::string>& dirs);
+// The first of `dirs` (absolute RUNPATH entries), then the usual system and CUDA folders (this
+// machine's multiarch and toolkit targets/ folders where `host_dirs` knows them), that holds
+// `soname`: "/usr/local/cuda-13.0/lib64/libcudart.so.13" (symbolic links resolved).
+std::optional<std::string> host_library(const std::string& soname, const std::vector<std::string>& dirs,
+                                        const toolchain::HostLibraryDirs& host_dirs);
 
 std::vector<FileClosure> resolve_closure(const ClosureInput& in, const LibraryFacts& facts);
 

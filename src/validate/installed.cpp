@@ -91,6 +91,7 @@ Result<Report> validate_installed(const std::string& dist, const std::vector<arc
   std::vector<binary::FileReport> reports;
   std::vector<std::string> elf_errors;
   ClosureInput in;
+  in.host_dirs = options.host_dirs;
   in.tree.insert(d->files.begin(), d->files.end());
   for (const auto& f : d->files) {
     std::error_code ec;
@@ -115,12 +116,8 @@ Result<Report> validate_installed(const std::string& dist, const std::vector<arc
   }
   for (auto& c : coverage_checks(reports, elf_errors, targets)) r.add(std::move(c));
 
-  std::optional<LibraryFacts> facts = options.libraries;
-  if (!facts) {
-    auto loaded = load_library_facts(shipped_library_facts());
-    if (!loaded) return loaded.error();
-    facts = std::move(*loaded);
-  }
+  const LibraryFacts* facts = options.libraries;
+  if (!facts) return Error{Exit::internal, "validate::InstalledOptions without library facts (libraries)"};
   in.requirements = parse_requirements(d->requires_dist);
   fs::path root = d->root;
   in.installed = [root](const std::string& rel) {

@@ -39,7 +39,8 @@ struct InstalledOptions {
   std::filesystem::path script;       // import_check.py; empty: no import
   Gpus gpus;
   std::optional<std::string> cuda;    // the toolkit torch.version.cuda must equal
-  std::optional<LibraryFacts> libraries;
+  const LibraryFacts* libraries = nullptr;  // as ValidateOptions::libraries: required
+  toolchain::HostLibraryDirs host_dirs;     // as ValidateOptions::host_dirs
   std::chrono::milliseconds import_timeout{std::chrono::minutes(5)};
 };
 

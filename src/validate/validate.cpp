@@ -195,6 +195,7 @@ std::vector<Check> closure_checks(const WheelContents& w, const std::optional<Wh
     if (m.type == Member::Type::file) in.tree.insert(m.name);
   in.requirements = wheel_requirements(w, name);
   in.host = options.host;
+  in.host_dirs = options.host_dirs;
   auto closure = resolve_closure(in, facts);
   auto tag = check_platform_tag(name ? name->platform_tags : std::vector<std::string>{}, in.files, closure, facts, elf_machines(w.members));
   // What the package stage left on the build host (the manifest's `portability`). With the
@@ -297,12 +298,8 @@ Result<Report> validate_wheel(const fs::path& wheel, const std::vector<arch::Arc
   for (auto& c : structure_checks(file, parsed, w)) r.add(std::move(c));
   r.add(check_local_label(w, name, options.expected_label));
   for (auto& c : coverage_checks(w.elf, w.elf_errors, targets)) r.add(std::move(c));
-  std::optional<LibraryFacts> facts = options.libraries;
-  if (!facts) {
-    auto loaded = load_library_facts(shipped_library_facts());
-    if (!loaded) return loaded.error();
-    facts = std::move(*loaded);
-  }
+  const LibraryFacts* facts = options.libraries;
+  if (!facts) return Error{Exit::internal, "validate::ValidateOptions without library facts (libraries)"};
   ValidateOptions with_hint = options;
   if (!with_hint.portability) {
     auto hint = manifest_portability(wheel);

@@ -35,10 +35,12 @@ struct ValidateOptions {
   // in order after the wheel's own checks.
   std::vector<Check> preset;
   ReadOptions read;
-  // Where libraries come from on a clean target; unset: data/validate/libraries.toml.
-  std::optional<LibraryFacts> libraries;
+  // Where libraries come from on a clean target: the session's data/validate/libraries.toml
+  // (app::Facts). Required for a wheel's closure check: none is an internal error.
+  const LibraryFacts* libraries = nullptr;
   // Where this host has a library (the closure check's message); unset: host_library.
   std::function<std::optional<std::string>(const std::string&, const std::vector<std::string>&)> host;
+  toolchain::HostLibraryDirs host_dirs;  // this machine's library folders (app::Facts), for host_library
   // What the package stage recorded (the manifest's `portability`, stages/portable): libraries
   // it left on the build host are a named "host-bound" finding (warn), not closure failures.
   // Unset: `portability` of <wheel>.manifest.json beside the wheel, when there is one.

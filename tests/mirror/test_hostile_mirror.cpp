@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/sha256.hpp"
+#include "arch/arch_data.hpp"
 #include "mirror/make_wheel.hpp"
 #include "mirror/mirror.hpp"
 #include "support/tempdir.hpp"
@@ -21,7 +22,7 @@ TEST_CASE("hostile/mirror: a manifest's project that is a path writes nothing ou
   test::TempDir tmp;
   auto w = test::make_wheel(tmp / "in", "norm", "1.0", "norm");
   auto dir = tmp / "mirror";
-  REQUIRE(mirror::publish(dir, {w}));
+  REQUIRE(mirror::publish(dir, {w}, arch::ArchData::shipped()));
   auto manifest = nlohmann::json::parse(test::read_file(dir / "manifest.json"));
   auto other = test::make_wheel(tmp / "in2", "other", "1.0", "other");
   for (std::string project : std::vector<std::string>{(tmp / "outside").string(), "../../../escaped", "Norm", ""}) {
@@ -29,14 +30,14 @@ TEST_CASE("hostile/mirror: a manifest's project that is a path writes nothing ou
     auto edited = manifest;
     edited["files"][w.filename().string()]["project"] = project;
     std::ofstream(dir / "manifest.json") << edited.dump();
-    auto r = mirror::publish(dir, {other});
+    auto r = mirror::publish(dir, {other}, arch::ArchData::shipped());
     REQUIRE_FALSE(r);
     CHECK(r.error().exit == Exit::not_fine);
     CHECK(r.error().message.find("PEP 503") != std::string::npos);
     CHECK_FALSE(fs::exists(tmp / "outside"));
     CHECK_FALSE(fs::exists(tmp / "escaped"));
     CHECK_FALSE(fs::exists(dir / "files" / other.filename()));
-    CHECK_FALSE(mirror::verify(dir));
+    CHECK_FALSE(mirror::verify(dir, arch::ArchData::shipped()));
   }
 }
 
@@ -44,16 +45,16 @@ TEST_CASE("hostile/mirror: a FIFO where a published file lies is refused at once
   test::TempDir tmp;
   auto w = test::make_wheel(tmp / "in", "norm", "1.0", "norm");
   auto dir = tmp / "mirror";
-  REQUIRE(mirror::publish(dir, {w}));
+  REQUIRE(mirror::publish(dir, {w}, arch::ArchData::shipped()));
   auto published = dir / "files" / w.filename();
   fs::remove(published);
   REQUIRE(::mkfifo(published.c_str(), 0644) == 0);
   auto t0 = std::chrono::steady_clock::now();
-  auto r = mirror::publish(dir, {w});
+  auto r = mirror::publish(dir, {w}, arch::ArchData::shipped());
   REQUIRE_FALSE(r);
   CHECK(r.error().exit == Exit::not_fine);
   CHECK(r.error().message.find("FIFO") != std::string::npos);
-  auto v = mirror::verify(dir);
+  auto v = mirror::verify(dir, arch::ArchData::shipped());
   REQUIRE(v);
   CHECK_FALSE(v->ok());
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10));
@@ -63,18 +64,18 @@ TEST_CASE("hostile/mirror: one release file for pip under another spelling with 
   test::TempDir tmp;
   auto dir = tmp / "mirror";
   auto first = test::make_wheel(tmp / "a", "norm", "1.0", "norm", "one");
-  REQUIRE(mirror::publish(dir, {first}));
+  REQUIRE(mirror::publish(dir, {first}, arch::ArchData::shipped()));
   auto respelled = test::make_wheel(tmp / "b", "norm", "1.0.0", "norm", "two");
-  auto r = mirror::publish(dir, {respelled});
+  auto r = mirror::publish(dir, {respelled}, arch::ArchData::shipped());
   REQUIRE_FALSE(r);
   CHECK(r.error().exit == Exit::not_fine);
   CHECK(r.error().message.find("immutable") != std::string::npos);
   CHECK_FALSE(fs::exists(dir / "files" / respelled.filename()));
   auto a = test::make_wheel(tmp / "c", "My_Pkg", "1.0", "my_pkg", "one");
-  REQUIRE(mirror::publish(dir, {a}));
+  REQUIRE(mirror::publish(dir, {a}, arch::ArchData::shipped()));
   for (std::string spelling : {"my_pkg", "my.pkg", "MY_PKG"}) {
     auto b = test::make_wheel(tmp / ("d-" + spelling), spelling, "1.0", "my_pkg", "other-" + spelling);
-    auto refused = mirror::publish(dir, {b});
+    auto refused = mirror::publish(dir, {b}, arch::ArchData::shipped());
     INFO(spelling);
     REQUIRE_FALSE(refused);
     CHECK(refused.error().exit == Exit::not_fine);
@@ -82,11 +83,11 @@ TEST_CASE("hostile/mirror: one release file for pip under another spelling with 
   // Two spellings in one publish: bad input, nothing written.
   auto x = test::make_wheel(tmp / "e", "twice", "2.0", "twice", "x");
   auto y = test::make_wheel(tmp / "f", "twice", "2.0.0", "twice", "y");
-  CHECK_FALSE(mirror::publish(dir, {x, y}));
+  CHECK_FALSE(mirror::publish(dir, {x, y}, arch::ArchData::shipped()));
   // Another version is another release file; the mirror verifies clean.
   auto next = test::make_wheel(tmp / "g", "norm", "1.0.1", "norm", "three");
-  REQUIRE(mirror::publish(dir, {next}));
-  auto clean = mirror::verify(dir);
+  REQUIRE(mirror::publish(dir, {next}, arch::ArchData::shipped()));
+  auto clean = mirror::verify(dir, arch::ArchData::shipped());
   REQUIRE(clean);
   CHECK(clean->ok());
   // A mirror that already holds two spellings (from before this rule): verify says so.
@@ -98,7 +99,7 @@ TEST_CASE("hostile/mirror: one release file for pip under another spelling with 
   entry["size"] = fs::file_size(respelled);
   m["files"][respelled.filename().string()] = entry;
   std::ofstream(dir / "manifest.json") << m.dump();
-  auto v = mirror::verify(dir);
+  auto v = mirror::verify(dir, arch::ArchData::shipped());
   REQUIRE(v);
   bool duplicate = false;
   for (const auto& p : v->problems) duplicate = duplicate || p.kind == "duplicate-release";

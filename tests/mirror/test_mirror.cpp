@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "arch/arch_data.hpp"
 #include "mirror/make_wheel.hpp"
 #include "mirror/mirror.hpp"
 #include "support/tempdir.hpp"
@@ -57,7 +58,7 @@ TEST_CASE("publish lays out a PEP 503 index with normalised names, files and a m
   auto w1 = test::make_wheel(tmp / "in", "Tiny_Pkg", "0.1.0+cu128.sm120", "tiny_pkg");
   auto w2 = test::make_wheel(tmp / "in", "other.pkg", "2.0", "other_pkg");
   auto dir = tmp / "mirror";
-  auto r = mirror::publish(dir, {w1, w2});
+  auto r = mirror::publish(dir, {w1, w2}, arch::ArchData::shipped());
   REQUIRE(r);
   REQUIRE(r->size() == 2);
   CHECK((*r)[0].added);
@@ -98,11 +99,11 @@ TEST_CASE("a published file name is immutable, the same file again is a no-op", 
   test::TempDir tmp;
   auto w = test::make_wheel(tmp / "a", "pkg", "1.0", "pkg", "one");
   auto dir = tmp / "mirror";
-  REQUIRE(mirror::publish(dir, {w}));
+  REQUIRE(mirror::publish(dir, {w}, arch::ArchData::shipped()));
   auto before = snapshot(dir);
 
   SECTION("the same file again changes nothing") {
-    auto again = mirror::publish(dir, {w});
+    auto again = mirror::publish(dir, {w}, arch::ArchData::shipped());
     REQUIRE(again);
     REQUIRE(again->size() == 1);
     CHECK_FALSE((*again)[0].added);
@@ -112,7 +113,7 @@ TEST_CASE("a published file name is immutable, the same file again is a no-op", 
     auto other = test::make_wheel(tmp / "b", "pkg", "1.0", "pkg", "two");
     auto fresh = test::make_wheel(tmp / "b", "fresh", "1.0", "fresh");
     REQUIRE(sha256_file_hex(other).value() != sha256_file_hex(w).value());
-    auto r = mirror::publish(dir, {fresh, other});  // all or nothing: `fresh` is not added either
+    auto r = mirror::publish(dir, {fresh, other}, arch::ArchData::shipped());  // all or nothing: `fresh` is not added either
     REQUIRE_FALSE(r);
     CHECK(r.error().exit == Exit::not_fine);
     CHECK(contains(r.error().message, "immutable"));
@@ -120,7 +121,7 @@ TEST_CASE("a published file name is immutable, the same file again is a no-op", 
   }
   SECTION("a name that is not PEP 427 is bad input") {
     auto bad = tmp.write("c/not-a-wheel.whl", "x");
-    auto r = mirror::publish(dir, {bad});
+    auto r = mirror::publish(dir, {bad}, arch::ArchData::shipped());
     REQUIRE_FALSE(r);
     CHECK(r.error().exit == Exit::bad_input);
     CHECK(snapshot(dir) == before);
@@ -130,7 +131,7 @@ TEST_CASE("a published file name is immutable, the same file again is a no-op", 
 TEST_CASE("pages are replaced atomically: a reader never sees half a page", "[mirror]") {
   test::TempDir tmp;
   auto dir = tmp / "mirror";
-  REQUIRE(mirror::publish(dir, {test::make_wheel(tmp / "in", "pkg", "0.0", "pkg")}));
+  REQUIRE(mirror::publish(dir, {test::make_wheel(tmp / "in", "pkg", "0.0", "pkg")}, arch::ArchData::shipped()));
   auto page = dir / "simple" / "pkg" / "index.html";
   auto ino = inode(page);
 
@@ -145,7 +146,7 @@ TEST_CASE("pages are replaced atomically: a reader never sees half a page", "[mi
     }
   });
   for (int i = 1; i <= 30; ++i)
-    REQUIRE(mirror::publish(dir, {test::make_wheel(tmp / "in", "pkg", "0." + std::to_string(i), "pkg")}));
+    REQUIRE(mirror::publish(dir, {test::make_wheel(tmp / "in", "pkg", "0." + std::to_string(i), "pkg")}, arch::ArchData::shipped()));
   done = true;
   reader.join();
   CHECK(reads > 0);
@@ -159,8 +160,8 @@ TEST_CASE("verify re-hashes files and page links against the manifest", "[mirror
   auto dir = tmp / "mirror";
   auto w = test::make_wheel(tmp / "in", "pkg", "1.0", "pkg");
   auto w2 = test::make_wheel(tmp / "in", "pkg", "2.0", "pkg");
-  REQUIRE(mirror::publish(dir, {w, w2}));
-  auto clean = mirror::verify(dir);
+  REQUIRE(mirror::publish(dir, {w, w2}, arch::ArchData::shipped()));
+  auto clean = mirror::verify(dir, arch::ArchData::shipped());
   REQUIRE(clean);
   CHECK(clean->ok());
   CHECK(clean->files_checked == 2);
@@ -168,7 +169,7 @@ TEST_CASE("verify re-hashes files and page links against the manifest", "[mirror
 
   auto kinds = [&] {
     std::set<std::string> k;
-    auto v = mirror::verify(dir);
+    auto v = mirror::verify(dir, arch::ArchData::shipped());
     REQUIRE(v);
     for (const auto& p : v->problems) k.insert(p.kind);
     return k;
@@ -191,7 +192,7 @@ TEST_CASE("verify re-hashes files and page links against the manifest", "[mirror
     CHECK(kinds() == std::set<std::string>{"page-link-hash"});
   }
   SECTION("not a mirror") {
-    auto r = mirror::verify(tmp / "in");
+    auto r = mirror::verify(tmp / "in", arch::ArchData::shipped());
     REQUIRE_FALSE(r);
     CHECK(r.error().exit == Exit::bad_input);
   }
@@ -206,21 +207,21 @@ TEST_CASE("a file in files/ without a manifest entry is published: kept, listed,
   fs::create_directories(dir / "files");
   fs::copy_file(w, dir / "files" / w.filename());
   auto other = test::make_wheel(tmp / "other", "pkg", "1.0", "pkg", "two");
-  auto refused = mirror::publish(dir, {other});
+  auto refused = mirror::publish(dir, {other}, arch::ArchData::shipped());
   REQUIRE_FALSE(refused);
   CHECK(refused.error().exit == Exit::not_fine);
   CHECK(test::read_file(dir / "files" / w.filename()) == test::read_file(w));
-  auto same = mirror::publish(dir, {w});
+  auto same = mirror::publish(dir, {w}, arch::ArchData::shipped());
   REQUIRE(same);
   CHECK_FALSE((*same)[0].added);
   CHECK(mirror::read_manifest(dir)->files.count(w.filename().string()) == 1);
-  CHECK(mirror::verify(dir)->ok());
+  CHECK(mirror::verify(dir, arch::ArchData::shipped())->ok());
 
   // Something there that is not a sound wheel is neither listed nor replaced: the user decides.
   test::TempDir tmp2;
   auto dir2 = tmp2 / "mirror";
   tmp2.write("mirror/files/" + w.filename().string(), "half a wheel");
-  auto r = mirror::publish(dir2, {w});
+  auto r = mirror::publish(dir2, {w}, arch::ArchData::shipped());
   REQUIRE_FALSE(r);
   CHECK(r.error().exit == Exit::not_fine);
   CHECK(contains(r.error().message, "move it away"));

@@ -5,7 +5,11 @@
 
 #include <algorithm>
 
+#include <fstream>
+
+#include "arch/arch_data.hpp"
 #include "mirror/views.hpp"
+#include "support/tempdir.hpp"
 
 using namespace archbuild;
 using namespace archbuild::mirror;
@@ -78,7 +82,7 @@ TEST_CASE("fit: SASS for the GPU, same-family SASS, PTX, none, and no device cod
 }
 
 TEST_CASE("each GPU's view offers the build that runs best there, one per version") {
-  auto vs = derive_views(fleet());
+  auto vs = derive_views(fleet(), arch::ArchData::shipped());
   CHECK(offered(vs, 90, "minitorch") == "0.1.0+cu130.sm90");    // SASS for it
   CHECK(offered(vs, 100, "minitorch") == "0.1.0+cu130.sm100");
   CHECK(offered(vs, 120, "minitorch") == "0.1.0+cu130.sm120");
@@ -90,19 +94,33 @@ TEST_CASE("each GPU's view offers the build that runs best there, one per versio
   CHECK(view(vs, 61) == nullptr);
 }
 
+TEST_CASE("the views are made for the GPUs of the data given, not a process-wide copy") {
+  // A new CC is a data edit: a gpus.toml that knows a 12.3 gets its view from a wheel whose PTX
+  // runs there; the shipped data, which does not know it, makes none.
+  test::TempDir tmp;
+  auto shipped = test::read_file(std::filesystem::path(ARCHBUILD_SOURCE_DIR) / "data" / "gpus.toml");
+  std::ofstream(tmp / "gpus.toml") << shipped << "\n[[cc]]\ncc = \"12.3\"\narchitecture = \"Blackwell\"\n";
+  auto more = arch::ArchData::load(tmp / "gpus.toml").take();
+  auto m = manifest_of({entry("p", "1.0+ptx", {"compute_120"})});
+  CHECK(offered(derive_views(m, more), 123, "p") == "1.0+ptx");
+  CHECK(view(derive_views(m, arch::ArchData::shipped()), 123) == nullptr);
+  CHECK(choose_view(m, {{12, 3}}, more).cc == arch::Cc{12, 3});
+  CHECK_FALSE(choose_view(m, {{12, 3}}, arch::ArchData::shipped()).cc);
+}
+
 TEST_CASE("the tie-break: nearest image, then fewer images, then the later published, then the name") {
   // Two builds with SASS for 9.0: the one made for fewer GPUs.
   auto m = manifest_of({entry("p", "1.0+a", {"sm_90", "sm_100", "sm_120"}), entry("p", "1.0+b", {"sm_90"})});
-  CHECK(offered(derive_views(m), 90, "p") == "1.0+b");
+  CHECK(offered(derive_views(m, arch::ArchData::shipped()), 90, "p") == "1.0+b");
   // Same-family SASS: the nearest (sm_86 before sm_80 on an 8.9).
   m = manifest_of({entry("p", "1.0+a", {"sm_80"}), entry("p", "1.0+b", {"sm_86"})});
-  CHECK(offered(derive_views(m), 89, "p") == "1.0+b");
+  CHECK(offered(derive_views(m, arch::ArchData::shipped()), 89, "p") == "1.0+b");
   // Equal otherwise: the later published.
   m = manifest_of({entry("p", "1.0+a", {"sm_90"}, {}, "2026-12-02T00:00:00Z"), entry("p", "1.0+b", {"sm_90"}, {}, "2026-12-01T00:00:00Z")});
-  CHECK(offered(derive_views(m), 90, "p") == "1.0+a");
+  CHECK(offered(derive_views(m, arch::ArchData::shipped()), 90, "p") == "1.0+a");
   // Different public versions are all offered (pip picks the version; the view picks the build).
   m = manifest_of({entry("p", "1.0+a", {"sm_90"}), entry("p", "1.1+a", {"sm_90"})});
-  CHECK(offered(derive_views(m), 90, "p") == "several");
+  CHECK(offered(derive_views(m, arch::ArchData::shipped()), 90, "p") == "several");
 }
 
 TEST_CASE("a wheel is placed by its code, not its name, and a CPU build is in every view but makes none") {
@@ -111,14 +129,14 @@ TEST_CASE("a wheel is placed by its code, not its name, and a CPU build is in ev
   auto cpu = entry("plain", "1.0", {});
   m.files[liar.file] = liar;
   m.files[cpu.file] = cpu;
-  auto vs = derive_views(m);
+  auto vs = derive_views(m, arch::ArchData::shipped());
   CHECK(offered(vs, 90, "liar") == "1.0+cu130.sm120");
   CHECK(offered(vs, 120, "liar").empty());
   CHECK(offered(vs, 120, "plain") == "1.0");
   CHECK(offered(vs, 90, "plain") == "1.0");
   CHECK(view(vs, 75) == nullptr);
   // Only CPU builds: no view at all.
-  CHECK(derive_views(manifest_of({cpu})).empty());
+  CHECK(derive_views(manifest_of({cpu}), arch::ArchData::shipped()).empty());
 }
 
 TEST_CASE("a dependent is in a view only where the torch it requires is") {
@@ -127,7 +145,7 @@ TEST_CASE("a dependent is in a view only where the torch it requires is") {
                         entry("torchvision", "0.22.1+cu128.sm120", {"sm_90", "sm_120"}, {"torch (==2.7.1+cu128.sm120)"}),
                         // Requires a torch version by its public part: wherever a 2.7.1 is.
                         entry("torchaudio", "2.7.1+cu128", {"sm_90", "sm_120"}, {"torch==2.7.1", "numpy; extra == \"x\""})});
-  auto vs = derive_views(m);
+  auto vs = derive_views(m, arch::ArchData::shipped());
   CHECK(offered(vs, 120, "torchvision") == "0.22.1+cu128.sm120");
   CHECK(offered(vs, 90, "torchvision").empty());
   CHECK(offered(vs, 90, "torchaudio") == "2.7.1+cu128");
@@ -150,20 +168,20 @@ TEST_CASE("plain simple/ holds every build: pip's pick there is the highest loca
 
 TEST_CASE("the view a host installs from: one whose builds run on all its GPUs, or why none") {
   auto m = fleet();
-  auto one = choose_view(m, {{12, 0}});
+  auto one = choose_view(m, {{12, 0}}, arch::ArchData::shipped());
   REQUIRE(one.cc);
   CHECK(one.cc->sm() == 120);
   CHECK(one.projects == std::vector<std::string>{"minitorch"});
   // 8.6 and 8.9: the 8.6 view's build (sm_80 SASS) runs on both.
-  auto pair = choose_view(m, {{8, 6}, {8, 9}});
+  auto pair = choose_view(m, {{8, 6}, {8, 9}}, arch::ArchData::shipped());
   REQUIRE(pair.cc);
   CHECK(pair.cc->sm() == 86);
   // 9.0 and 12.0: each view's build leaves the other out.
-  auto two = choose_view(m, {{9, 0}, {12, 0}});
+  auto two = choose_view(m, {{9, 0}, {12, 0}}, arch::ArchData::shipped());
   CHECK_FALSE(two.cc);
   CHECK(two.why.find("every GPU") != std::string::npos);
   // No build runs on 7.5: no view, and it is said.
-  auto none = choose_view(m, {{7, 5}});
+  auto none = choose_view(m, {{7, 5}}, arch::ArchData::shipped());
   CHECK_FALSE(none.cc);
   CHECK(none.why.find("gpu/sm_75") != std::string::npos);
 }

@@ -78,6 +78,11 @@ struct Case {
   std::optional<std::string> source_dir;  // --source DIR
 };
 
+const std::vector<recipe::LibrarySpec>& keyed_specs() {
+  static const std::vector<recipe::LibrarySpec> specs{keyedlib()};
+  return specs;
+}
+
 PlanOptions resources() {
   PlanOptions o;
   o.resources = HostResources{8, 32ull << 30};
@@ -100,7 +105,7 @@ Plan plan_of(const test::TempDir& tmp, const std::string& name, const Case& c) {
   auto r = resolve(req, in);
   INFO(name << ": " << r.message);
   REQUIRE(r.status == Exit::ok);
-  auto p = make_plan(r, c.options);
+  auto p = make_plan(r, test::with_shipped_specs(c.options));
   INFO(name << ": " << (p ? "" : p.error().message));
   REQUIRE(p.ok());
   return *p;
@@ -132,7 +137,7 @@ std::map<std::string, Case> cases() {
   // Libraries: none (absent), found, absent on the host, --without.
   {
     PlanOptions o = resources();
-    o.library_specs = {keyedlib()};
+    o.library_specs = &keyed_specs();
     o.library_facts.probed = true;
     add("libraries-absent", "[libraries]\noptional = [\"keyedlib\"]\n", o);
     LibraryCandidate f;
@@ -206,7 +211,7 @@ std::map<std::string, Case> cases() {
   // Everything at once.
   {
     PlanOptions o = resources();
-    o.library_specs = {keyedlib()};
+    o.library_specs = &keyed_specs();
     o.library_facts.probed = true;
     o.fetches["dep"] = ResolvedFetch{"pins/dep-cu13.txt", "v1.2.4", std::string(40, 'f')};
     BuildVenv v;

@@ -266,7 +266,7 @@ Plan torch_plan(const PlanOptions& o, const std::string& recipe_text = "") {
   auto r = resolve(req, in);
   INFO(r.message);
   REQUIRE(r.ok());
-  auto p = make_plan(r, o);
+  auto p = make_plan(r, test::with_shipped_specs(o));
   INFO((p ? "" : p.error().message));
   REQUIRE(p.ok());
   return *p;
@@ -493,7 +493,7 @@ TEST_CASE("libraries: NVPL exists for aarch64 only: on x86_64 it is neither look
   CHECK(choice(*named, "lapack").state == LibraryState::missing);
 }
 
-TEST_CASE("libraries: {multiarch} in a library's system folders is this machine's Debian folder (OpenBLAS's)",
+TEST_CASE("libraries: {multiarch} in a library's system folders is the build platform's Debian folder (OpenBLAS's)",
           "[plan][libraries][arm]") {
   auto it = std::find_if(specs().begin(), specs().end(), [](const recipe::LibrarySpec& s) { return s.name == "openblas"; });
   REQUIRE(it != specs().end());
@@ -507,6 +507,10 @@ TEST_CASE("libraries: {multiarch} in a library's system folders is this machine'
   for (auto& dir : spec.system) dir = (tmp / dir.substr(1)).string();  // "/usr/…" under the root
   LibrarySearch s;
   s.system_prefixes = {tmp / "nothing"};
+  // Folders not known (no platform given): not looked in, never guessed.
+  CHECK(probe_libraries({spec}, s).found.empty());
+  s.dirs = toolchain::library_dirs_of(toolchain::Platform{.machine = test::machine(), .cuda_target = "x"});
+  REQUIRE(s.dirs.multiarch == multiarch);
   auto f = probe_libraries({spec}, s);
   REQUIRE(f.found.size() == 1);
   CHECK(f.found[0].include_dir == tmp / ("usr/include/" + multiarch + "/openblas-pthread"));

@@ -463,7 +463,7 @@ TEST_CASE("a recipe without a url or path needs --source-url") {
   auto ok = resolve(req, in);
   REQUIRE(ok.status == Exit::ok);
   CHECK(ok.url() == "file:///tmp/minitorch.git");
-  auto p = make_plan(ok);
+  auto p = make_plan(ok, test::with_shipped_specs());
   REQUIRE(p.ok());
   CHECK((*p)->url == "file:///tmp/minitorch.git");
   CHECK((*p)->version == "0.1.0+cu130.sm90");
@@ -483,7 +483,7 @@ Plan plan_for(const Request& req, const Inputs& in, const PlanOptions& o = fixed
   auto r = resolve(req, in);
   INFO(r.message);
   REQUIRE(r.status == Exit::ok);
-  auto p = make_plan(r, o);
+  auto p = make_plan(r, test::with_shipped_specs(o));
   REQUIRE(p.ok());
   return *p;
 }
@@ -922,12 +922,12 @@ TEST_CASE("a refused or incomplete resolution cannot be planned") {
   auto req = request("120");
   req.torch = V("2.5");
   auto r = resolve(req, inputs(host_130()));
-  auto p = make_plan(r);
+  auto p = make_plan(r, test::with_shipped_specs());
   REQUIRE_FALSE(p.ok());
   CHECK(p.error().exit == Exit::bad_input);
   auto h = host_130();
   h.toolkits.clear();
-  auto m = make_plan(resolve(request("90"), inputs(h)));
+  auto m = make_plan(resolve(request("90"), inputs(h)), test::with_shipped_specs());
   REQUIRE_FALSE(m.ok());
   CHECK(m.error().exit == Exit::missing_tool);
 }
@@ -969,22 +969,22 @@ TEST_CASE("source.path: the example names its own folder, the key holds the cont
   CHECK(*r.local_dir() == fs::path(ARCHBUILD_SOURCE_DIR) / "examples" / "minitorch");
   CHECK(r.url().empty());
   // Planning a local tree needs its scan (the command does it; plan/ reads no files).
-  CHECK_FALSE(make_plan(r, fixed_resources()).ok());
+  CHECK_FALSE(make_plan(r, test::with_shipped_specs(fixed_resources())).ok());
 
   std::string h1(64, 'a'), h2(64, 'b');
   auto o = fixed_resources();
   o.source = local_choice("/home/a/minitorch", h1);
-  auto p1 = make_plan(r, o);
+  auto p1 = make_plan(r, test::with_shipped_specs(o));
   REQUIRE(p1.ok());
   CHECK((*p1)->version == "0.1.0+srcaaaaaaa.cu130.sm90");
   CHECK((*p1)->key_inputs["source"] == nlohmann::json{{"local_content", h1}});
   CHECK(p1->to_json()["source"]["local"]["dir"] == "/home/a/minitorch");
   o.source = local_choice("/elsewhere/copy", h1);  // the same tree elsewhere: the same build
-  CHECK(make_plan(r, o)->operator->()->key == (*p1)->key);
+  CHECK(make_plan(r, test::with_shipped_specs(o))->operator->()->key == (*p1)->key);
   o.source = local_choice("/home/a/minitorch", h2);  // an edit: a new key
-  CHECK(make_plan(r, o)->operator->()->key != (*p1)->key);
+  CHECK(make_plan(r, test::with_shipped_specs(o))->operator->()->key != (*p1)->key);
   o.source.tree_version = "0.2.0\n";
-  CHECK(make_plan(r, o)->operator->()->version == "0.2.0+srcbbbbbbb.cu130.sm90");
+  CHECK(make_plan(r, test::with_shipped_specs(o))->operator->()->version == "0.2.0+srcbbbbbbb.cu130.sm90");
 
   // --source-url takes the place of source.path; --source DIR the place of both.
   auto req = request("90");
@@ -1012,29 +1012,29 @@ TEST_CASE("ref option: the key holds the commit, the manifest the ref, the versi
   o.source.ref = "main";
   o.source.commit = "1a2b3c4d5e6f1a2b3c4d5e6f1a2b3c4d5e6f1a2b";
   o.source.tree_version = "0.2.0a0\n";
-  auto p = make_plan(r, o);
+  auto p = make_plan(r, test::with_shipped_specs(o));
   REQUIRE(p.ok());
   CHECK((*p)->version == "0.2.0a0+git1a2b3c4.cu130.sm90");
   CHECK((*p)->tag == o.source.commit);  // the fetch checks out exactly what was planned
   CHECK((*p)->ref == "main");
   CHECK((*p)->key_inputs["source"]["commit"] == o.source.commit);
   CHECK((*p)->key_inputs["source"].dump().find("main") == std::string::npos);
-  auto base = make_plan(r, fixed_resources());
+  auto base = make_plan(r, test::with_shipped_specs(fixed_resources()));
   CHECK((*base)->key != (*p)->key);
   CHECK(std::regex_match((*p)->version, std::regex(R"([0-9.]+a0\+git[0-9a-f]{7}(\.[a-z0-9]+)+)")));
 
   // No version.txt: the recipe's release, still marked as a git build.
   o.source.tree_version.reset();
-  CHECK(make_plan(r, o)->operator->()->version == "0.1.0+git1a2b3c4.cu130.sm90");
+  CHECK(make_plan(r, test::with_shipped_specs(o))->operator->()->version == "0.1.0+git1a2b3c4.cu130.sm90");
   // Another tag: its own release; the recipe's own tag: the recipe's version.
   o.source.ref = "v0.1.1";
   o.source.ref_is_tag = true;
-  CHECK(make_plan(r, o)->operator->()->version == "0.1.1+cu130.sm90");
+  CHECK(make_plan(r, test::with_shipped_specs(o))->operator->()->version == "0.1.1+cu130.sm90");
   o.source.ref = "v0.1.0";
-  CHECK(make_plan(r, o)->operator->()->version == "0.1.0+cu130.sm90");
+  CHECK(make_plan(r, test::with_shipped_specs(o))->operator->()->version == "0.1.0+cu130.sm90");
   // A tag that is no version: a git build.
   o.source.ref = "nightly";
-  CHECK(make_plan(r, o)->operator->()->version == "0.1.0+git1a2b3c4.cu130.sm90");
+  CHECK(make_plan(r, test::with_shipped_specs(o))->operator->()->version == "0.1.0+git1a2b3c4.cu130.sm90");
 }
 
 TEST_CASE("env option: overrides the recipe's build env and is in the key, never what the plan derives") {
@@ -1043,27 +1043,27 @@ TEST_CASE("env option: overrides the recipe's build env and is in the key, never
   req.source_url = "file:///tmp/minitorch.git";
   auto r = resolve(req, in);
   REQUIRE(r.status == Exit::ok);
-  auto base = make_plan(r, fixed_resources());
+  auto base = make_plan(r, test::with_shipped_specs(fixed_resources()));
   REQUIRE(base.ok());
   auto o = fixed_resources();
   o.env = {{"USE_CUDA", "1"}, {"CUDNN_LIB_DIR", "/opt/cudnn/lib"}};
-  auto p = make_plan(r, o);
+  auto p = make_plan(r, test::with_shipped_specs(o));
   REQUIRE(p.ok());
   CHECK((*p)->env.at("CUDNN_LIB_DIR").value == "/opt/cudnn/lib");
   CHECK((*p)->env.at("CUDNN_LIB_DIR").keyed);
   CHECK((*p)->key_inputs["env"]["CUDNN_LIB_DIR"] == "/opt/cudnn/lib");
   CHECK((*p)->key != (*base)->key);
   o.env = {{"USE_CUDA", "0"}};  // the recipe's [build.env]: may be overridden
-  REQUIRE(make_plan(r, o).ok());
+  REQUIRE(make_plan(r, test::with_shipped_specs(o)).ok());
   for (const char* derived : {"TORCH_CUDA_ARCH_LIST", "CUDA_HOME", "PATH", "MAX_JOBS"}) {
     o.env = {{derived, "x"}};
-    auto refused = make_plan(r, o);
+    auto refused = make_plan(r, test::with_shipped_specs(o));
     REQUIRE_FALSE(refused.ok());
     CHECK(refused.error().exit == Exit::bad_input);
     CHECK(contains(refused.error().message, "archbuild sets"));
   }
   o.env = {{"1BAD", "x"}};
-  CHECK_FALSE(make_plan(r, o).ok());
+  CHECK_FALSE(make_plan(r, test::with_shipped_specs(o)).ok());
   CHECK(env_allowed(build_env_allowlist(), "NCCL_ROOT"));
   CHECK(env_allowed(build_env_allowlist(), "http_proxy"));
   CHECK_FALSE(env_allowed(build_env_allowlist(), "AWS_SECRET_ACCESS_KEY"));
@@ -1104,7 +1104,7 @@ TEST_CASE("jobs: the plan of a flash-attn build uses its figure and sets NVCC_TH
   CHECK(r.arch_list == "90");
   PlanOptions o;
   o.resources = HostResources{16, 12ull << 30};
-  auto p = make_plan(r, o);
+  auto p = make_plan(r, test::with_shipped_specs(o));
   REQUIRE(p.ok());
   CHECK((*p)->jobs.jobs == 2);  // 12 GiB / 5 GiB, not / 4 GiB
   CHECK(p->environment().at("MAX_JOBS") == "2");
@@ -1231,7 +1231,7 @@ TEST_CASE("one memory model: the static rule's per-job figure and admission's CU
   REQUIRE(r.status == Exit::ok);
   PlanOptions o;
   o.resources = HostResources{16, 12ull << 30};
-  auto off = make_plan(r, o);
+  auto off = make_plan(r, test::with_shipped_specs(o));
   REQUIRE(off.ok());
   auto j = off->to_json();
   CHECK(j["jobs"]["gib_per_job"] == 5.0);
@@ -1239,7 +1239,7 @@ TEST_CASE("one memory model: the static rule's per-job figure and admission's CU
   CHECK(j["jobs"]["rule"].get<std::string>().find("/ 5 GiB per nvcc job ([build.memory] cuda_mb 2048 + 3 x cuda_thread_mb 1024) = 2") !=
         std::string::npos);
   o.memory_budget_mb = 0;
-  auto on = make_plan(r, o);
+  auto on = make_plan(r, test::with_shipped_specs(o));
   REQUIRE(on.ok());
   auto a = on->to_json()["admission"];
   CHECK(a["expected_mb"]["cuda"] == 2048);
@@ -1330,18 +1330,18 @@ TEST_CASE("plan: a wheel installed into the build venv is in the key by its sha2
   v.python = "/cache/venvs/x/bin/python";
   v.interpreter_version = "3.11.2";
   o.venv = v;
-  auto without = make_plan(r, o);
+  auto without = make_plan(r, test::with_shipped_specs(o));
   REQUIRE(without.ok());
   CHECK_FALSE((*without)->key_inputs["build_venv"].contains("wheels"));  // keys without one stay as they were
   v.wheels = {{"torch", "2.14.0+cu130.sm90", std::string(64, '1'), "/out/a/torch.whl"}};
   o.venv = v;
-  auto one = make_plan(r, o);
+  auto one = make_plan(r, test::with_shipped_specs(o));
   v.wheels[0].file = "/elsewhere/torch.whl";  // the same wheel elsewhere: the same key
   o.venv = v;
-  auto moved = make_plan(r, o);
+  auto moved = make_plan(r, test::with_shipped_specs(o));
   v.wheels[0].sha256 = std::string(64, '2');  // another torch wheel: another key
   o.venv = v;
-  auto other = make_plan(r, o);
+  auto other = make_plan(r, test::with_shipped_specs(o));
   REQUIRE(one.ok());
   REQUIRE(moved.ok());
   REQUIRE(other.ok());
@@ -1350,4 +1350,38 @@ TEST_CASE("plan: a wheel installed into the build venv is in the key by its sha2
   CHECK((*other)->key != (*one)->key);
   CHECK((*one)->key_inputs["build_venv"]["wheels"][0] ==
         nlohmann::json{{"name", "torch"}, {"version", "2.14.0+cu130.sm90"}, {"sha256", std::string(64, '1')}});
+}
+
+// A torch recipe's when.torch is held against the release the tree holds: the recipe's for its
+// tag, the tree's version.txt for --ref or a local tree; a dependent's is the torch it serves.
+TEST_CASE("patches: when.torch is the tree's release for --ref, the recipe's for its tag", "[plan][patch]") {
+  Resolution res;
+  res.recipe.package = "torch";
+  res.recipe.version = *Version::parse("2.6.0");
+  recipe::Patch p;
+  p.file = "/recipes/fix.patch";
+  p.when.torch = recipe::VersionRange::parse(">=2.5, <2.7");
+  res.recipe.patches = {p};
+  SourceChoice tag;
+  REQUIRE(select_patches(res, tag, {}).size() == 1);
+  CHECK(select_patches(res, tag, {})[0].why == "torch 2.6.0 in >=2.5, <2.7");
+  // --ref naming a 2.7 commit: the tree is 2.7, the patch is not for it.
+  SourceChoice ref;
+  ref.kind = SourceChoice::Kind::ref;
+  ref.tree_version = "2.7.0a0\n";
+  CHECK(select_patches(res, ref, {}).empty());
+  // --ref naming an older 2.5 commit under the 2.6 recipe: held, and said where from.
+  ref.tree_version = "2.5.1\n";
+  auto held = select_patches(res, ref, {});
+  REQUIRE(held.size() == 1);
+  CHECK(held[0].why == "torch 2.5.1 (the tree's version.txt) in >=2.5, <2.7");
+  // A tree without version.txt: the recipe's release.
+  ref.tree_version.reset();
+  CHECK(select_patches(res, ref, {}).size() == 1);
+  // A dependent (torch = "2.6"): its own version.txt says nothing about torch.
+  res.recipe.package = "torchvision";
+  res.recipe.version = *Version::parse("0.21.0");
+  res.recipe.torch = *Version::parse("2.6.0");
+  ref.tree_version = "0.21.0a0\n";
+  CHECK(select_patches(res, ref, {}).size() == 1);
 }

@@ -96,7 +96,7 @@ prepare::Prepared prepared(const plan::Resolution& r, prepare::Request q, const 
   cache.layout.emplace(cache_dir);
   q.offline = true;
   if (q.no_venv_because.empty()) q.no_venv_because = "not made in this test";
-  if (q.library_specs.empty()) q.library_specs = recipe::load_shipped_library_specs().take();
+  if (!q.library_specs) q.library_specs = &test::shipped_library_specs();
   auto p = prepare::prepare(r, q, cache, s);
   INFO((p ? "" : p.error().message));
   REQUIRE(p.ok());
@@ -152,6 +152,7 @@ TEST_CASE("prepare: a local tree's contract is read and checked before the venv"
         "[tool.scikit-build]\nbuild-dir = \"build\"\n");
   auto r = resolve_with(recipe_for(dir.path(), dir / "tree", "2.11.0", ""));
   prepare::Request q;
+  q.library_specs = &test::shipped_library_specs();
   q.no_venv_because = "";  // would be made, were the contract not contradicted
   run::ScriptedRunner runner;
   runner.strict();
@@ -313,6 +314,7 @@ TEST_CASE("prepare: a local tree whose .gitmodules folders are empty stops befor
   write(dir / "tree/third_party/cpuinfo/CMakeLists.txt", "# here\n");  // checked out
   auto r = resolve_with(recipe_for(dir.path(), dir / "tree", "2.11.0", ""));
   prepare::Request q;
+  q.library_specs = &test::shipped_library_specs();
   q.no_venv_because = "";  // the venv would be made: the stop must come first
   run::ScriptedRunner runner;
   runner.strict();

@@ -19,6 +19,7 @@
 #include "stages/portable.hpp"
 #include "stages/reproducible.hpp"
 #include "support/process.hpp"
+#include "support/shipped.hpp"
 #include "support/tempdir.hpp"
 #include "validate/closure.hpp"
 #include "validate/validate.hpp"
@@ -100,7 +101,8 @@ validate::LibraryFacts shipped_facts() {
   return *f;
 }
 
-validate::Report validate_it(const fs::path& wheel, const validate::ValidateOptions& o = {}) {
+validate::Report validate_it(const fs::path& wheel, validate::ValidateOptions o = {}) {
+  if (!o.libraries) o.libraries = &test::shipped_library_facts();
   validate::Exec none = [](const validate::Command& c) -> Result<validate::Outcome> {
     FAIL("no process expected, got " << c.argv.front());
     return validate::Outcome{};

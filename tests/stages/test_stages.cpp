@@ -86,7 +86,7 @@ plan::Plan plan_for(const std::string& targets, const std::string& url, const st
   auto r = plan::resolve(req, in);
   INFO(r.message);
   REQUIRE(r.ok());
-  return plan::make_plan(r, options).take();
+  return plan::make_plan(r, test::with_shipped_specs(options)).take();
 }
 
 plan::Plan example_plan(const std::string& targets) { return plan_for(targets, example_url()); }
@@ -142,6 +142,7 @@ struct Env {
     options.out_dir = dir / "out";
     options.compiler_cache.kind = "none";
     options.retry.attempts = 1;
+    options.libraries = &test::shipped_library_facts();
     options.getenv = [](const std::string& n) -> std::optional<std::string> {
       if (n == "HOME") return std::string("/home/test");
       return std::nullopt;

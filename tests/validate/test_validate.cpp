@@ -130,6 +130,7 @@ TEST_CASE("target CCs from an --sm list", "[validate][coverage]") {
 
 #include "binary/builders.hpp"
 #include "core/sha256.hpp"
+#include "support/shipped.hpp"
 #include "support/tempdir.hpp"
 #include "validate/validate.hpp"
 
@@ -197,7 +198,8 @@ struct FakeWheel {
 };
 
 validate::Report check_wheel(const std::filesystem::path& p, const std::string& targets,
-                             const validate::ValidateOptions& options = {}) {
+                             validate::ValidateOptions options = {}) {
+  if (!options.libraries) options.libraries = &test::shipped_library_facts();
   validate::Exec none = [](const validate::Command& c) -> Result<validate::Outcome> {
     FAIL("no process expected, got " << c.argv.front());
     return validate::Outcome{};
