@@ -3,6 +3,8 @@
 // archbuild publish --rebuild-views --mirror DIR    — the GPU views again from files/ + manifest
 // archbuild publish --key KEY… --mirror DIR [--store URL] [--store-trust PEM] — the build store's
 //   results by key, taken as `wheel` takes a pulled key (app/publish.hpp)
+// --variants (with any of the publishing forms): every build also as a PEP 825 variant wheel in
+//   DIR/variants/ (mirror/variants.hpp); a mirror that offers them keeps them up to date.
 // Every publish keeps the GPU views (mirror/views.hpp, docs/mirror.md) and says what plain
 // simple/ gives an unpinned pip and the command for each GPU's view.
 // Exit: 0 published (or already there) / verified; 1 a file name published with another hash
@@ -16,6 +18,7 @@
 #include "cli/store_common.hpp"
 #include "core/text.hpp"
 #include "mirror/mirror.hpp"
+#include "mirror/variants.hpp"
 #include "mirror/views.hpp"
 
 namespace archbuild::cli {
@@ -29,6 +32,7 @@ struct PublishArgs {
   std::string mirror;
   bool verify = false;
   bool rebuild_views = false;
+  bool variants = false;
 };
 
 std::string file_url(const std::filesystem::path& p) {
@@ -85,6 +89,17 @@ ViewSummary summarise_views(const std::filesystem::path& dir, const std::vector<
   return out;
 }
 
+// The variant index, when the mirror offers one: its URL and the variant wheels of `projects`
+// (every project when empty), and the builds offered as none.
+nlohmann::json summarise_variants(const std::filesystem::path& dir, const std::set<std::string>& projects) {
+  if (!mirror::has_variants(dir)) return nullptr;
+  auto set = mirror::derive_variants(mirror::read_manifest(dir).take());
+  nlohmann::json files = nlohmann::json::array();
+  for (const auto& w : set.wheels)
+    if (projects.empty() || projects.count(w.project)) files.push_back({{"file", w.file}, {"label", w.label}, {"from", w.source}});
+  return {{"index_url", file_url(dir / "variants" / "simple")}, {"files", files}, {"left_out", set.left_out}};
+}
+
 void run_publish(const PublishArgs& a, Context& ctx) {
   namespace fs = std::filesystem;
   fs::path dir = a.mirror;
@@ -105,18 +120,24 @@ void run_publish(const PublishArgs& a, Context& ctx) {
   }
   if (a.rebuild_views) {
     if (!a.wheels.empty()) throw Failure(Error::bad_input("--rebuild-views takes no wheel arguments"));
-    auto written = mirror::rebuild_views(dir).take();
-    if (ctx.json)
-      print_json({{"mirror", fs::absolute(dir).string()}, {"views_written", written}});
-    else
+    auto written = mirror::rebuild_views(dir, a.variants).take();
+    auto variants = summarise_variants(dir, {});
+    if (ctx.json) {
+      print_json({{"mirror", fs::absolute(dir).string()}, {"views_written", written}, {"variants", variants}});
+    } else {
       out(fmt::format("{}: {} view(s) rewritten{}", dir.string(), written.size(),
                       written.empty() ? "" : ": " + text::join(written, ", ")));
+      if (!variants.is_null())
+        out(fmt::format("{}: {} variant wheel(s) in {}", dir.string(), variants["files"].size(),
+                        variants["index_url"].get<std::string>()));
+    }
     return;
   }
   if (a.wheels.empty() && a.keys.empty())
     throw Failure(Error::bad_input("publish: give WHEEL… or --key KEY… to publish, or --verify"));
   std::vector<fs::path> wheels(a.wheels.begin(), a.wheels.end());
   mirror::PublishOptions opts;
+  opts.variants = a.variants;
   opts.on_wait = [&](const std::string& holder) {
     note(ctx, fmt::format("waiting for another publish{} to {}", holder.empty() ? "" : " (" + holder + ")", dir.string()));
   };
@@ -143,12 +164,15 @@ void run_publish(const PublishArgs& a, Context& ctx) {
     nlohmann::json from_keys = nlohmann::json::array();
     for (const auto& k : keys) from_keys.push_back(k.to_json());
     auto views = summarise_views(dir, published);
+    std::set<std::string> projects;
+    for (const auto& p : published) projects.insert(p.entry.project);
     print_json({{"mirror", fs::absolute(dir).string()},
                 {"index_url", file_url(dir / "simple")},
                 {"files", files},
                 {"keys", from_keys},
                 {"views", views.views},
-                {"simple", views.simple}});
+                {"simple", views.simple},
+                {"variants", summarise_variants(dir, projects)}});
   } else {
     for (const auto& k : keys)
       note(ctx, fmt::format("key {}: {} from the build store{}", k.key.substr(0, 16), k.file,
@@ -157,6 +181,14 @@ void run_publish(const PublishArgs& a, Context& ctx) {
       out(fmt::format("{:<9} {}  sha256 {}", p.added ? "added" : "unchanged", p.entry.file, p.entry.sha256));
     auto views = summarise_views(dir, published);
     for (const auto& l : views.lines) note(ctx, l);
+    std::set<std::string> projects;
+    for (const auto& p : published) projects.insert(p.entry.project);
+    if (auto v = summarise_variants(dir, projects); !v.is_null()) {
+      std::vector<std::string> names;
+      for (const auto& f : v["files"]) names.push_back(f["file"].get<std::string>());
+      note(ctx, fmt::format("PEP 825 variant wheels (for a variant-aware installer; pip ignores them): --index-url {}{}",
+                            v["index_url"].get<std::string>(), names.empty() ? " (none of these builds)" : ": " + text::join(names, ", ")));
+    }
     if (views.views.empty()) {
       std::set<std::string> names;
       for (const auto& p : published) names.insert(p.entry.project);
@@ -180,6 +212,8 @@ void add_publish_command(CLI::App& app, Context& ctx) {
   add_store_options(*cmd, args->store, false);
   cmd->add_option("--mirror", args->mirror, "The mirror directory (pip: --index-url file://DIR/simple)")->required();
   cmd->add_flag("--verify", args->verify, "Re-hash every file against the manifest and the index pages, and check the GPU views");
+  cmd->add_flag("--variants", args->variants,
+                "Also offer every build as a PEP 825 variant wheel (NVIDIA provider's properties) in DIR/variants/simple");
   cmd->add_flag("--rebuild-views", args->rebuild_views,
                 "Write the GPU views (gpu/sm_XY/simple/) again from files/ and manifest.json alone");
   add_json_flag(*cmd, ctx);

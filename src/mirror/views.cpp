@@ -10,6 +10,7 @@
 #include "arch/arch_data.hpp"
 #include "core/path_kind.hpp"
 #include "core/text.hpp"
+#include "mirror/variants.hpp"
 #include "store/atomic_file.hpp"
 #include "store/lock.hpp"
 #include "validate/wheel_check.hpp"
@@ -480,7 +481,7 @@ Result<std::vector<std::string>> write_views(const fs::path& dir, const Manifest
   return written;
 }
 
-Result<std::vector<std::string>> rebuild_views(const fs::path& dir) {
+Result<std::vector<std::string>> rebuild_views(const fs::path& dir, bool variants) {
   if (auto is_dir = paths::expect_directory(dir, "--mirror"); !is_dir) return is_dir.error();
   auto lock = store::FileLock::acquire(dir / ".lock");
   if (!lock) return lock.error();
@@ -490,7 +491,10 @@ Result<std::vector<std::string>> rebuild_views(const fs::path& dir) {
   if (!filled) return filled.error();
   if (*filled > 0)
     if (auto w = store::write_file_atomic(dir / "manifest.json", to_json(*m).dump(1) + "\n"); !w) return w.error();
-  return write_views(dir, *m);
+  auto written = write_views(dir, *m);
+  if (written && (variants || has_variants(dir)))
+    if (auto v = write_variants(dir, *m); !v) return v.error();
+  return written;
 }
 
 void verify_views(const fs::path& dir, const Manifest& m, VerifyReport& r) {

@@ -80,8 +80,9 @@ Result<std::vector<std::string>> write_views(const std::filesystem::path& dir, c
                                              const std::set<std::string>& projects = {});
 
 // `publish --rebuild-views`: under DIR/.lock, the facts of entries that lack them read from
-// files/ (the manifest rewritten when any were), then every view written and stale ones removed.
-Result<std::vector<std::string>> rebuild_views(const std::filesystem::path& dir);
+// files/ (the manifest rewritten when any were), then every view written and stale ones removed;
+// the variant wheels too (mirror/variants.hpp) where DIR offers them or `variants` asks for them.
+Result<std::vector<std::string>> rebuild_views(const std::filesystem::path& dir, bool variants = false);
 
 // Adds to `r` every view page that is missing, differs from what the manifest derives, or is
 // not derived (view-missing, view-stale, view-extra), and counts the pages checked.
