@@ -828,6 +828,28 @@ TEST_CASE("variants: publish --variants offers each build as a PEP 825 variant w
   };
   check();
 
+  // Which variant PEP 825's ordering takes with the NVIDIA provider's supported values for a host
+  // (re-stated from its plugin.py by check_pep825.py --select: no variant-aware installer runs
+  // here), and that it runs there (inspect --sm).
+  auto select = [&](const std::string& project, const std::string& cc, const std::string& driver) {
+    auto r = test::run("/usr/bin/python3", {std::string(ARCHBUILD_SOURCE_DIR) + "/tests/scripts/check_pep825.py", "--select",
+                                            dir.string(), project, project == "plain" ? "1.0" : "0.1.0", cc, driver});
+    INFO(r.err);
+    auto out = r.out;
+    while (!out.empty() && out.back() == '\n') out.pop_back();
+    return out;
+  };
+  for (const auto& [cc, want] : std::map<std::string, std::string>{{"8.6", "cu130_sm80_ptx90"}, {"9.0", "cu130_sm90"},
+                                                                    {"12.0", "cu130_sm120"}, {"12.1", "cu130_sm120"}}) {
+    INFO("CC " << cc);
+    auto got = select("minitorch", cc, "13.0");
+    CHECK(got == (dir / "variants" / "files" / ("minitorch-0.1.0-py3-none-linux_x86_64-" + want + ".whl")).string());
+    CHECK(test::archbuild({"inspect", "--sm", cc, got}).status == 0);
+  }
+  CHECK(select("minitorch", "7.5", "13.0") == "none");   // no build runs there
+  CHECK(select("minitorch", "12.0", "12.8") == "none");  // a driver older than CUDA 13.0
+  CHECK(fs::path(select("plain", "7.5", "12.8")).filename() == "plain-1.0-py3-none-linux_x86_64-null.whl");
+
   // A pip that knows no variants: the variant index alone offers it nothing it can install...
   CHECK(pip.download(base + "/variants/simple", "minitorch", tmp / "dl-variants").empty());
   CHECK(pip.download(base + "/variants/simple", "plain", tmp / "dl-variants").empty());

@@ -20,6 +20,15 @@ python/peps@ba4deeb7969588d937da609008d05bb83a47b1ab:peps/pep-0825.rst (format 0
 
 Usage: check_pep825.py MIRROR SCHEMA. Exit 0: all hold; 1: what does not, one line each;
 77: the jsonschema module is missing (python3-jsonschema).
+
+check_pep825.py --select MIRROR PROJECT VERSION CC DRIVER_CUDA prints the variant wheel a
+variant-aware installer would take from DIR/variants/ on a host of compute capability CC whose
+driver supports CUDA DRIVER_CUDA (or "none"): the release's -variants.json read, each variant kept
+when every feature it lists has a value the host supports, then ordered by PEP 825's "Variant
+ordering" (namespace order from default-priorities, features and values in the order the provider
+gives them) and the label. The host's supported values are those plugin.py's
+get_supported_configs() gives (features cuda_version_lower_bound, cuda_version_upper_bound,
+sm_arch, in that order), re-stated here: no variant-aware installer or provider is run.
 """
 import base64
 import glob
@@ -34,8 +43,7 @@ import zipfile
 try:
     import jsonschema
 except ImportError:
-    print("jsonschema is not installed (python3-jsonschema)")
-    sys.exit(77)
+    jsonschema = None
 
 LABEL = re.compile(r"^[0-9a-z_.]+$")
 PROBLEMS = []
@@ -107,6 +115,9 @@ class Links(html.parser.HTMLParser):
 
 
 def main():
+    if jsonschema is None:
+        print("jsonschema is not installed (python3-jsonschema)")
+        sys.exit(77)
     mirror, schema_path = sys.argv[1], sys.argv[2]
     with open(schema_path) as f:
         schema = json.load(f)
@@ -222,5 +233,71 @@ def main():
     print(f"PEP 825: {len(wheels)} variant wheel(s), {len(releases)} release file(s), all valid")
 
 
+def provider_supported(cc, driver):
+    """plugin.py's get_supported_configs() for a host: feature -> values, best first (ordered)."""
+    major, minor = (int(x) for x in cc.split("."))
+    umd_major, umd_minor = (int(x) for x in driver.split("."))
+    majors, minors = range(11, 16), range(21)
+    lower = []
+    for m in range(umd_major, min(majors) - 1, -1):
+        for n in ([*range(max(minors), -1, -1), None] if m < umd_major else [*range(umd_minor, -1, -1), None]):
+            lower.append(f"{m}.{n}" if n is not None else f"{m}")
+    upper = []
+    for m in range(max(majors), umd_major - 1, -1):
+        for n in ([*range(max(minors), -1, -1), None] if m > umd_major else range(max(minors), umd_minor, -1)):
+            upper.append(f"{m}.{n}" if n is not None else f"{m}")
+    sm = [f"{major}{n}_real" for n in range(minor, -1, -1)] + [f"{major}0_virtual"]
+    return {"nvidia": {"cuda_version_lower_bound": lower, "cuda_version_upper_bound": upper, "sm_arch": sm}}
+
+
+def select(mirror, project, version, cc, driver):
+    files = os.path.join(mirror, "variants", "files")
+    with open(os.path.join(files, f"{normalized(project)}-{version}-variants.json")) as f:
+        meta = json.load(f)
+    supported = provider_supported(cc, driver)
+    ns_order = meta["default-priorities"]["namespace"]
+
+    def key(label):
+        props = meta["variants"][label]
+        keys = []
+        for ns, features in props.items():
+            if ns not in supported or ns not in ns_order:
+                return None
+            feature_order = list(supported[ns])
+            for feature, values in features.items():
+                have = [v for v in supported[ns].get(feature, []) if v in values]
+                if not have:
+                    return None  # no value of this feature is supported: incompatible
+                keys.append((ns_order.index(ns), feature_order.index(feature), supported[ns][feature].index(have[0])))
+        return sorted(keys)
+
+    compatible = [(key(label), label) for label in meta["variants"] if key(label) is not None]
+
+    def better(a, b):  # PEP 825 step 7: first differing key, then more keys, then the label
+        for x, y in zip(a[0], b[0]):
+            if x != y:
+                return x < y
+        if len(a[0]) != len(b[0]):
+            return len(a[0]) > len(b[0])
+        return a[1] < b[1]
+
+    best = None
+    for c in compatible:
+        if best is None or better(c, best):
+            best = c
+    if best is None:
+        print("none")
+        return
+    for w in sorted(glob.glob(os.path.join(files, "*.whl"))):
+        parsed = parse_name(os.path.basename(w))
+        if parsed and normalized(parsed["dist"]) == normalized(project) and parsed["version"] == version and parsed["label"] == best[1]:
+            print(w)
+            return
+    print("none")
+
+
 if __name__ == "__main__":
-    main()
+    if sys.argv[1] == "--select":
+        select(*sys.argv[2:7])
+    else:
+        main()
