@@ -170,8 +170,30 @@ std::vector<std::string> provider_sm_values(arch::Cc cc) {
   return out;
 }
 
+// A Requires-Dist line that pins a local version ("torch==2.9.0+cu130.sm90"): the variant index
+// holds every release under its public version only, so that requirement is never met there.
+static std::optional<std::string> local_pin(const std::string& line) {
+  auto semi = line.find(';');
+  // An extra's requirement is not installed by `pip install NAME` (as views.cpp reads it).
+  if (semi != std::string::npos && line.find("extra", semi) != std::string::npos) return std::nullopt;
+  auto spec = line.substr(0, semi);
+  for (auto at = spec.find("=="); at != std::string::npos; at = spec.find("==", at + 2)) {
+    auto end = spec.find_first_of(",)", at);
+    auto version = spec.substr(at + 2, end == std::string::npos ? std::string::npos : end - at - 2);
+    if (version.find('+') != std::string::npos) return text::trim(spec);
+  }
+  return std::nullopt;
+}
+
 VariantOf variant_of(const Entry& e, const GpuFacts& facts) {
   VariantOf v;
+  for (const auto& line : facts.requires_dist)
+    if (auto pin = local_pin(line)) {
+      v.why = fmt::format("its Requires-Dist pins a build ({}), which the variant index, holding every release under "
+                          "its public version, never has",
+                          *pin);
+      return v;
+    }
   if (facts.files.empty()) {  // a CPU build: PEP 825's null variant, which every host accepts last
     v.label = "null";
     v.properties = json::object();

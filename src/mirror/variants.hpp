@@ -54,7 +54,8 @@ struct VariantOf {
 // `sm_arch`: each image's value (SASS sm_XY[a|f] -> "XY_real", PTX compute_XY -> "X0_virtual"), kept
 // only where every GPU of data/gpus.toml whose host lists it runs the build (arch::run_verdict):
 // a variant-aware installer never gets a build that does not run. `cuda_version_lower_bound`:
-// the CUDA release archbuild's local label names ("cu130"); a GPU build without one has no variant.
+// the CUDA release archbuild's local label names ("cu130"); a GPU build without one has no variant,
+// nor has a build whose Requires-Dist pins a local version (the variant index has none).
 VariantOf variant_of(const Entry& e, const GpuFacts& facts);
 
 // "<dist>-<public version>(-<build>)?-<tags>-<label>.whl" from the build's file name.

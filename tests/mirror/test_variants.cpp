@@ -75,6 +75,15 @@ TEST_CASE("variants: properties from the device code, only where every GPU that 
   auto unknown = of("0.1.0+custom", {"sm_90"});
   CHECK_FALSE(unknown.label);
   CHECK(unknown.why.find("CUDA release") != std::string::npos);
+  // A dependent pinning its torch's build would need that build in the variant index: none.
+  auto dependent = entry("minivision", "0.1.0+cu130.sm90", {"sm_90"});
+  dependent.gpu["requires"] = {"minitorch==0.1.0+cu130.sm90", "numpy>=1"};
+  auto pinned = variant_of(dependent, *GpuFacts::from_json(dependent.gpu));
+  CHECK_FALSE(pinned.label);
+  CHECK(pinned.why.find("minitorch==0.1.0+cu130.sm90") != std::string::npos);
+  auto loose = entry("minivision", "0.1.0+cu130.sm90", {"sm_90"});
+  loose.gpu["requires"] = {"minitorch==0.1.0", "extra-thing (==2.0+x) ; extra == 'x'"};
+  CHECK(variant_of(loose, *GpuFacts::from_json(loose.gpu)).label);
 }
 
 TEST_CASE("variants: file names, one variant per name (the first published), one index-level file per release") {
