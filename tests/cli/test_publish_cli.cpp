@@ -482,6 +482,24 @@ struct Pip {
   }
 };
 
+// tests/scripts/check_pep825.py on a mirror's variants: its status (77: no jsonschema) and output.
+test::Ran check_pep825(const fs::path& mirror) {
+  return test::run("/usr/bin/python3", {std::string(ARCHBUILD_SOURCE_DIR) + "/tests/scripts/check_pep825.py", mirror.string(),
+                                        std::string(ARCHBUILD_TEST_DATA) + "/pep825/variant-schema-0.1.1.json"});
+}
+
+// The variant wheel PEP 825's ordering takes from the mirror for a host of `cc` whose driver runs
+// CUDA `driver`, with the NVIDIA provider's supported values (check_pep825.py --select): its path,
+// or "none".
+std::string select_variant(const fs::path& mirror, const std::string& project, const std::string& version,
+                           const std::string& cc, const std::string& driver) {
+  auto r = test::run("/usr/bin/python3", {std::string(ARCHBUILD_SOURCE_DIR) + "/tests/scripts/check_pep825.py", "--select",
+                                          mirror.string(), project, version, cc, driver});
+  auto out = r.out;
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
+}
+
 // For each GPU: pip, pinned and unpinned, from its view gets the build `want` (a version), and
 // `archbuild inspect --sm` says that file runs there.
 void check_views(Pip& pip, const fs::path& mirror, const std::string& base, const std::map<std::string, std::string>& want) {
@@ -708,6 +726,22 @@ TEST_CASE("GPU views with real device code from nvcc: 9.0, 10.0, 12.0 and a mult
               {{"8.6", "0.1.0+cu130.multi"}, {"9.0", "0.1.0+cu130.sm90"}, {"10.0", "0.1.0+cu130.sm100"},
                {"12.0", "0.1.0+cu130.sm120"}, {"12.1", "0.1.0+cu130.sm120"}});
   CHECK(test::archbuild({"publish", "--verify", "--mirror", (tmp / "mirror").string()}).status == 0);
+
+  // The same builds as PEP 825 variant wheels, their properties read from nvcc's fatbins: the
+  // variant PEP 825's ordering takes for each GPU runs there.
+  REQUIRE(test::archbuild({"publish", "--rebuild-views", "--variants", "--mirror", (tmp / "mirror").string()}).status == 0);
+  for (const auto& [cc, want] : std::map<std::string, std::string>{{"8.6", "cu130_sm80_ptx90"}, {"9.0", "cu130_sm90"},
+                                                                    {"10.0", "cu130_sm100"}, {"12.0", "cu130_sm120"},
+                                                                    {"12.1", "cu130_sm120"}}) {
+    INFO("CC " << cc);
+    auto got = select_variant(tmp / "mirror", "minitorch", "0.1.0", cc, "13.0");
+    CHECK(fs::path(got).filename() == "minitorch-0.1.0-py3-none-linux_x86_64-" + want + ".whl");
+    CHECK(test::archbuild({"inspect", "--sm", cc, got}).status == 0);
+  }
+  auto pep825 = check_pep825(tmp / "mirror");
+  INFO(pep825.out);
+  CHECK((pep825.status == 0 || pep825.status == 77));
+  CHECK(test::archbuild({"publish", "--verify", "--mirror", (tmp / "mirror").string()}).status == 0);
 }
 
 TEST_CASE("served by nginx with the shipped configuration: JSON when pip asks for it, HTML otherwise", "[publish][pip][nginx]") {
@@ -817,8 +851,7 @@ TEST_CASE("variants: publish --variants offers each build as a PEP 825 variant w
   // The PEP's grammar, its JSON schema, the index-level file linked from every page that links a
   // variant wheel, the NVIDIA provider's namespace (tests/scripts/check_pep825.py).
   auto check = [&] {
-    auto r = test::run("/usr/bin/python3", {std::string(ARCHBUILD_SOURCE_DIR) + "/tests/scripts/check_pep825.py", dir.string(),
-                                            std::string(ARCHBUILD_TEST_DATA) + "/pep825/variant-schema-0.1.1.json"});
+    auto r = check_pep825(dir);
     INFO(r.out << r.err);
     if (r.status == 77) {
       WARN("PEP 825 schema not checked: " << r.out);
@@ -832,12 +865,7 @@ TEST_CASE("variants: publish --variants offers each build as a PEP 825 variant w
   // (re-stated from its plugin.py by check_pep825.py --select: no variant-aware installer runs
   // here), and that it runs there (inspect --sm).
   auto select = [&](const std::string& project, const std::string& cc, const std::string& driver) {
-    auto r = test::run("/usr/bin/python3", {std::string(ARCHBUILD_SOURCE_DIR) + "/tests/scripts/check_pep825.py", "--select",
-                                            dir.string(), project, project == "plain" ? "1.0" : "0.1.0", cc, driver});
-    INFO(r.err);
-    auto out = r.out;
-    while (!out.empty() && out.back() == '\n') out.pop_back();
-    return out;
+    return select_variant(dir, project, project == "plain" ? "1.0" : "0.1.0", cc, driver);
   };
   for (const auto& [cc, want] : std::map<std::string, std::string>{{"8.6", "cu130_sm80_ptx90"}, {"9.0", "cu130_sm90"},
                                                                     {"12.0", "cu130_sm120"}, {"12.1", "cu130_sm120"}}) {
