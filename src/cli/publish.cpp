@@ -3,6 +3,8 @@
 // archbuild publish --rebuild-views --mirror DIR    — the GPU views again from files/ + manifest
 // archbuild publish --key KEY… --mirror DIR [--store URL] [--store-trust PEM] — the build store's
 //   results by key, taken as `wheel` takes a pulled key (app/publish.hpp)
+// --variants (with any of the publishing forms): every build also as a PEP 825 variant wheel in
+//   DIR/variants/ (mirror/variants.hpp); a mirror that offers them keeps them up to date.
 // Every publish keeps the GPU views (mirror/views.hpp, docs/mirror.md) and says what plain
 // simple/ gives an unpinned pip and the command for each GPU's view.
 // Exit: 0 published (or already there) / verified; 1 a file name published with another hash
@@ -16,6 +18,7 @@
 #include "cli/store_common.hpp"
 #include "core/text.hpp"
 #include "mirror/mirror.hpp"
+#include "mirror/variants.hpp"
 #include "mirror/views.hpp"
 
 namespace archbuild::cli {
@@ -29,6 +32,7 @@ struct PublishArgs {
   std::string mirror;
   bool verify = false;
   bool rebuild_views = false;
+  bool variants = false;
 };
 
 void run_publish(const PublishArgs& a, Context& ctx) {
@@ -51,18 +55,24 @@ void run_publish(const PublishArgs& a, Context& ctx) {
   }
   if (a.rebuild_views) {
     if (!a.wheels.empty()) throw Failure(Error::bad_input("--rebuild-views takes no wheel arguments"));
-    auto written = mirror::rebuild_views(dir, ctx.facts().arch()).take();
-    if (ctx.json)
-      print_json({{"mirror", fs::absolute(dir).string()}, {"views_written", written}});
-    else
+    auto written = mirror::rebuild_views(dir, ctx.facts().arch(), a.variants).take();
+    auto variants = mirror::summarise_variants(dir, {}, ctx.facts().arch());
+    if (ctx.json) {
+      print_json({{"mirror", fs::absolute(dir).string()}, {"views_written", written}, {"variants", variants}});
+    } else {
       out(fmt::format("{}: {} view(s) rewritten{}", dir.string(), written.size(),
                       written.empty() ? "" : ": " + text::join(written, ", ")));
+      if (!variants.is_null())
+        out(fmt::format("{}: {} variant wheel(s) in {}", dir.string(), variants["files"].size(),
+                        variants["index_url"].get<std::string>()));
+    }
     return;
   }
   if (a.wheels.empty() && a.keys.empty())
     throw Failure(Error::bad_input("publish: give WHEEL… or --key KEY… to publish, or --verify"));
   std::vector<fs::path> wheels(a.wheels.begin(), a.wheels.end());
   mirror::PublishOptions opts;
+  opts.variants = a.variants;
   opts.on_wait = [&](const std::string& holder) {
     note(ctx, fmt::format("waiting for another publish{} to {}", holder.empty() ? "" : " (" + holder + ")", dir.string()));
   };
@@ -94,7 +104,8 @@ void run_publish(const PublishArgs& a, Context& ctx) {
                 {"files", files},
                 {"keys", from_keys},
                 {"views", views.views},
-                {"simple", views.simple}});
+                {"simple", views.simple},
+                {"variants", views.variants}});
   } else {
     for (const auto& k : keys)
       note(ctx, fmt::format("key {}: {} from the build store{}", k.key.substr(0, 16), k.file,
@@ -119,6 +130,8 @@ void add_publish_command(CLI::App& app, Context& ctx) {
   add_store_options(*cmd, args->store, false);
   cmd->add_option("--mirror", args->mirror, "The mirror directory (pip: --index-url file://DIR/simple)")->required();
   cmd->add_flag("--verify", args->verify, "Re-hash every file against the manifest and the index pages, and check the GPU views");
+  cmd->add_flag("--variants", args->variants,
+                "Also offer every build as a PEP 825 variant wheel (NVIDIA provider's properties) in DIR/variants/simple");
   cmd->add_flag("--rebuild-views", args->rebuild_views,
                 "Write the GPU views (gpu/sm_XY/simple/) again from files/ and manifest.json alone");
   add_json_flag(*cmd, ctx);

@@ -22,6 +22,7 @@
 #include "store/lock.hpp"
 #include "validate/closure.hpp"
 #include "validate/wheel_check.hpp"
+#include "mirror/variants.hpp"
 #include "mirror/views.hpp"
 
 namespace archbuild::mirror {
@@ -449,8 +450,13 @@ Result<std::vector<Published>> publish(const fs::path& dir, const std::vector<fs
   // The GPU views of the projects published (and their dependents); all of them after facts were filled.
   std::set<std::string> touched;
   for (const auto& p : out) touched.insert(p.entry.project);
-  if (auto v = write_views(dir, *manifest, gpus, *filled > 0 || *adopted > 0 ? std::set<std::string>{} : dependents_of(*manifest, touched)); !v)
+  const bool everything = *filled > 0 || *adopted > 0;
+  if (auto v = write_views(dir, *manifest, gpus, everything ? std::set<std::string>{} : dependents_of(*manifest, touched)); !v)
     return v.error();
+  // The variant wheels of the projects published (every project's when variants are new here).
+  if (options.variants || has_variants(dir))
+    if (auto v = write_variants(dir, *manifest, gpus, everything || !has_variants(dir) ? std::set<std::string>{} : touched); !v)
+      return v.error();
   return out;
 }
 
@@ -587,6 +593,7 @@ Result<VerifyReport> verify(const fs::path& dir, const arch::ArchData& gpus) {
     problem("page-missing", "simple/index.html", "the root index is missing");
   }
   verify_views(dir, *manifest, gpus, r);
+  verify_variants(dir, *manifest, gpus, r);
   return r;
 }
 

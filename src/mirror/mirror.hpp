@@ -61,6 +61,9 @@ struct Published {
 struct PublishOptions {
   // Called once when another process holds DIR/.lock ("pid 1234").
   std::function<void(const std::string& holder)> on_wait;
+  // Also offer every build as a PEP 825 variant wheel (mirror/variants.hpp); a mirror that
+  // already offers variants keeps offering them without it.
+  bool variants = false;
 };
 
 // Publishes the wheels (all or nothing). Errors: a path that is not a readable wheel file or a
@@ -73,7 +76,8 @@ Result<std::vector<Published>> publish(const std::filesystem::path& dir, const s
 struct Problem {
   std::string kind;    // hash-mismatch, size-mismatch, missing-file, extra-file, page-missing,
                        // page-link-missing, page-link-extra, page-link-hash, manifest,
-                       // duplicate-release (one release file for pip under two spellings)
+                       // duplicate-release (one release file for pip under two spellings),
+                       // view-*, gpu-facts-missing (views.hpp), variant-* (variants.hpp)
   std::string file;    // the wheel or page concerned
   std::string detail;  // one line
 };

@@ -10,6 +10,7 @@
 #include "arch/arch_data.hpp"
 #include "core/path_kind.hpp"
 #include "core/text.hpp"
+#include "mirror/variants.hpp"
 #include "store/atomic_file.hpp"
 #include "store/lock.hpp"
 #include "validate/wheel_check.hpp"
@@ -481,7 +482,7 @@ Result<std::vector<std::string>> write_views(const fs::path& dir, const Manifest
   return written;
 }
 
-Result<std::vector<std::string>> rebuild_views(const fs::path& dir, const arch::ArchData& gpus) {
+Result<std::vector<std::string>> rebuild_views(const fs::path& dir, const arch::ArchData& gpus, bool variants) {
   if (auto is_dir = paths::expect_directory(dir, "--mirror"); !is_dir) return is_dir.error();
   auto lock = store::FileLock::acquire(dir / ".lock");
   if (!lock) return lock.error();
@@ -491,7 +492,10 @@ Result<std::vector<std::string>> rebuild_views(const fs::path& dir, const arch::
   if (!filled) return filled.error();
   if (*filled > 0)
     if (auto w = store::write_file_atomic(dir / "manifest.json", to_json(*m).dump(1) + "\n"); !w) return w.error();
-  return write_views(dir, *m, gpus);
+  auto written = write_views(dir, *m, gpus);
+  if (written && (variants || has_variants(dir)))
+    if (auto v = write_variants(dir, *m, gpus); !v) return v.error();
+  return written;
 }
 
 void verify_views(const fs::path& dir, const Manifest& m, const arch::ArchData& gpus, VerifyReport& r) {
@@ -650,6 +654,14 @@ Result<PublishSummary> summarise_publish(const fs::path& dir, const std::vector<
       for (const auto& e : v.projects.at(p)) offered.push_back(e.file);
     out.views.push_back({{"sm", v.cc.str()}, {"view", view_name(v.cc)}, {"index_url", url}, {"files", offered}});
     out.lines.push_back(fmt::format("{:<7} pip install --index-url {} {}", view_name(v.cc), url, text::join(here, " ")));
+  }
+  out.variants = summarise_variants(dir, projects, gpus);
+  if (!out.variants.is_null()) {
+    std::vector<std::string> names;
+    for (const auto& f : out.variants["files"]) names.push_back(f["file"].get<std::string>());
+    out.lines.push_back(fmt::format(
+        "PEP 825 variant wheels (for a variant-aware installer; pip ignores them): --index-url {}{}",
+        out.variants["index_url"].get<std::string>(), names.empty() ? " (none of these builds)" : ": " + text::join(names, ", ")));
   }
   if (out.views.empty())
     out.lines.push_back(fmt::format("no GPU view offers it (no device code): pip install --index-url {} {}",

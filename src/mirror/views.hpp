@@ -82,8 +82,10 @@ Result<std::vector<std::string>> write_views(const std::filesystem::path& dir, c
                                              const arch::ArchData& gpus, const std::set<std::string>& projects = {});
 
 // `publish --rebuild-views`: under DIR/.lock, the facts of entries that lack them read from
-// files/ (the manifest rewritten when any were), then every view written and stale ones removed.
-Result<std::vector<std::string>> rebuild_views(const std::filesystem::path& dir, const arch::ArchData& gpus);
+// files/ (the manifest rewritten when any were), then every view written and stale ones removed;
+// the variant wheels too (mirror/variants.hpp) where DIR offers them or `variants` asks for them.
+Result<std::vector<std::string>> rebuild_views(const std::filesystem::path& dir, const arch::ArchData& gpus,
+                                               bool variants = false);
 
 // Adds to `r` every view page that is missing, differs from what the manifest derives, or is
 // not derived (view-missing, view-stale, view-extra), and counts the pages checked.
@@ -128,6 +130,7 @@ Result<ViewAdvice> advise_view(std::string url, const std::vector<arch::Cc>& ccs
 struct PublishSummary {
   nlohmann::json views = nlohmann::json::array();   // {sm, view, index_url, files}
   nlohmann::json simple = nlohmann::json::array();  // {project, version, picks, runs_on}
+  nlohmann::json variants;                          // mirror/variants.hpp summarise_variants (null: none)
   std::vector<std::string> lines;                   // the same, for people
 };
 Result<PublishSummary> summarise_publish(const std::filesystem::path& dir, const std::vector<Published>& published,

@@ -482,6 +482,24 @@ struct Pip {
   }
 };
 
+// tests/scripts/check_pep825.py on a mirror's variants: its status (77: no jsonschema) and output.
+test::Ran check_pep825(const fs::path& mirror) {
+  return test::run("/usr/bin/python3", {std::string(ARCHBUILD_SOURCE_DIR) + "/tests/scripts/check_pep825.py", mirror.string(),
+                                        std::string(ARCHBUILD_TEST_DATA) + "/pep825/variant-schema-0.1.1.json"});
+}
+
+// The variant wheel PEP 825's ordering takes from the mirror for a host of `cc` whose driver runs
+// CUDA `driver`, with the NVIDIA provider's supported values (check_pep825.py --select): its path,
+// or "none".
+std::string select_variant(const fs::path& mirror, const std::string& project, const std::string& version,
+                           const std::string& cc, const std::string& driver) {
+  auto r = test::run("/usr/bin/python3", {std::string(ARCHBUILD_SOURCE_DIR) + "/tests/scripts/check_pep825.py", "--select",
+                                          mirror.string(), project, version, cc, driver});
+  auto out = r.out;
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
+}
+
 // For each GPU: pip, pinned and unpinned, from its view gets the build `want` (a version), and
 // `archbuild inspect --sm` says that file runs there.
 void check_views(Pip& pip, const fs::path& mirror, const std::string& base, const std::map<std::string, std::string>& want) {
@@ -708,6 +726,22 @@ TEST_CASE("GPU views with real device code from nvcc: 9.0, 10.0, 12.0 and a mult
               {{"8.6", "0.1.0+cu130.multi"}, {"9.0", "0.1.0+cu130.sm90"}, {"10.0", "0.1.0+cu130.sm100"},
                {"12.0", "0.1.0+cu130.sm120"}, {"12.1", "0.1.0+cu130.sm120"}});
   CHECK(test::archbuild({"publish", "--verify", "--mirror", (tmp / "mirror").string()}).status == 0);
+
+  // The same builds as PEP 825 variant wheels, their properties read from nvcc's fatbins: the
+  // variant PEP 825's ordering takes for each GPU runs there.
+  REQUIRE(test::archbuild({"publish", "--rebuild-views", "--variants", "--mirror", (tmp / "mirror").string()}).status == 0);
+  for (const auto& [cc, want] : std::map<std::string, std::string>{{"8.6", "cu130_sm80_ptx90"}, {"9.0", "cu130_sm90"},
+                                                                    {"10.0", "cu130_sm100"}, {"12.0", "cu130_sm120"},
+                                                                    {"12.1", "cu130_sm120"}}) {
+    INFO("CC " << cc);
+    auto got = select_variant(tmp / "mirror", "minitorch", "0.1.0", cc, "13.0");
+    CHECK(fs::path(got).filename() == "minitorch-0.1.0-py3-none-linux_x86_64-" + want + ".whl");
+    CHECK(test::archbuild({"inspect", "--sm", cc, got}).status == 0);
+  }
+  auto pep825 = check_pep825(tmp / "mirror");
+  INFO(pep825.out);
+  CHECK((pep825.status == 0 || pep825.status == 77));
+  CHECK(test::archbuild({"publish", "--verify", "--mirror", (tmp / "mirror").string()}).status == 0);
 }
 
 TEST_CASE("served by nginx with the shipped configuration: JSON when pip asks for it, HTML otherwise", "[publish][pip][nginx]") {
@@ -778,4 +812,133 @@ http {{
   CHECK(contains(log, "/gpu/sm_120/simple/minitorch/ application/vnd.pypi.simple.v1+html"));
   // file:// still works: the pages are files.
   CHECK_FALSE(pip.download("file://" + dir.string() + "/gpu/sm_90/simple", "minitorch", tmp / "dl-file").empty());
+}
+
+// ---- PEP 825 variant wheels (docs/mirror.md, "Wheel variants") ------------------------------
+
+TEST_CASE("variants: publish --variants offers each build as a PEP 825 variant wheel that the real pip ignores", "[publish][pip]") {
+  test::TempDir tmp;
+  Pip pip;
+  if (auto why = pip.make(tmp / "venv"); !why.empty()) {
+    WARN("##archbuild-skip## " << why);
+    return;
+  }
+  auto in = tmp / "in";
+  std::vector<std::string> wheels = {
+      gpu_wheel(in, "minitorch", "0.1.0+cu130.sm90", fake_device_code({90})).string(),
+      gpu_wheel(in, "minitorch", "0.1.0+cu130.sm120", fake_device_code({120})).string(),
+      gpu_wheel(in, "minitorch", "0.1.0+cu130.multi", fake_device_code({80}, {90})).string(),
+      gpu_wheel(in, "plain", "1.0", "").string(),
+  };
+  auto dir = tmp / "mirror";
+  std::vector<std::string> args = {"publish", "--variants", "--json"};
+  args.insert(args.end(), wheels.begin(), wheels.end());
+  args.insert(args.end(), {"--mirror", dir.string()});
+  auto pub = test::archbuild(args);
+  INFO(pub.out << pub.err);
+  REQUIRE(pub.status == 0);
+  const std::string base = "file://" + dir.string();
+  auto pj = json::parse(pub.out);
+  CHECK(pj["variants"]["index_url"] == base + "/variants/simple");
+  std::set<std::string> offered;
+  for (const auto& f : pj["variants"]["files"]) offered.insert(f["file"].get<std::string>());
+  const std::string v120 = "minitorch-0.1.0-py3-none-linux_x86_64-cu130_sm120.whl";
+  CHECK(offered == std::set<std::string>{"minitorch-0.1.0-py3-none-linux_x86_64-cu130_sm80_ptx90.whl",
+                                         "minitorch-0.1.0-py3-none-linux_x86_64-cu130_sm90.whl", v120,
+                                         "plain-1.0-py3-none-linux_x86_64-null.whl"});
+  CHECK(fs::exists(dir / "variants" / "files" / "minitorch-0.1.0-variants.json"));
+
+  // The PEP's grammar, its JSON schema, the index-level file linked from every page that links a
+  // variant wheel, the NVIDIA provider's namespace (tests/scripts/check_pep825.py).
+  auto check = [&] {
+    auto r = check_pep825(dir);
+    INFO(r.out << r.err);
+    if (r.status == 77) {
+      WARN("PEP 825 schema not checked: " << r.out);
+      return;
+    }
+    CHECK(r.status == 0);
+  };
+  check();
+
+  // Which variant PEP 825's ordering takes with the NVIDIA provider's supported values for a host
+  // (re-stated from its plugin.py by check_pep825.py --select: no variant-aware installer runs
+  // here), and that it runs there (inspect --sm).
+  auto select = [&](const std::string& project, const std::string& cc, const std::string& driver) {
+    return select_variant(dir, project, project == "plain" ? "1.0" : "0.1.0", cc, driver);
+  };
+  for (const auto& [cc, want] : std::map<std::string, std::string>{{"8.6", "cu130_sm80_ptx90"}, {"9.0", "cu130_sm90"},
+                                                                    {"12.0", "cu130_sm120"}, {"12.1", "cu130_sm120"}}) {
+    INFO("CC " << cc);
+    auto got = select("minitorch", cc, "13.0");
+    CHECK(got == (dir / "variants" / "files" / ("minitorch-0.1.0-py3-none-linux_x86_64-" + want + ".whl")).string());
+    CHECK(test::archbuild({"inspect", "--sm", cc, got}).status == 0);
+  }
+  CHECK(select("minitorch", "7.5", "13.0") == "none");   // no build runs there
+  CHECK(select("minitorch", "12.0", "12.8") == "none");  // a driver older than CUDA 13.0
+  CHECK(fs::path(select("plain", "7.5", "12.8")).filename() == "plain-1.0-py3-none-linux_x86_64-null.whl");
+
+  // A pip that knows no variants: the variant index alone offers it nothing it can install...
+  CHECK(pip.download(base + "/variants/simple", "minitorch", tmp / "dl-variants").empty());
+  CHECK(pip.download(base + "/variants/simple", "plain", tmp / "dl-variants").empty());
+  // ...beside the GPU's view or plain simple/, it installs the build it installs without them...
+  auto with_variants = [&](const std::string& index, const std::string& req) {
+    fs::remove_all(tmp / "dl");
+    auto r = test::run((pip.venv / "bin" / "pip").string(),
+                       {"download", "--no-deps", "--index-url", index, "--extra-index-url", base + "/variants/simple",
+                        "--find-links", (dir / "variants" / "files").string(), "-d", (tmp / "dl").string(), req},
+                       pip.opts);
+    INFO(r.out << r.err);
+    std::vector<std::string> got;
+    if (r.status == 0)
+      for (const auto& e : fs::directory_iterator(tmp / "dl")) got.push_back(e.path().filename().string());
+    return got;
+  };
+  CHECK(with_variants(base + "/gpu/sm_120/simple", "minitorch==0.1.0") ==
+        std::vector<std::string>{"minitorch-0.1.0+cu130.sm120-py3-none-linux_x86_64.whl"});
+  CHECK(with_variants(base + "/gpu/sm_120/simple", "minitorch") ==
+        std::vector<std::string>{"minitorch-0.1.0+cu130.sm120-py3-none-linux_x86_64.whl"});
+  CHECK(with_variants(base + "/simple", "minitorch==0.1.0") ==
+        std::vector<std::string>{"minitorch-0.1.0+cu130.sm90-py3-none-linux_x86_64.whl"});
+  CHECK(with_variants(base + "/simple", "plain") == std::vector<std::string>{"plain-1.0-py3-none-linux_x86_64.whl"});
+  // ...and a variant wheel given by path is refused by its file name, as PEP 825 says tools do.
+  auto direct = test::run((pip.venv / "bin" / "pip").string(),
+                          {"install", "--no-deps", (dir / "variants" / "files" / v120).string()}, pip.opts);
+  CHECK(direct.status != 0);
+  CHECK(contains(direct.out + direct.err, "not a valid wheel filename"));
+
+  // Derived data: verify checks every variant file (made again and compared) and page.
+  auto verify = [&] { return test::archbuild({"publish", "--verify", "--mirror", dir.string()}); };
+  auto ok = verify();
+  INFO(ok.out);
+  CHECK(ok.status == 0);
+  std::ofstream(dir / "variants" / "files" / v120, std::ios::app) << "x";
+  fs::remove(dir / "variants" / "files" / "minitorch-0.1.0-variants.json");
+  std::ofstream(dir / "variants" / "files" / "stray.whl") << "x";
+  auto bad = verify();
+  CHECK(bad.status == 1);
+  CHECK(contains(bad.out, "variant-stale      variants/files/" + v120));
+  CHECK(contains(bad.out, "variant-missing    variants/files/minitorch-0.1.0-variants.json"));
+  CHECK(contains(bad.out, "variant-extra      variants/files/stray.whl"));
+  // --rebuild-views makes them again (a variant file changed or deleted by hand).
+  auto rebuilt = test::archbuild({"publish", "--rebuild-views", "--mirror", dir.string()});
+  INFO(rebuilt.out << rebuilt.err);
+  CHECK(rebuilt.status == 0);
+  fs::remove(dir / "variants" / "files" / v120);
+  REQUIRE(test::archbuild({"publish", "--rebuild-views", "--mirror", dir.string()}).status == 0);
+  auto again = verify();
+  INFO(again.out);
+  CHECK(again.status == 0);
+
+  // A later publish without --variants keeps the variants up to date.
+  auto later = test::archbuild({"publish", gpu_wheel(in, "minitorch", "0.1.0+cu130.sm100", fake_device_code({100})).string(),
+                                "--mirror", dir.string()});
+  INFO(later.err);
+  CHECK(later.status == 0);
+  CHECK(contains(later.err, "minitorch-0.1.0-py3-none-linux_x86_64-cu130_sm100.whl"));
+  auto index = json::parse(test::read_file(dir / "variants" / "files" / "minitorch-0.1.0-variants.json"));
+  CHECK(index["variants"].size() == 4);
+  CHECK(index["variants"]["cu130_sm100"]["nvidia"]["sm_arch"] == json{"100_real"});
+  CHECK(verify().status == 0);
+  check();
 }
