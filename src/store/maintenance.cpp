@@ -253,6 +253,19 @@ Result<Removal> gc(const Layout& layout, const GcOptions& options) {
     }
     if (stale) remove_path(e.path(), r);
   }
+  // work/<slot>/ is what the next key of that folder and configuration continues (a copy and a
+  // build tree): one whose state is untouched for keep_unfinished goes, never while a build holds it.
+  for (const auto& e : entries(layout.root() / "work")) {
+    const auto name = e.path().filename().string();
+    std::error_code ec;
+    if (!Layout::valid_name(name) || !fs::is_directory(fs::symlink_status(e.path(), ec))) continue;
+    auto lock = FileLock::try_acquire(layout.work_lock(name));
+    if (!lock || !*lock) continue;
+    auto t = mtime(layout.work_state(name));
+    if (!t) t = mtime(e.path());
+    if (t && options.now - *t < options.keep_unfinished) continue;
+    remove_path(e.path(), r);
+  }
   return r;
 }
 

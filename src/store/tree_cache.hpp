@@ -28,4 +28,9 @@ std::optional<std::string> read_last_checkout(const Layout& layout, const std::f
 std::optional<std::string> read_last_checkout_file(const std::filesystem::path& file);
 Result<Ok> write_last_checkout(const Layout& layout, const std::filesystem::path& canonical_root, std::string_view key);
 
+// work/<slot>/state.json's bytes (what stages/ wrote after the slot's last copy), untrusted; none
+// when absent, not a regular file or larger than 16 MiB. Written atomically.
+std::optional<std::string> read_work_state(const Layout& layout, std::string_view slot);
+Result<Ok> write_work_state(const Layout& layout, std::string_view slot, std::string_view bytes);
+
 }  // namespace archbuild::store
