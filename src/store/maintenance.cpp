@@ -101,7 +101,7 @@ Result<CacheStats> stats(const Layout& layout) {
   const std::pair<const char*, fs::path> areas[] = {
       {"git", layout.git_dir()},       {"src", layout.sources_dir()}, {"build", layout.builds_dir()},
       {"wheels", layout.wheels_dir()}, {"keys", layout.keys_dir()},   {"logs", layout.logs_dir()},
-      {"ccache", layout.ccache_dir()}};
+      {"ccache", layout.ccache_dir()}, {"work", layout.root() / "work"}};
   for (const auto& [name, path] : areas) {
     AreaStats a;
     a.name = name;

@@ -483,6 +483,7 @@ TEST_CASE("stats, gc and clear", "[store]") {
   CHECK(area("wheels").entries == 2);
   CHECK(area("src").entries == 2);
   CHECK(area("git").entries == 1);
+  CHECK(area("work").entries == 2);  // the two slots (their lock files not counted)
   CHECK(s->total_bytes > 0);
 
   // gc "now": nothing unfinished is old yet, temps are young.
