@@ -105,6 +105,9 @@ TEST_CASE("incremental wheel after a kernel edit: ninja recompiles the kernel, t
   CHECK(planned["build_start"]["mode"] == "incremental");
   CHECK(planned["build_start"]["from_key"] == first["key"]);
   CHECK(planned["key"] != first["key"]);
+  auto text = t::archbuild({"--cache-dir", (dir / "inc").string(), "plan", "--sm", "90", "--recipe",
+                            (b.tree / "recipe.toml").string(), "--source", b.tree.string(), "--python", "/usr/bin/python3"});
+  CHECK(text.out.find("build tree incremental from key " + first["key"].get<std::string>()) != std::string::npos);
   // --clean: the same key, a clean build tree.
   json forced = b.plan("inc", {"--clean"});
   CHECK(forced["key"] == planned["key"]);
