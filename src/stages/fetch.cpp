@@ -142,17 +142,40 @@ plan::BuildStart effective_start(Context& ctx) {
 // differs and, for an incremental build, leaves the build tree as that key's build left it (its
 // unchanged sources keep their mtimes, so ninja rebuilds what changed). The slot's lock is held.
 Result<LocalCopy> copy_into_slot(Context& ctx, const source::LocalTree& tree) {
+  if (ctx.slot.empty()) return Error::bad_input("a local tree's plan without its work place (plan::incremental_slot)");
   LocalCopy out;
-  out.start = effective_start(ctx);
   source::CopyReuse reuse;
   std::error_code ec;
+  const bool own = fs::is_directory(fs::symlink_status(ctx.src, ec));
+  out.start = effective_start(ctx);
+  if (out.start.mode == plan::BuildStart::Mode::incremental && !own) {
+    out.start = {plan::BuildStart::Mode::clean, "", "the work place holds no tree", ctx.slot};
+  }
+  // The copy to start from: the slot's own; else, for a slot's first key, the place of the slot
+  // last copied from this folder (trees/<hash>.last; another configuration's), taken whole when
+  // no build holds it: its build tree is removed with what the tree lacks, as another key's.
+  std::optional<store::FileLock> other_lock;
+  std::string other_slot;
+  fs::path previous = ctx.src;
+  std::optional<plan::EarlierBuild> earlier = earlier_build(ctx.layout, ctx.slot);
+  if (!own) {
+    previous.clear();
+    if (auto last = store::read_last_checkout(ctx.layout, tree.root); last && *last != ctx.slot) {
+      fs::path dir = ctx.layout.work_source(*last);
+      auto lock = store::FileLock::try_acquire(ctx.layout.work_lock(*last));
+      if (lock && *lock && fs::is_directory(fs::symlink_status(dir, ec))) {
+        other_lock = std::move(**lock);
+        other_slot = *last;
+        previous = dir;
+        earlier = earlier_build(ctx.layout, other_slot);
+      }
+    }
+  }
   fs::path previous_root;
-  if (ctx.slot.empty()) return Error::bad_input("a local tree's plan without its work place (plan::incremental_slot)");
-  auto earlier = earlier_build(ctx.layout, ctx.slot);
-  if (fs::is_directory(fs::symlink_status(ctx.src, ec))) {
-    previous_root = fs::canonical(ctx.src, ec);
+  if (!previous.empty()) {
+    previous_root = fs::canonical(previous, ec);
     if (!ec) {
-      reuse.previous = ctx.src;
+      reuse.previous = previous;
       reuse.cache.previous = store::read_tree_stat_cache(ctx.layout, previous_root);
       reuse.cache.recorded_root = previous_root;
       if (earlier) out.from_key = earlier->key;
@@ -163,10 +186,12 @@ Result<LocalCopy> copy_into_slot(Context& ctx, const source::LocalTree& tree) {
     for (const auto& f : recipe::driver_spec(ctx.plan->resolution.recipe.driver).half_configured.state_files)
       reuse.keep.push_back(f);
   }
-  // The slot names no key while its tree is neither the earlier key's nor this one's.
+  // A slot names no key while its tree is neither that key's nor this one's.
   std::error_code rec;
   fs::remove(ctx.layout.work_state(ctx.slot), rec);
+  if (!other_slot.empty()) fs::remove(ctx.layout.work_state(other_slot), rec);
   auto copied = source::copy_local_tree(tree, ctx.src, [] { return run::interrupt_requested(); }, &reuse);
+  other_lock.reset();
   if (!copied) return copied.error();
   if (!reuse.reused) out.from_key.clear();
   out.kept = reuse.kept;
@@ -175,9 +200,11 @@ Result<LocalCopy> copy_into_slot(Context& ctx, const source::LocalTree& tree) {
   auto warn = [&](const Result<Ok>& r, const char* next) {
     if (!r) ctx.reporter.message(run::Level::warning, fmt::format("{} ({})", r.error().message, next));
   };
+  if (reuse.reused && !other_slot.empty()) fs::remove(ctx.layout.tree_stat_cache(previous_root), rec);  // moved here
   fs::path src_root = fs::canonical(ctx.src, ec);
   if (!ec && !reuse.cache.next.empty())
     warn(store::write_tree_stat_cache(ctx.layout, src_root, reuse.cache.next), "the next key's copy reads every file");
+  warn(store::write_last_checkout(ctx.layout, tree.root, ctx.slot), "another configuration's first copy starts from nothing");
   if (auto w = store::write_work_state(ctx.layout, ctx.slot, work_state_json(ctx.key, tree_shape(tree))); !w)
     return w.error();  // without it the next run could not tell whose tree this is
   return out;

@@ -274,7 +274,8 @@ Result<Removal> gc(const Layout& layout, const GcOptions& options) {
     if (!stale && e.path().extension() == ".last") {
       auto key = read_last_checkout_file(e.path());
       std::error_code ec;
-      stale = !key || !fs::is_directory(layout.source_dir(*key), ec);
+      // It names a key's checkout (src/<key>), or a local tree's slot (work/<slot>/src).
+      stale = !key || (!fs::is_directory(layout.source_dir(*key), ec) && !fs::is_directory(layout.work_source(*key), ec));
     }
     if (stale) remove_path(e.path(), r);
   }

@@ -470,6 +470,7 @@ TEST_CASE("stats, gc and clear", "[store]") {
   tmp.write("cache/work/" + held_slot + "/src/x", "");
   auto slot_lock = FileLock::acquire(layout.work_lock(held_slot));
   REQUIRE(slot_lock);
+  REQUIRE(write_last_checkout(layout, "/work/slotted", slot));  // a .last naming a slot's place
 
   auto s = stats(layout);
   REQUIRE(s);
@@ -504,6 +505,7 @@ TEST_CASE("stats, gc and clear", "[store]") {
   CHECK(fs::exists(layout.tree_stat_cache("/work/mine")));
   CHECK(fs::exists(layout.trees_dir() / ".x.stat.tmp-abcdef"));
   CHECK(fs::exists(layout.work_source(slot)));
+  CHECK(read_last_checkout(layout, "/work/slotted") == slot);  // its place is there
 
   // gc a month later: the old unfinished key, the orphan wheel and the temps go; the busy key stays.
   GcOptions later;
