@@ -18,7 +18,7 @@
 //   logs/<key>/compiles.tsv   what the launcher measured per compile; ninja_log, ninja.dot
 //   pulls/<key>/              a build store's artifact being downloaded and checked (docs/store.md)
 //   trees/<path-hash>.stat    the stat cache of a local source folder, or of a checkout (src/<key>)
-//   trees/<path-hash>.last    the key whose checkout was last copied from that local folder
+//   trees/<path-hash>.last    the slot (work/<slot>) whose place was last copied from that local folder
 //   work/<slot>/              a local tree's builds of one configuration (plan::incremental_slot):
 //                             src/ (the checkout, its build tree inside), admission/, cmake-seed.cmake,
 //                             state.json (the key whose tree is there); work/<slot>.lock
@@ -108,8 +108,8 @@ class Layout {
   // that folder saw, so the next one reads only what changed (source::TreeStatCache).
   std::filesystem::path trees_dir() const { return root_ / "trees"; }
   std::filesystem::path tree_stat_cache(const std::filesystem::path& canonical_root) const;
-  // trees/<path-hash>.last: the key whose checkout (src/<key>) was last made from that folder;
-  // the next key's checkout starts from it (source::CopyReuse).
+  // trees/<path-hash>.last: the slot whose place (work/<slot>/src) was last copied from that folder;
+  // another slot's first key starts from it (source::CopyReuse).
   std::filesystem::path tree_last_checkout(const std::filesystem::path& canonical_root) const;
 
   // work/<slot>/: where every key of one local folder and configuration builds (plan::BuildStart's
