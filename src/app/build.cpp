@@ -337,6 +337,7 @@ BuildOutcome build(const BuildArgs& args, const plan::Resolution& resolved, cons
            {"arch_list", plan->resolution.arch_list},
            {"python", r.python ? nlohmann::json(r.python->version.str()) : nlohmann::json(nullptr)},
            {"reused", res.reused},
+           {"build_start", res.manifest.value("/stages/fetch/build_start"_json_pointer, nlohmann::json())},
            {"stages_run", res.ran},
            {"stages_resumed_past", res.resumed_past},
            {"compiler_cache", cc},

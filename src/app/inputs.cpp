@@ -324,6 +324,7 @@ prepare::Request prepare_request(const ResolveArgs& a, const plan::PlanOptions& 
   q.offline = offline;
   q.for_build = for_build;
   q.allow_release_mismatch = a.allow_release_mismatch;
+  q.clean = a.clean;
   if (auto lines = plan::select_recipes(std::nullopt, facts.recipes(), facts.search()))
     for (const auto& r : *lines) q.recipe_lines.push_back(r.version);
   q.library_specs = &facts.library_specs();

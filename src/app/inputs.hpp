@@ -44,6 +44,7 @@ struct ResolveArgs {
   std::string torch_wheel;      // --torch-wheel FILE: installed into the build venv (plan, wheel; --with sets it)
   std::vector<std::string> patches;  // --patch FILE, repeatable: applied after the recipe's [[patch]]es (plan, wheel)
   bool allow_release_mismatch = false;  // --allow-release-mismatch (plan, wheel)
+  bool clean = false;           // --clean: a clean build tree, not an earlier key's (plan, wheel)
   std::string platform;         // --platform x86_64|sbsa|jetson (toolchains/platforms.toml); "": this machine's
 };
 

@@ -134,6 +134,12 @@ void print_plan(const app::PlanView& v, Context& ctx) {
                     i < states.size() ? states[i] : std::string("not checked yet (the tree is not mirrored)")));
   }
   out(fmt::format("build dir  {}", p->build_dir));
+  const auto& start = p->build_start;
+  if (start.mode == plan::BuildStart::Mode::incremental)
+    out(fmt::format("build tree incremental from key {}{}", start.from_key,
+                    start.from_key == p->key ? " (this key's own build tree)" : " (its build tree: ninja rebuilds what changed)"));
+  else
+    out(fmt::format("build tree clean: {}", start.why));
   out(fmt::format("wheel dir  {}", p->wheel_dir.empty() ? "(none: the cmake driver makes no wheel)" : p->wheel_dir));
   bool unresolved = std::any_of(p->fetches.begin(), p->fetches.end(),
                                 [](const plan::FetchPlan& f) { return f.active() && !f.resolved(); });

@@ -52,14 +52,17 @@ void run_report(const ReportArgs& args, Context& ctx) {
   store::KeyRecord record(layout, key);
   unsigned jobs = 1;
   nlohmann::json patches = nlohmann::json::array();  // what the fetch stage applied, in order
+  nlohmann::json start;  // clean, or the earlier key whose build tree it continued
   if (auto doc = record.read()) {
     jobs = doc->value("/plan/jobs/jobs"_json_pointer, 1u);
     patches = doc->value("/stages/fetch/patches"_json_pointer, nlohmann::json::array());
+    start = doc->value("/stages/fetch/build_start"_json_pointer, nlohmann::json());
   }
   auto input = stages::load_report_input(layout, key, jobs).take();
   auto report = stages::build_report(input, args.top);
   report["key"] = key;
   report["patches"] = patches;
+  if (start.is_object()) report["build_start"] = start;
   if (!args.trace.empty()) {
     if (auto w = app::write_build_trace(layout, key, jobs, args.trace); !w) throw Failure(w.error());
     report["trace"] = args.trace;
@@ -70,6 +73,10 @@ void run_report(const ReportArgs& args, Context& ctx) {
     return;
   }
   out(fmt::format("build {}", key));
+  if (start.is_object())
+    out(start.value("mode", "") == "incremental"
+            ? fmt::format("build tree: incremental from key {}", start.value("from_key", ""))
+            : fmt::format("build tree: clean ({})", start.value("why", "")));
   for (const auto& p : patches)
     out(fmt::format("patch {} sha256 {} ({}{})", p.value("name", ""), p.value("sha256", ""), p.value("state", ""),
                     p.value("from", "").empty() ? "" : ", from " + p.value("from", "")));

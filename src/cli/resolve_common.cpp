@@ -63,6 +63,9 @@ void add_plan_options(CLI::App& cmd, ResolveArgs& a) {
         auto k = paths::expect_regular_file(p, "patch");
         return k ? std::string() : k.error().message;
       });
+  cmd.add_flag("--clean", a.clean,
+               "Build a local tree (--source, source.path) from a clean build tree, not from the build tree of the "
+               "last key of the same folder and configuration (the wheel is the same either way)");
   cmd.add_flag("--allow-release-mismatch", a.allow_release_mismatch,
                "Build a tree (--source, --ref) with a recipe of another release line on purpose (otherwise a stop, "
                "exit 2, naming both)");

@@ -485,6 +485,7 @@ json Plan::to_json() const {
     steps.push_back({{"stage", std::string(recipe::to_string(s.stage))}, {"argv", s.argv()}, {"cwd", s.cwd}});
   j["steps"] = steps;
   j["build_dir"] = p.build_dir;
+  j["build_start"] = plan::to_json(p.build_start);
   j["wheel_dir"] = p.wheel_dir.empty() ? json(nullptr) : json(p.wheel_dir);
   j["wheel_stage"] = p.wheel_stage ? json(std::string(recipe::to_string(*p.wheel_stage))) : json(nullptr);
   j["configure_stage"] = std::string(recipe::to_string(p.configure_stage));
@@ -750,6 +751,8 @@ Result<Plan> make_plan(const Resolution& res, const PlanOptions& options) {
   // The key: everything that shapes the wheel, nothing that only locates things (plan/key.hpp).
   p.key_inputs = key_inputs_of(p).to_json();
   p.key = build_key(p.key_inputs);
+  // Clean until prepare finds an earlier build tree in the slot (decide_build_start).
+  p.build_start = decide_build_start(p, false, std::nullopt);
   return Plan(std::move(d));
 }
 

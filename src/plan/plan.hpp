@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -104,7 +105,39 @@ struct SourceChoice {
   std::string content_hash;  // source::scan_local_tree's hash: the key holds it, not the path
   std::size_t files = 0;
   std::optional<std::string> head;  // the HEAD of the git repository the tree is in (informative)
+  // local: what decides whether an earlier build tree can continue (not keyed): the tree's shape
+  // (stages::tree_shape: every path, its kind, mode and link target, not its content) and the
+  // digests of its configuration files (is_configuration_file).
+  std::string shape_hash;
+  std::map<std::string, std::string> config_files;
 };
+
+// Whether a build starts from a clean build tree or continues the build tree of an earlier key of
+// the same local folder and configuration (docs/build.md, "Incremental builds"). Not in the key:
+// the wheel is the same either way (tests/cli/test_incremental_cli.cpp proves it on the example).
+struct BuildStart {
+  enum class Mode { clean, incremental };
+  Mode mode = Mode::clean;
+  std::string from_key;  // incremental: the key whose build tree this build continues
+  std::string why;       // clean: the reason ("--clean", "no earlier build …", …)
+  // A local tree: the work place its builds share, one per (folder, configuration): the plan but
+  // for the tree's content (incremental_slot). Empty for a repository's checkout (one per key).
+  std::string slot;
+};
+
+// What the cache holds of the last build in a slot (gathered by prepare from store/).
+struct EarlierBuild {
+  std::string key;
+  bool configured = false;        // its configure stage finished (a build tree to continue)
+  std::string shape_hash;         // of the tree it built (SourceChoice::shape_hash)
+  std::map<std::string, std::string> config_files;
+};
+
+// The files whose change reruns a build system's configure with the values its cache kept from
+// the first one (CMake's cache, setup.py's "cmake only when no CMakeCache.txt"): CMakeLists.txt,
+// *.cmake, configure_file templates (*.in), setup.py, setup.cfg, pyproject.toml, meson.build,
+// meson_options.txt / meson.options, version.txt. A change to one builds clean.
+bool is_configuration_file(std::string_view path);
 
 // One [[fetch]] of the recipe as planned: the pin file for this CUDA, whether the build would
 // fetch it under the plan's environment, and — resolved before planning through the mirrors, as
@@ -234,6 +267,8 @@ struct PlanData {
   Admission admission;
   nlohmann::json key_inputs;        // exactly what the key hashes
   std::string key;                  // 64 hex digits
+  // Clean or incremental (decide_build_start; not keyed). make_plan: clean, with the slot.
+  BuildStart build_start;
 };
 
 struct PlanOptions;
@@ -250,7 +285,21 @@ class Plan {
   explicit Plan(std::shared_ptr<const PlanData> d) : d_(std::move(d)) {}
   std::shared_ptr<const PlanData> d_;
   friend Result<Plan> make_plan(const Resolution&, const PlanOptions&);
+  friend Plan with_build_start(const Plan&, BuildStart);
 };
+
+// The rule: clean when asked (--clean), when the slot has no earlier build or one that did not
+// configure, when a file was added, removed, renamed or changed kind, mode or link target since
+// (a build tree may keep what it made of it), or when a configuration file changed; else
+// incremental from the earlier key. Only a local tree has a slot.
+BuildStart decide_build_start(const PlanData& plan, bool clean_asked, const std::optional<EarlierBuild>& earlier);
+// The same plan with its build start decided (the key does not change).
+Plan with_build_start(const Plan& plan, BuildStart start);
+// A local tree's slot: 24 hex digits of SHA-256 over the plan but for the tree's content — the
+// key's inputs and the whole environment with the content hash (and the version's "src<hash7>")
+// put aside, the steps, the folder and its HEAD (SOURCE_DATE_EPOCH). Empty for other sources.
+std::string incremental_slot(const PlanData& plan);
+nlohmann::json to_json(const BuildStart& b);
 
 // What of the caller's environment reaches the build (documented in the README): locale and
 // home, proxies and certificates (pip, git and the build's own downloads), where libraries are

@@ -513,6 +513,9 @@ Result<plan::SourceChoice> choose_source(const plan::Resolution& r, const std::s
       sc.content_hash = tree->content_hash;
       sc.files = tree->entries.size();
       sc.head = tree->head;
+      auto shape = stages::tree_shape(*tree);
+      sc.shape_hash = std::move(shape.hash);
+      sc.config_files = std::move(shape.config_files);
       std::error_code ec;
       if (fs::is_regular_file(tree->root / "version.txt", ec)) {
         std::ifstream in(tree->root / "version.txt");
@@ -790,7 +793,10 @@ Result<Prepared> prepare(const plan::Resolution& r, const Request& q, const Cach
 
     auto made = plan::make_plan(r, opts);
     if (!made) return made.error();
-    Prepared p{std::move(*made)};
+    // Clean or incremental: the plan's rule over what the cache holds of the slot's last build.
+    std::optional<plan::EarlierBuild> earlier;
+    if ((*made)->local && cache.layout) earlier = stages::earlier_build(*cache.layout, (*made)->build_start.slot);
+    Prepared p{plan::with_build_start(*made, plan::decide_build_start(**made, q.clean, earlier))};
     p.venv_note = venv_note;
     p.venv_failed = venv_failed;
     p.fetch_notes = std::move(fr.notes);

@@ -51,6 +51,8 @@ struct Request {
   // --allow-release-mismatch: a tree of another release line than the recipe's is built on
   // purpose (shown, not a stop).
   bool allow_release_mismatch = false;
+  // --clean: a local tree's build starts from a clean build tree (plan::decide_build_start).
+  bool clean = false;
   // The release lines the package has recipes for: a tree newer than all of them (a main
   // branch ahead of the recipes) takes the newest with a note, not a stop.
   std::vector<Version> recipe_lines;

@@ -517,16 +517,17 @@ struct Held {
 };
 
 void list_held(const fs::path& dir, const std::string& rel, std::map<std::string, Held>& out,
-               std::vector<std::string>& dirs) {
+               std::vector<std::string>& dirs, const std::vector<std::string>& keep) {
   std::error_code ec;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     std::string name = it->path().filename().string();
     std::string child = rel.empty() ? name : rel + "/" + name;
+    if (std::find(keep.begin(), keep.end(), child) != keep.end()) continue;
     struct stat st {};
     if (::lstat(it->path().c_str(), &st) != 0) continue;
     if (S_ISDIR(st.st_mode)) {
       dirs.push_back(child);
-      list_held(it->path(), child, out, dirs);
+      list_held(it->path(), child, out, dirs, keep);
     } else if (S_ISREG(st.st_mode)) {
       out[child] = {Held::Kind::file, file_stat(st), ""};
     } else if (S_ISLNK(st.st_mode)) {
@@ -562,7 +563,7 @@ Result<fs::path> copy_local_tree(const LocalTree& tree, const fs::path& target, 
     fs::path previous_root = reuse->previous.empty() ? fs::path() : fs::canonical(reuse->previous, rec);
     if (!reuse->previous.empty() && !rec && (fs::rename(reuse->previous, tmp, rec), !rec)) {
       reuse->reused = true;
-      list_held(tmp, "", held, held_dirs);
+      list_held(tmp, "", held, held_dirs, reuse->keep);
       if (reuse->cache.previous)
         recorded = parse_cache(*reuse->cache.previous, reuse->cache.recorded_root.value_or(previous_root));
       reuse->cache.previous_valid = recorded.has_value();
@@ -608,7 +609,7 @@ Result<fs::path> copy_local_tree(const LocalTree& tree, const fs::path& target, 
       if (h != held.end() && h->second.link_target == e.link_target) {
         if (reuse) ++reuse->kept;
       } else {
-        if (h != held.end()) fs::remove(to, ec);
+        fs::remove(to, ec);
         fs::create_directories(to.parent_path(), ec);
         fs::create_symlink(e.link_target, to, ec);
         if (ec) return fail(fmt::format("cannot link {} to {}: {}", to.string(), e.link_target, ec.message()));
@@ -633,7 +634,8 @@ Result<fs::path> copy_local_tree(const LocalTree& tree, const fs::path& target, 
         copied.digest = e.digest;
         if (reuse) ++reuse->kept;
       } else {
-        if (h != held.end()) fs::remove(to, ec);
+        // Held, or under a kept path (a file the build tree has where the tree has one too).
+        fs::remove(to, ec);
         if (fs::is_directory(fs::symlink_status(to, ec))) fs::remove_all(to, ec);  // a folder where the file goes
         fs::create_directories(to.parent_path(), ec);
         if (auto c = clone_or_copy(e.from, to); !c) return fail(c.error().message);

@@ -91,6 +91,9 @@ Result<LocalTree> scan_local_tree(const std::filesystem::path& dir, std::string_
 struct CopyReuse {
   std::filesystem::path previous;  // the earlier copy (moved away: it is consumed)
   TreeStatCache cache;             // its stat cache in `previous`; the new copy's out in `next`
+  // Relative paths in `previous` left as they are (not listed, kept, never removed): the build
+  // tree an incremental build continues (plan::BuildStart). A tree entry under one is written.
+  std::vector<std::string> keep;
   std::size_t kept = 0, written = 0, removed = 0;
   bool reused = false;             // the earlier copy was moved and used
 };

@@ -23,7 +23,10 @@ namespace archbuild::stages {
 struct Context {
   Context(const plan::Plan& p, const store::Layout& l, run::Runner& r, run::Reporter& rep, const PipelineOptions& o)
       : plan(p), layout(l), runner(r), reporter(rep), options(o), key(p->key), record(l, p->key),
-        src(l.source_dir(p->key)) {
+        slot(p->build_start.slot),
+        src(slot.empty() ? l.source_dir(p->key) : l.work_source(slot)),
+        admission_dir(slot.empty() ? l.admission_dir(p->key) : l.work_admission(slot)),
+        cmake_seed(slot.empty() ? l.cmake_seed(p->key) : l.work_cmake_seed(slot)) {
     if (o.record_writer) record.set_writer(o.record_writer);
   }
 
@@ -34,7 +37,14 @@ struct Context {
   const PipelineOptions& options;
   std::string key;
   store::KeyRecord record;
-  std::filesystem::path src;  // the key's source tree
+  // A local tree's builds share their slot's place (store::Layout::work_dir), so a build tree
+  // another key left there names the same paths as this build's; a checkout's are the key's own.
+  std::string slot;
+  std::filesystem::path src;  // the key's source tree (its build tree inside)
+  std::filesystem::path admission_dir;  // the compiles' admission state (in their launcher's argv)
+  std::filesystem::path cmake_seed;     // the CMake seed file (CMAKE_TOOLCHAIN_FILE)
+  // The build start the fetch stage found (the plan's, or clean where the slot changed since).
+  std::optional<plan::BuildStart> build_start;
   std::map<std::string, std::string> env;  // what every step gets
   bool admitting = false;  // every compile through archbuild's launcher, admitted by memory
   std::optional<nlohmann::json> oom_retry;  // the build stage's retry with half the jobs, if any

@@ -86,7 +86,7 @@ void add_build_path_env(Context& ctx) {
     const std::string var = fmt::format("CMAKE_{}_COMPILER_LAUNCHER", lang);
     auto existing = env.count(var) ? env[var] : std::string();
     auto chain = compile_launcher(options.archbuild_exe, tree, lang,
-                                  ctx.admitting ? ctx.layout.admission_dir(ctx.key) : fs::path(), existing);
+                                  ctx.admitting ? ctx.admission_dir : fs::path(), existing);
     if (!chain) break;
     chains[var] = *chain;
   }
@@ -120,7 +120,7 @@ Result<Ok> write_admission_config(const Context& ctx) {
   const auto& recipe = ctx.plan->resolution.recipe;
   c.peaks = ctx.layout.peaks_file(recipe.package, recipe.name);
   c.records = ctx.layout.compiles_file(ctx.key);
-  return run::write_config(ctx.layout.admission_dir(ctx.key), c);
+  return run::write_config(ctx.admission_dir, c);
 }
 
 // For a tree that reads the environment as one CMake list, the list values (archbuild's
@@ -130,11 +130,11 @@ Result<Ok> write_cmake_seed(Context& ctx) {
   if (!ctx.plan->resolution.recipe.forwards_env_as_list) return Ok{};
   auto text = cmake_seed_text(ctx.env);
   if (!text) return Ok{};
-  auto file = store::AtomicFile::open(ctx.layout.cmake_seed(ctx.key));
+  auto file = store::AtomicFile::open(ctx.cmake_seed);
   if (!file) return file.error();
   if (auto w = file->write(*text); !w) return w.error();
   if (auto c = file->commit(); !c) return c.error();
-  ctx.env["CMAKE_TOOLCHAIN_FILE"] = ctx.layout.cmake_seed(ctx.key).string();
+  ctx.env["CMAKE_TOOLCHAIN_FILE"] = ctx.cmake_seed.string();
   return Ok{};
 }
 

@@ -11,6 +11,8 @@
 #include "run/interrupt.hpp"
 #include "source/local.hpp"
 #include "stages/local_tree.hpp"
+#include "recipe/driver.hpp"
+#include "store/key_record.hpp"
 #include "store/lock.hpp"
 #include "store/tree_cache.hpp"
 #include "stages/stage.hpp"
@@ -103,49 +105,108 @@ Result<json> tree_contract(const Context& ctx) {
 }
 
 struct LocalCopy {
-  std::string from_key;  // the key whose checkout it started from; empty: a fresh copy
+  std::string from_key;  // the key whose copy it started from; empty: a fresh copy
   std::size_t kept = 0, written = 0, removed = 0;
+  plan::BuildStart start;  // what the build tree is: clean, or the earlier key's it continues
 };
 
-// The key's copy of a local tree, starting from the checkout of the key last copied from the same
-// folder (trees/<hash>.last) when that key is not being built now (its lock, not waited for):
-// its checkout is moved here and only what differs is written (docs/architecture.md, "A local
-// tree"). Its own stat cache says what its files hold; the key's copy records one for the next key.
-Result<LocalCopy> copy_from_previous(Context& ctx, const source::LocalTree& tree) {
+// The build start the run takes: the plan's, unless the slot changed since it was planned (another
+// key built there, the earlier key's record is gone) or the compiler launchers differ from those
+// the earlier build tree was configured with (CMake reads them only when it first configures).
+plan::BuildStart effective_start(Context& ctx) {
+  plan::BuildStart start = ctx.plan->build_start;
+  if (start.mode != plan::BuildStart::Mode::incremental) return start;
+  auto clean = [&](std::string why) {
+    start.mode = plan::BuildStart::Mode::clean;
+    start.why = std::move(why);
+    start.from_key.clear();
+    ctx.reporter.message(run::Level::info, "a clean build tree: " + start.why);
+    return start;
+  };
+  const std::string k = start.from_key.substr(0, 12);
+  auto now = ctx.slot.empty() ? std::nullopt : earlier_build(ctx.layout, ctx.slot);
+  if (!now || now->key != start.from_key)
+    return clean(fmt::format("the work place of this folder and configuration in {} does not hold key {}'s build "
+                             "tree", ctx.layout.root().string(), k));
+  if (start.from_key == ctx.key) return start;  // this key's own tree: the pipeline's resume rules apply
+  if (!now->configured) return clean(fmt::format("the earlier build (key {}) did not finish configuring", k));
+  auto doc = store::KeyRecord(ctx.layout, start.from_key).read();
+  json was = doc ? doc->value("/stages/configure/launchers"_json_pointer, json()) : json();
+  if (was != ctx.launchers())
+    return clean(fmt::format("the compiler launchers differ from those key {}'s build tree was configured with", k));
+  return start;
+}
+
+// The key's copy of a local tree in its slot (work/<slot>/src, docs/architecture.md "A local
+// tree"): it starts from the copy the slot holds (the last key built there), writes only what
+// differs and, for an incremental build, leaves the build tree as that key's build left it (its
+// unchanged sources keep their mtimes, so ninja rebuilds what changed). The slot's lock is held.
+Result<LocalCopy> copy_into_slot(Context& ctx, const source::LocalTree& tree) {
+  if (ctx.slot.empty()) return Error::bad_input("a local tree's plan without its work place (plan::incremental_slot)");
   LocalCopy out;
   source::CopyReuse reuse;
-  std::optional<store::FileLock> previous_lock;
   std::error_code ec;
-  fs::path previous_root;
-  if (auto prev = store::read_last_checkout(ctx.layout, tree.root); prev && *prev != ctx.key) {
-    fs::path dir = ctx.layout.source_dir(*prev);
-    auto lock = store::try_lock_key(ctx.layout, *prev);
-    if (lock && *lock && fs::is_directory(fs::symlink_status(dir, ec))) {
-      previous_lock = std::move(**lock);
-      previous_root = fs::canonical(dir, ec);
-      if (!ec) {
-        reuse.previous = dir;
-        reuse.cache.previous = store::read_tree_stat_cache(ctx.layout, previous_root);
-        reuse.cache.recorded_root = previous_root;
-        out.from_key = *prev;
+  const bool own = fs::is_directory(fs::symlink_status(ctx.src, ec));
+  out.start = effective_start(ctx);
+  if (out.start.mode == plan::BuildStart::Mode::incremental && !own) {
+    out.start = {plan::BuildStart::Mode::clean, "", "the work place holds no tree", ctx.slot};
+  }
+  // The copy to start from: the slot's own; else, for a slot's first key, the place of the slot
+  // last copied from this folder (trees/<hash>.last; another configuration's), taken whole when
+  // no build holds it: its build tree is removed with what the tree lacks, as another key's.
+  std::optional<store::FileLock> other_lock;
+  std::string other_slot;
+  fs::path previous = ctx.src;
+  std::optional<plan::EarlierBuild> earlier = earlier_build(ctx.layout, ctx.slot);
+  if (!own) {
+    previous.clear();
+    if (auto last = store::read_last_checkout(ctx.layout, tree.root); last && *last != ctx.slot) {
+      fs::path dir = ctx.layout.work_source(*last);
+      auto lock = store::FileLock::try_acquire(ctx.layout.work_lock(*last));
+      if (lock && *lock && fs::is_directory(fs::symlink_status(dir, ec))) {
+        other_lock = std::move(**lock);
+        other_slot = *last;
+        previous = dir;
+        earlier = earlier_build(ctx.layout, other_slot);
       }
     }
   }
+  fs::path previous_root;
+  if (!previous.empty()) {
+    previous_root = fs::canonical(previous, ec);
+    if (!ec) {
+      reuse.previous = previous;
+      reuse.cache.previous = store::read_tree_stat_cache(ctx.layout, previous_root);
+      reuse.cache.recorded_root = previous_root;
+      if (earlier) out.from_key = earlier->key;
+    }
+  }
+  if (out.start.mode == plan::BuildStart::Mode::incremental) {
+    reuse.keep.push_back(ctx.plan->build_dir);
+    for (const auto& f : recipe::driver_spec(ctx.plan->resolution.recipe.driver).half_configured.state_files)
+      reuse.keep.push_back(f);
+  }
+  // A slot names no key while its tree is neither that key's nor this one's.
+  std::error_code rec;
+  fs::remove(ctx.layout.work_state(ctx.slot), rec);
+  if (!other_slot.empty()) fs::remove(ctx.layout.work_state(other_slot), rec);
   auto copied = source::copy_local_tree(tree, ctx.src, [] { return run::interrupt_requested(); }, &reuse);
-  previous_lock.reset();
+  other_lock.reset();
   if (!copied) return copied.error();
   if (!reuse.reused) out.from_key.clear();
   out.kept = reuse.kept;
   out.written = reuse.written;
   out.removed = reuse.removed;
-  auto warn = [&](const Result<Ok>& r) {
-    if (!r) ctx.reporter.message(run::Level::warning, fmt::format("{} (the next key's copy of {} starts from nothing)",
-                                                                  r.error().message, tree.root.string()));
+  auto warn = [&](const Result<Ok>& r, const char* next) {
+    if (!r) ctx.reporter.message(run::Level::warning, fmt::format("{} ({})", r.error().message, next));
   };
-  if (reuse.reused) fs::remove(ctx.layout.tree_stat_cache(previous_root), ec);  // its folder is gone
+  if (reuse.reused && !other_slot.empty()) fs::remove(ctx.layout.tree_stat_cache(previous_root), rec);  // moved here
   fs::path src_root = fs::canonical(ctx.src, ec);
-  if (!ec && !reuse.cache.next.empty()) warn(store::write_tree_stat_cache(ctx.layout, src_root, reuse.cache.next));
-  warn(store::write_last_checkout(ctx.layout, tree.root, ctx.key));
+  if (!ec && !reuse.cache.next.empty())
+    warn(store::write_tree_stat_cache(ctx.layout, src_root, reuse.cache.next), "the next key's copy reads every file");
+  warn(store::write_last_checkout(ctx.layout, tree.root, ctx.slot), "another configuration's first copy starts from nothing");
+  if (auto w = store::write_work_state(ctx.layout, ctx.slot, work_state_json(ctx.key, tree_shape(tree))); !w)
+    return w.error();  // without it the next run could not tell whose tree this is
   return out;
 }
 
@@ -168,12 +229,14 @@ Result<Ok> fetch_local(Context& ctx, const run::StageInfo& info) {
     return fail(Error::bad_input(fmt::format("{} changed since it was planned (content {} → {}); run again to plan "
                                              "the tree as it is now", local.dir.string(),
                                              local.content_hash.substr(0, 12), tree->content_hash.substr(0, 12))));
-  auto copy = copy_from_previous(ctx, *tree);
+  auto copy = copy_into_slot(ctx, *tree);
   if (!copy) return fail(copy.error());
+  ctx.build_start = copy->start;
   json stamp = {{"local", local.dir.string()}, {"local_content", tree->content_hash}, {"files", tree->entries.size()},
                 {"bytes", tree->bytes}, {"head", tree->head ? json(*tree->head) : json(nullptr)}};
   stamp["copy"] = {{"from_key", copy->from_key.empty() ? json(nullptr) : json(copy->from_key)},
                    {"kept", copy->kept}, {"written", copy->written}, {"removed", copy->removed}};
+  stamp["build_start"] = plan::to_json(copy->start);
   if (tree->commit_time) stamp["commit_time"] = *tree->commit_time;
   auto placed = place_fetches(ctx);
   if (!placed) return fail(placed.error());
@@ -184,6 +247,9 @@ Result<Ok> fetch_local(Context& ctx, const run::StageInfo& info) {
                             : fmt::format("{} files from {}: {} kept from key {}'s copy, {} written, {} removed",
                                           tree->entries.size(), local.dir.string(), copy->kept,
                                           copy->from_key.substr(0, 12), copy->written, copy->removed);
+  summary += copy->start.mode == plan::BuildStart::Mode::incremental
+                 ? fmt::format("; build tree: key {}'s, continued", copy->start.from_key.substr(0, 12))
+                 : fmt::format("; build tree: clean ({})", copy->start.why);
   ctx.reporter.stage_finished(info, {run::StageStatus::ok, clock.seconds(), summary, {}});
   return Ok{};
 }
@@ -246,8 +312,11 @@ bool fetched_tree_matches(Context& ctx) {
   if (!fs::is_directory(ctx.src, ec)) return false;
   auto doc = ctx.record.read();
   if (!doc) return false;
-  if (ctx.plan->local)  // archbuild's copy; nothing else writes there
-    return doc->value("/stages/fetch/local_content"_json_pointer, std::string()) == ctx.plan->local->content_hash;
+  if (ctx.plan->local) {  // archbuild's copy in the slot: this key's while the slot's state names it
+    auto now = ctx.slot.empty() ? std::nullopt : earlier_build(ctx.layout, ctx.slot);
+    return now && now->key == ctx.key &&
+           doc->value("/stages/fetch/local_content"_json_pointer, std::string()) == ctx.plan->local->content_hash;
+  }
   auto recorded = doc->value("/stages/fetch/commit"_json_pointer, std::string());
   auto head = source::checkout_commit(ctx.src);
   return head && !recorded.empty() && *head == recorded;

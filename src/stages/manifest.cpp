@@ -41,6 +41,8 @@ Result<Ok> publish(Context& ctx) {
                             {"content_sha256", plan->local->content_hash},
                             {"files", doc->value("/stages/fetch/files"_json_pointer, json())},
                             {"head", doc->value("/stages/fetch/head"_json_pointer, json())}};
+  // Clean, or the earlier key whose build tree this build continued (the same wheel either way).
+  m["build_start"] = doc->value("/stages/fetch/build_start"_json_pointer, plan::to_json(plan->build_start));
   if (auto h = sha256_file_hex(res.recipe.file)) m["recipe"]["sha256"] = *h;
   m["validation"] = doc->value("validation", json());
   m["contract"] = doc->value("/stages/fetch/contract"_json_pointer, json());

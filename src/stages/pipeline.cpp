@@ -11,6 +11,7 @@
 #include "run/interrupt.hpp"
 #include "recipe/stage.hpp"
 #include "run/session.hpp"
+#include "stages/local_tree.hpp"
 #include "stages/stage.hpp"
 #include "store/atomic_file.hpp"
 #include "store/lock.hpp"
@@ -112,6 +113,28 @@ class Pipeline {
       reporter.message(run::Level::warning, m);
     });
     if (!stale) return stale.error();
+    // A local tree's keys of one folder and configuration build in one place, one at a time; a
+    // killed run of the key last built there may have left compilers writing in it.
+    std::optional<store::FileLock> slot_lock;
+    if (!ctx_.slot.empty()) {
+      auto l = store::FileLock::acquire(
+          layout.work_lock(ctx_.slot),
+          [&](const std::string& holder) {
+            reporter.message(run::Level::info, fmt::format("waiting for another archbuild{} building from the same "
+                                                           "folder with the same configuration",
+                                                           holder.empty() ? "" : " (" + holder + ")"));
+          },
+          [] { return run::interrupt_requested(); });
+      if (!l) return l.error();
+      slot_lock = std::move(*l);
+      if (auto earlier = earlier_build(layout, ctx_.slot); earlier && earlier->key != ctx_.key)
+        if (auto other = store::try_lock_key(layout, earlier->key); other && *other) {
+          auto ended = run::end_stale_session(layout.session_record(earlier->key), [&](const std::string& m) {
+            reporter.message(run::Level::warning, m);
+          });
+          if (!ended) return ended.error();
+        }
+    }
     // Another archbuild may have finished this key while we waited.
     if (auto reused = try_reuse()) return *reused;
     if (failed_) return *failed_;

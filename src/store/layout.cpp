@@ -142,6 +142,12 @@ std::filesystem::path Layout::tree_stat_cache(const std::filesystem::path& canon
 std::filesystem::path Layout::tree_last_checkout(const std::filesystem::path& canonical_root) const {
   return trees_dir() / (sha256_hex(canonical_root.string()).substr(0, 24) + ".last");
 }
+std::filesystem::path Layout::work_dir(std::string_view slot) const {
+  return root_ / "work" / checked(slot, "build slot");
+}
+std::filesystem::path Layout::work_lock(std::string_view slot) const {
+  return root_ / "work" / (std::string(checked(slot, "build slot")) + ".lock");
+}
 std::filesystem::path Layout::source_dir(std::string_view key) const {
   return sources_dir() / checked(key, "build key");
 }
@@ -197,7 +203,7 @@ std::filesystem::path Layout::ninja_graph(std::string_view key) const { return l
 
 Result<Ok> Layout::create() const {
   for (const auto& dir : {root_, git_dir(), sources_dir(), builds_dir(), wheels_dir(), keys_dir(), logs_dir(),
-                          ccache_dir(), venvs_dir()}) {
+                          ccache_dir(), venvs_dir(), root_ / "work"}) {
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (ec) {

@@ -18,7 +18,10 @@
 //   logs/<key>/compiles.tsv   what the launcher measured per compile; ninja_log, ninja.dot
 //   pulls/<key>/              a build store's artifact being downloaded and checked (docs/store.md)
 //   trees/<path-hash>.stat    the stat cache of a local source folder, or of a checkout (src/<key>)
-//   trees/<path-hash>.last    the key whose checkout was last copied from that local folder
+//   trees/<path-hash>.last    the slot (work/<slot>) whose place was last copied from that local folder
+//   work/<slot>/              a local tree's builds of one configuration (plan::incremental_slot):
+//                             src/ (the checkout, its build tree inside), admission/, cmake-seed.cmake,
+//                             state.json (the key whose tree is there); work/<slot>.lock
 #pragma once
 
 #include <filesystem>
@@ -105,9 +108,20 @@ class Layout {
   // that folder saw, so the next one reads only what changed (source::TreeStatCache).
   std::filesystem::path trees_dir() const { return root_ / "trees"; }
   std::filesystem::path tree_stat_cache(const std::filesystem::path& canonical_root) const;
-  // trees/<path-hash>.last: the key whose checkout (src/<key>) was last made from that folder;
-  // the next key's checkout starts from it (source::CopyReuse).
+  // trees/<path-hash>.last: the slot whose place (work/<slot>/src) was last copied from that folder;
+  // another slot's first key starts from it (source::CopyReuse).
   std::filesystem::path tree_last_checkout(const std::filesystem::path& canonical_root) const;
+
+  // work/<slot>/: where every key of one local folder and configuration builds (plan::BuildStart's
+  // slot, 24 hex digits), so the paths a build tree records (CMake's cache, ninja's commands, the
+  // launchers' prefix map) are the same for the next key, which continues that build tree.
+  std::filesystem::path work_dir(std::string_view slot) const;        // work/<slot>
+  std::filesystem::path work_source(std::string_view slot) const { return work_dir(slot) / "src"; }
+  std::filesystem::path work_admission(std::string_view slot) const { return work_dir(slot) / "admission"; }
+  std::filesystem::path work_cmake_seed(std::string_view slot) const { return work_dir(slot) / "cmake-seed.cmake"; }
+  // state.json: the key whose tree and build tree are in src/ now, and that tree's shape.
+  std::filesystem::path work_state(std::string_view slot) const { return work_dir(slot) / "state.json"; }
+  std::filesystem::path work_lock(std::string_view slot) const;       // work/<slot>.lock
 
   // Creates the root and its areas (idempotent).
   Result<Ok> create() const;

@@ -101,7 +101,7 @@ Result<CacheStats> stats(const Layout& layout) {
   const std::pair<const char*, fs::path> areas[] = {
       {"git", layout.git_dir()},       {"src", layout.sources_dir()}, {"build", layout.builds_dir()},
       {"wheels", layout.wheels_dir()}, {"keys", layout.keys_dir()},   {"logs", layout.logs_dir()},
-      {"ccache", layout.ccache_dir()}};
+      {"ccache", layout.ccache_dir()}, {"work", layout.root() / "work"}};
   for (const auto& [name, path] : areas) {
     AreaStats a;
     a.name = name;
@@ -150,6 +150,30 @@ void remove_key(const Layout& layout, const std::string& key, Removal& r) {
 
 }  // namespace
 
+namespace {
+
+// work/<slot>/ folders whose lock no build holds, their state (else the folder) older than `before`.
+void remove_idle_slots(const Layout& layout, Removal& r, std::optional<fs::file_time_type> before) {
+  for (const auto& e : entries(layout.root() / "work")) {
+    const auto name = e.path().filename().string();
+    std::error_code ec;
+    if (!Layout::valid_name(name) || !fs::is_directory(fs::symlink_status(e.path(), ec))) continue;
+    auto lock = FileLock::try_acquire(layout.work_lock(name));
+    if (!lock || !*lock) {
+      r.skipped.push_back(fmt::format("{}: a build holds it", e.path().string()));
+      continue;
+    }
+    if (before) {
+      auto t = mtime(layout.work_state(name));
+      if (!t) t = mtime(e.path());
+      if (t && *t > *before) continue;
+    }
+    remove_path(e.path(), r);
+  }
+}
+
+}  // namespace
+
 Result<Removal> clear(const Layout& layout) {
   Removal r;
   auto keys = all_keys(layout);
@@ -183,6 +207,7 @@ Result<Removal> clear(const Layout& layout) {
     }
     remove_path(e.path(), r);
   }
+  remove_idle_slots(layout, r, std::nullopt);
   if (busy.empty()) {
     for (const auto& e : entries(layout.ccache_dir())) remove_path(e.path(), r);
   } else {
@@ -249,10 +274,14 @@ Result<Removal> gc(const Layout& layout, const GcOptions& options) {
     if (!stale && e.path().extension() == ".last") {
       auto key = read_last_checkout_file(e.path());
       std::error_code ec;
-      stale = !key || !fs::is_directory(layout.source_dir(*key), ec);
+      // It names a key's checkout (src/<key>), or a local tree's slot (work/<slot>/src).
+      stale = !key || (!fs::is_directory(layout.source_dir(*key), ec) && !fs::is_directory(layout.work_source(*key), ec));
     }
     if (stale) remove_path(e.path(), r);
   }
+  // work/<slot>/ is what the next key of that folder and configuration continues (a copy and a
+  // build tree): one whose state is untouched for keep_unfinished goes, never while a build holds it.
+  remove_idle_slots(layout, r, options.now - options.keep_unfinished);
   return r;
 }
 

@@ -70,4 +70,14 @@ Result<Ok> write_tree_stat_cache(const Layout& layout, const std::filesystem::pa
   return write_file_atomic(layout.tree_stat_cache(canonical_root), bytes);
 }
 
+std::optional<std::string> read_work_state(const Layout& layout, std::string_view slot) {
+  return read_bounded(layout.work_state(slot), 16ull << 20);
+}
+
+Result<Ok> write_work_state(const Layout& layout, std::string_view slot, std::string_view bytes) {
+  std::error_code ec;
+  std::filesystem::create_directories(layout.work_dir(slot), ec);
+  return write_file_atomic(layout.work_state(slot), bytes);
+}
+
 }  // namespace archbuild::store

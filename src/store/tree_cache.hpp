@@ -21,11 +21,16 @@ std::optional<std::string> read_tree_stat_cache(const Layout& layout, const std:
 Result<Ok> write_tree_stat_cache(const Layout& layout, const std::filesystem::path& canonical_root,
                                  std::string_view bytes);
 
-// The key recorded in trees/<hash>.last for `canonical_root`: none when there is none, or what is
-// there is not a key's name (Layout::valid_name) or not a regular file.
+// The slot (or, in an older cache, the key) recorded in trees/<hash>.last for `canonical_root`:
+// none when there is none, or what is there is not a key's name (Layout::valid_name) or not a regular file.
 std::optional<std::string> read_last_checkout(const Layout& layout, const std::filesystem::path& canonical_root);
 // The same, read from one trees/<hash>.last file (gc reads them without knowing their folders).
 std::optional<std::string> read_last_checkout_file(const std::filesystem::path& file);
 Result<Ok> write_last_checkout(const Layout& layout, const std::filesystem::path& canonical_root, std::string_view key);
+
+// work/<slot>/state.json's bytes (what stages/ wrote after the slot's last copy), untrusted; none
+// when absent, not a regular file or larger than 16 MiB. Written atomically.
+std::optional<std::string> read_work_state(const Layout& layout, std::string_view slot);
+Result<Ok> write_work_state(const Layout& layout, std::string_view slot, std::string_view bytes);
 
 }  // namespace archbuild::store

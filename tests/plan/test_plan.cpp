@@ -1384,4 +1384,76 @@ TEST_CASE("patches: when.torch is the tree's release for --ref, the recipe's for
   res.recipe.torch = *Version::parse("2.6.0");
   ref.tree_version = "0.21.0a0\n";
   CHECK(select_patches(res, ref, {}).size() == 1);
+
+TEST_CASE("build start: a local tree's slot is the plan but for its content, the rule says clean or incremental and why") {
+  auto in = inputs(host_130(), kExampleRecipe);
+  auto r = resolve(request("90"), in);
+  REQUIRE(r.status == Exit::ok);
+  std::string h1(64, 'a'), h2(64, 'b');
+  auto o = fixed_resources();
+  o.source = local_choice("/home/a/minitorch", h1);
+  o.source.shape_hash = "shape1";
+  o.source.config_files = {{"CMakeLists.txt", "c1"}, {"setup.py", "s1"}};
+  Plan p1 = *make_plan(r, test::with_shipped_specs(o));
+  o.source.content_hash = h2;  // an edit of a kernel: another key, the same slot
+  Plan p2 = *make_plan(r, test::with_shipped_specs(o));
+  CHECK(p1->key != p2->key);
+  CHECK(p1->build_start.slot.size() == 24);
+  CHECK(p1->build_start.slot == p2->build_start.slot);
+  CHECK(p1->build_start.mode == BuildStart::Mode::clean);
+  // Another folder, or another configuration (--env): another slot.
+  auto other = o;
+  other.source.dir = "/home/b/minitorch";
+  CHECK(make_plan(r, test::with_shipped_specs(other))->operator->()->build_start.slot != p1->build_start.slot);
+  other = o;
+  other.env = {{"USE_FOO", "1"}};
+  CHECK(make_plan(r, test::with_shipped_specs(other))->operator->()->build_start.slot != p1->build_start.slot);
+
+  EarlierBuild earlier{p1->key, true, "shape1", {{"CMakeLists.txt", "c1"}, {"setup.py", "s1"}}};
+  auto start = decide_build_start(*p2, false, earlier);
+  CHECK(start.mode == BuildStart::Mode::incremental);
+  CHECK(start.from_key == p1->key);
+  CHECK(start.slot == p1->build_start.slot);
+  // Not in the key: the plan with its start keeps its key.
+  Plan decided = with_build_start(p2, start);
+  CHECK(decided->key == p2->key);
+  CHECK(decided.to_json()["build_start"]["mode"] == "incremental");
+  CHECK(decided.to_json()["build_start"]["from_key"] == p1->key);
+
+  auto why = [&](bool clean, const std::optional<EarlierBuild>& e) {
+    auto s = decide_build_start(*p2, clean, e);
+    CHECK(s.mode == BuildStart::Mode::clean);
+    CHECK(s.from_key.empty());
+    return s.why;
+  };
+  CHECK(why(true, earlier) == "--clean");
+  CHECK(contains(why(false, std::nullopt), "no earlier build"));
+  auto unconfigured = earlier;
+  unconfigured.configured = false;
+  CHECK(contains(why(false, unconfigured), "did not finish configuring"));
+  auto reshaped = earlier;  // a file added, removed or renamed
+  reshaped.shape_hash = "shape0";
+  CHECK(contains(why(false, reshaped), "added, removed or renamed"));
+  auto reconfigured = earlier;
+  reconfigured.config_files["CMakeLists.txt"] = "c0";
+  CHECK(contains(why(false, reconfigured), "configuration file changed"));
+  CHECK(contains(why(false, reconfigured), "(CMakeLists.txt)"));
+
+  CHECK(is_configuration_file("CMakeLists.txt"));
+  CHECK(is_configuration_file("third_party/x/CMakeLists.txt"));
+  CHECK(is_configuration_file("cmake/Dependencies.cmake"));
+  CHECK(is_configuration_file("csrc/config.h.in"));
+  CHECK(is_configuration_file("pyproject.toml"));
+  CHECK_FALSE(is_configuration_file("csrc/kernels.cu"));
+  CHECK_FALSE(is_configuration_file("csrc/minitorch.h"));
+  CHECK_FALSE(is_configuration_file("minitorch/__init__.py"));
+}
+
+TEST_CASE("build start: a repository's checkout has no slot and is built clean") {
+  auto h = host_130();
+  auto req = request("90");
+  Plan p = plan_for(req, inputs(h));
+  CHECK(p->build_start.slot.empty());
+  CHECK(p->build_start.mode == BuildStart::Mode::clean);
+  CHECK(contains(p->build_start.why, "local tree"));
 }

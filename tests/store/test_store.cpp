@@ -87,13 +87,21 @@ TEST_CASE("Layout: every path of the cache layout", "[store]") {
   CHECK(l.git_mirror("https://git.example.org/pytorch/pytorch/") == m);
   CHECK(l.git_mirror("https://git.example.org/pytorch/vision") != m);
   CHECK(l.git_mirror_lock("https://git.example.org/pytorch/pytorch").stem() == m.stem());
+  // A local tree's slot: one place for every key of that folder and configuration.
+  const std::string slot(24, 'e');
+  CHECK(l.work_source(slot) == "/c/work/" + slot + "/src");
+  CHECK(l.work_admission(slot) == "/c/work/" + slot + "/admission");
+  CHECK(l.work_cmake_seed(slot) == "/c/work/" + slot + "/cmake-seed.cmake");
+  CHECK(l.work_state(slot) == "/c/work/" + slot + "/state.json");
+  CHECK(l.work_lock(slot) == "/c/work/" + slot + ".lock");
+  CHECK_THROWS_AS(l.work_dir("../x"), Failure);
   CHECK_THROWS_AS(l.source_dir("../etc"), Failure);
   CHECK_THROWS_AS(l.log(kKey, "a/b"), Failure);
   CHECK_THROWS_AS(l.wheel("nothex"), Failure);
   TempDir tmp;
   Layout real(tmp / "cache");
   REQUIRE(real.create());
-  CHECK(names_in(tmp / "cache") == std::vector<std::string>{"build", "ccache", "git", "keys", "logs", "src", "venvs", "wheels"});
+  CHECK(names_in(tmp / "cache") == std::vector<std::string>{"build", "ccache", "git", "keys", "logs", "src", "venvs", "wheels", "work"});
   // What is in the way of a cache directory is said as it is, not as mkdir's errno.
   std::filesystem::create_symlink("/nonexistent/archbuild-cache", tmp / "dangling");
   REQUIRE(::mkfifo((tmp / "fifo").c_str(), 0600) == 0);
@@ -455,6 +463,14 @@ TEST_CASE("stats, gc and clear", "[store]") {
   REQUIRE(write_last_checkout(layout, "/work/theirs", done_key));
   REQUIRE(write_tree_stat_cache(layout, "/work/mine", "cache bytes"));
   tmp.write("cache/trees/.x.stat.tmp-abcdef", "partial");
+  // work/: a local tree's slot (what the next key of its folder continues), and one a build holds.
+  const std::string slot(24, 'a'), held_slot(24, 'b');
+  REQUIRE(write_work_state(layout, slot, "{}"));
+  tmp.write("cache/work/" + slot + "/src/build/build.ninja", "");
+  tmp.write("cache/work/" + held_slot + "/src/x", "");
+  auto slot_lock = FileLock::acquire(layout.work_lock(held_slot));
+  REQUIRE(slot_lock);
+  REQUIRE(write_last_checkout(layout, "/work/slotted", slot));  // a .last naming a slot's place
 
   auto s = stats(layout);
   REQUIRE(s);
@@ -468,6 +484,7 @@ TEST_CASE("stats, gc and clear", "[store]") {
   CHECK(area("wheels").entries == 2);
   CHECK(area("src").entries == 2);
   CHECK(area("git").entries == 1);
+  CHECK(area("work").entries == 2);  // the two slots (their lock files not counted)
   CHECK(s->total_bytes > 0);
 
   // gc "now": nothing unfinished is old yet, temps are young.
@@ -487,6 +504,8 @@ TEST_CASE("stats, gc and clear", "[store]") {
   CHECK_FALSE(fs::exists(layout.tree_last_checkout("/work/theirs")));  // its checkout went
   CHECK(fs::exists(layout.tree_stat_cache("/work/mine")));
   CHECK(fs::exists(layout.trees_dir() / ".x.stat.tmp-abcdef"));
+  CHECK(fs::exists(layout.work_source(slot)));
+  CHECK(read_last_checkout(layout, "/work/slotted") == slot);  // its place is there
 
   // gc a month later: the old unfinished key, the orphan wheel and the temps go; the busy key stays.
   GcOptions later;
@@ -504,6 +523,8 @@ TEST_CASE("stats, gc and clear", "[store]") {
   CHECK_FALSE(fs::exists(layout.tree_last_checkout("/work/mine")));
   CHECK_FALSE(fs::exists(layout.tree_stat_cache("/work/mine")));  // untouched for a month
   CHECK_FALSE(fs::exists(layout.trees_dir() / ".x.stat.tmp-abcdef"));
+  CHECK_FALSE(fs::exists(layout.work_dir(slot)));       // untouched for a month
+  CHECK(fs::exists(layout.work_source(held_slot)));     // a build holds it
 
   // clear: everything except what the running build holds (and lock files).
   auto c = clear(layout);
@@ -514,9 +535,12 @@ TEST_CASE("stats, gc and clear", "[store]") {
   CHECK_FALSE(fs::exists(layout.git_dir() / "0123.git"));
   REQUIRE(c->skipped.size() >= 1);
   CHECK(c->skipped[0] == "key " + busy_key + ": being built by pid " + std::to_string(getpid()));
+  CHECK(fs::exists(layout.work_source(held_slot)));
   busy_lock->release();
+  slot_lock->release();
   REQUIRE(clear(layout));
   CHECK_FALSE(fs::exists(layout.build_dir(busy_key)));
+  CHECK_FALSE(fs::exists(layout.work_dir(held_slot)));
 }
 
 TEST_CASE("hostile/stat cache file: read only as a bounded regular file, written atomically", "[store]") {
