@@ -6,15 +6,21 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <regex>
 #include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "app/build.hpp"
 #include "app/facts.hpp"
 #include "app/inputs.hpp"
 #include "app/matrix.hpp"
 #include "app/set.hpp"
+#include "mirror/make_wheel.hpp"
 #include "prepare/prepare.hpp"
 #include "run/scripted_runner.hpp"
+#include "support/process.hpp"
 #include "support/tempdir.hpp"
 
 using namespace archbuild;
@@ -204,6 +210,161 @@ TEST_CASE("app: build_set gives each member's outcome, and a stopped torch leave
   CHECK(set.doc["ok"] == false);
   CHECK(h.runner.calls().empty());  // stopped before any process
   CHECK(has(h.err.str(), "the set: torch"));
+}
+
+namespace {
+
+// The example set as tests/cli/test_stack_cli.cpp writes it: minitorch from the git repository
+// make-example-repos made (a file:// URL, fetched by libgit2: no process), minivision from
+// examples/ with its torch_recipe naming that minitorch.
+struct ExampleSet {
+  fs::path torch, dependent;
+};
+
+ExampleSet write_example_set(const test::TempDir& dir) {
+  const fs::path examples = fs::path(ARCHBUILD_SOURCE_DIR) / "examples";
+  // The repositories are test tooling (the git CLI): its PATH is the host's, not the FakeHost's.
+  test::RunOptions o;
+  o.env["PATH"] = "/usr/local/bin:/usr/bin:/bin";
+  auto made = test::run("/bin/bash", {(fs::path(ARCHBUILD_SOURCE_DIR) / "tests/support/make-example-repos").string(),
+                                      (dir / "repos").string()}, o);
+  INFO(made.err);
+  REQUIRE(made.status == 0);
+  std::string torch = test::read_file(examples / "minitorch" / "recipe.toml");
+  torch = std::regex_replace(torch, std::regex("\npath = \"\\.\"\n"),
+                             "\nurl = \"file://" + (dir / "repos" / "minitorch").string() + "\"\n");
+  std::string dep = test::read_file(examples / "minivision" / "recipe.toml");
+  dep = std::regex_replace(dep, std::regex("\npath = \"\\.\"\n"), "\npath = \"" + (examples / "minivision").string() + "\"\n");
+  dep = std::regex_replace(dep, std::regex("torch_recipe = \"[^\"]*\""), "torch_recipe = \"minitorch.toml\"");
+  ExampleSet r{dir / "recipes" / "minitorch.toml", dir / "recipes" / "minivision.toml"};
+  fs::create_directories(r.torch.parent_path());
+  std::ofstream(r.torch) << torch;
+  std::ofstream(r.dependent) << dep;
+  return r;
+}
+
+// The build venv's probe (stages/venv.cpp: kProbe) answered as a venv holding `packages`.
+run::ScriptedResponse venv_probe(const nlohmann::json& packages) {
+  nlohmann::json doc = {{"python", "3.12.3"}, {"packages", packages}, {"where", nlohmann::json::object()},
+                        {"requirements", nlohmann::json::array()}, {"path", nlohmann::json::array()}};
+  return {{"ARCHBUILD-VENV-PROBE " + doc.dump()}};
+}
+
+// Every process archbuild starts to build the example set, answered without running anything:
+// each member's build venv (python -m venv, pip, the probe of what it holds), then minitorch's
+// setup.py steps and minivision's `python -m build`, each making a real tiny wheel where the
+// real one would.
+run::ScriptedRunner example_set_runner() {
+  run::ScriptedRunner r;
+  r.strict();  // a command not scripted here fails the build, naming it
+  auto is_c = [](const std::string& code_part) {
+    return [code_part](const run::Command& c) {
+      return c.argv.size() > 2 && c.argv[1] == "-c" && c.argv[2].find(code_part) != std::string::npos;
+    };
+  };
+  // The interpreter has pip: it installs into each venv with --python (no ensurepip copy).
+  r.on(is_c("import pip"), {});
+  // python -m venv WORK: the venv's python must exist (a reused venv without it is made again).
+  run::ScriptedResponse venv;
+  venv.effect = [](const run::Command& c) {
+    fs::path python = fs::path(c.argv.back()) / "bin" / "python";
+    fs::create_directories(python.parent_path());
+    std::ofstream(python) << "";
+    fs::permissions(python, fs::perms::owner_all, fs::perm_options::replace);
+  };
+  r.on({"python3.12", "-m", "venv"}, venv);
+  // pip install of the requirements, and of minitorch's wheel into minivision's venv.
+  r.on({"python3.12", "-m", "pip"}, {});
+  // Probed once per venv, in build order: torch's holds its build tools, the dependent's also
+  // the minitorch wheel installed into it.
+  const nlohmann::json tools = {{"setuptools", "75.8.0"}, {"wheel", "0.45.1"}, {"build", "1.2.2"}};
+  nlohmann::json with_torch = tools;
+  with_torch["minitorch"] = "0.1.0+cu130.sm90";
+  r.on(is_c("ARCHBUILD-VENV-PROBE"), venv_probe(tools), 1);
+  r.on(is_c("ARCHBUILD-VENV-PROBE"), venv_probe(with_torch), 1);
+  // minitorch (setup-py driver): configure, build, then bdist_wheel makes dist/*.whl with the
+  // version archbuild gave it.
+  r.on({"python", "setup.py", "build", "--cmake-only"}, {});
+  r.on({"cmake", "--build"}, {{"[1/1] Linking"}});
+  run::ScriptedResponse bdist;
+  bdist.effect = [](const run::Command& c) {
+    test::make_wheel(c.cwd / "dist", "minitorch", c.env.at("PYTORCH_BUILD_VERSION"), "minitorch");
+  };
+  r.on({"python", "setup.py", "bdist_wheel"}, bdist);
+  // minivision (python-build driver): one call makes the wheel in --outdir.
+  run::ScriptedResponse build;
+  build.effect = [](const run::Command& c) {
+    auto at = std::find(c.argv.begin(), c.argv.end(), "--outdir");
+    REQUIRE(at + 1 < c.argv.end());
+    fs::path outdir = *(at + 1);
+    test::make_wheel(outdir.is_absolute() ? outdir : c.cwd / outdir, "minivision", c.env.at("BUILD_VERSION"), "minivision");
+  };
+  r.on({"python", "-m", "build"}, build);
+  return r;
+}
+
+}  // namespace
+
+// The set built as `wheel --with` builds it, as a function: torch's wheel first, the dependent
+// against exactly that wheel; every process archbuild starts goes through the session's runner.
+TEST_CASE("app: build_set builds torch then its dependent against that wheel, and a repeat runs nothing", "[app]") {
+  test::TempDir dir;
+  const ExampleSet recipes = write_example_set(dir);
+  FakeHost h;
+  h.runner = example_set_runner();
+  app::BuildArgs b;
+  b.resolve.sm = {"90"};
+  b.resolve.recipe = recipes.torch.string();
+  b.out = (dir / "out").string();
+  b.compiler_cache = "none";
+  b.no_validate = true;  // validation runs its own processes (run::capture), outside the runner
+  b.progress = "plain";
+  app::Show show;
+  app::SetOutcome set = app::build_set(b, {recipes.dependent.string()}, h.session, show, nullptr);
+  INFO(h.err.str() << set.doc.dump(2));
+  REQUIRE_FALSE(set.error.has_value());
+  REQUIRE(set.builds.size() == 2);
+  for (const auto& m : set.builds) {
+    REQUIRE(m.outcome.has_value());
+    CHECK(m.outcome->ok());
+    CHECK(m.outcome->from == app::BuildOutcome::From::built);
+    CHECK(fs::exists(m.wheel()));
+    CHECK(m.wheel().parent_path() == dir / "out");
+  }
+  const app::BuildOutcome& torch = *set.builds[0].outcome;
+  const app::BuildOutcome& dep = *set.builds[1].outcome;
+  CHECK(torch.wheel.filename() == "minitorch-0.1.0+cu130.sm90-py3-none-any.whl");
+  CHECK(dep.wheel.filename().string().starts_with("minivision-0.1.0+src"));
+  // The dependent's key holds the sha256 of the very torch wheel built first (its build venv's).
+  std::ifstream manifest_file(dep.doc["manifest"].get<std::string>());
+  auto manifest = nlohmann::json::parse(manifest_file);
+  CHECK(manifest["plan"]["key_inputs"]["build_venv"]["wheels"][0]["sha256"] == torch.sha256);
+  CHECK(manifest["manifest"]["build_venv"]["wheels"][0]["sha256"] == torch.sha256);
+  // That wheel was installed into its build venv, from the file alone.
+  auto installed = h.runner.calls_matching({"python3.12", "-m", "pip"});
+  CHECK(std::any_of(installed.begin(), installed.end(), [&](const run::Command& c) {
+    return std::find(c.argv.begin(), c.argv.end(), "--no-deps") != c.argv.end() && c.argv.back() == torch.wheel.string();
+  }));
+  // The document: both wheels, in build order.
+  CHECK(set.doc["ok"] == true);
+  REQUIRE(set.doc["wheels"].size() == 2);
+  CHECK(set.doc["wheels"][0]["role"] == "torch");
+  CHECK(set.doc["wheels"][0]["key"] == torch.key);
+  CHECK(set.doc["wheels"][1]["role"] == "dependent");
+  CHECK(set.doc["wheels"][1]["key"] == dep.key);
+
+  // The same set again: both keys are finished, so nothing runs, not even pip.
+  h.runner.clear_calls();
+  app::SetOutcome again = app::build_set(b, {recipes.dependent.string()}, h.session, show, nullptr);
+  REQUIRE_FALSE(again.error.has_value());
+  REQUIRE(again.builds.size() == 2);
+  for (std::size_t i = 0; i < 2; ++i) {
+    REQUIRE(again.builds[i].outcome.has_value());
+    CHECK(again.builds[i].outcome->from == app::BuildOutcome::From::reused);
+    CHECK(again.builds[i].outcome->key == set.builds[i].outcome->key);
+    CHECK(again.builds[i].outcome->sha256 == set.builds[i].outcome->sha256);
+  }
+  CHECK(h.runner.calls().empty());
 }
 
 // The shipped facts are read once per session and passed down (app::Facts): a matrix resolves
