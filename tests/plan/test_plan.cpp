@@ -1384,6 +1384,7 @@ TEST_CASE("patches: when.torch is the tree's release for --ref, the recipe's for
   res.recipe.torch = *Version::parse("2.6.0");
   ref.tree_version = "0.21.0a0\n";
   CHECK(select_patches(res, ref, {}).size() == 1);
+}
 
 TEST_CASE("build start: a local tree's slot is the plan but for its content, the rule says clean or incremental and why") {
   auto in = inputs(host_130(), kExampleRecipe);
