@@ -10,6 +10,7 @@
 
 #include "run/interrupt.hpp"
 #include "source/local.hpp"
+#include "stages/build_start.hpp"
 #include "stages/local_tree.hpp"
 #include "recipe/driver.hpp"
 #include "store/key_record.hpp"
@@ -110,33 +111,6 @@ struct LocalCopy {
   plan::BuildStart start;  // what the build tree is: clean, or the earlier key's it continues
 };
 
-// The build start the run takes: the plan's, unless the slot changed since it was planned (another
-// key built there, the earlier key's record is gone) or the compiler launchers differ from those
-// the earlier build tree was configured with (CMake reads them only when it first configures).
-plan::BuildStart effective_start(Context& ctx) {
-  plan::BuildStart start = ctx.plan->build_start;
-  if (start.mode != plan::BuildStart::Mode::incremental) return start;
-  auto clean = [&](std::string why) {
-    start.mode = plan::BuildStart::Mode::clean;
-    start.why = std::move(why);
-    start.from_key.clear();
-    ctx.reporter.message(run::Level::info, "a clean build tree: " + start.why);
-    return start;
-  };
-  const std::string k = start.from_key.substr(0, 12);
-  auto now = ctx.slot.empty() ? std::nullopt : earlier_build(ctx.layout, ctx.slot);
-  if (!now || now->key != start.from_key)
-    return clean(fmt::format("the work place of this folder and configuration in {} does not hold key {}'s build "
-                             "tree", ctx.layout.root().string(), k));
-  if (start.from_key == ctx.key) return start;  // this key's own tree: the pipeline's resume rules apply
-  if (!now->configured) return clean(fmt::format("the earlier build (key {}) did not finish configuring", k));
-  auto doc = store::KeyRecord(ctx.layout, start.from_key).read();
-  json was = doc ? doc->value("/stages/configure/launchers"_json_pointer, json()) : json();
-  if (was != ctx.launchers())
-    return clean(fmt::format("the compiler launchers differ from those key {}'s build tree was configured with", k));
-  return start;
-}
-
 // The key's copy of a local tree in its slot (work/<slot>/src, docs/architecture.md "A local
 // tree"): it starts from the copy the slot holds (the last key built there), writes only what
 // differs and, for an incremental build, leaves the build tree as that key's build left it (its
@@ -147,7 +121,9 @@ Result<LocalCopy> copy_into_slot(Context& ctx, const source::LocalTree& tree) {
   source::CopyReuse reuse;
   std::error_code ec;
   const bool own = fs::is_directory(fs::symlink_status(ctx.src, ec));
-  out.start = effective_start(ctx);
+  out.start = effective_build_start(ctx.plan->build_start, ctx.layout, ctx.slot, ctx.key, ctx.launchers());
+  if (out.start.mode != ctx.plan->build_start.mode)
+    ctx.reporter.message(run::Level::info, "a clean build tree: " + out.start.why);
   if (out.start.mode == plan::BuildStart::Mode::incremental && !own) {
     out.start = {plan::BuildStart::Mode::clean, "", "the work place holds no tree", ctx.slot};
   }
