@@ -810,7 +810,9 @@ PipRequirements pip_requirements(const VenvRequest& req) {
       // or in cmake_minimum_required, both checked).
       if (n == "cmake") {
         std::string bounds = cmake_requirement(req).substr(5);
-        if (!bounds.empty()) text += (r.specifier.empty() ? "" : ",") + bounds;
+        // Each clause once: the tree's minimum is often both its specifier and its
+        // cmake_minimum_required ("cmake>=3.18,>=3.18" would also be a second venv hash).
+        if (!bounds.empty()) text = r.name + merge_specifiers({r.specifier, bounds});
       }
     }
     pip.insert(text);

@@ -96,6 +96,9 @@ TEST_CASE("venv: a host cmake older than the tree's minimum or newer than the re
   // The tree's own cmake requirement goes to pip, within the recipe's maximum.
   CHECK(pm.pip == std::vector<std::string>{"cmake>=3.18,<3.32"});
   CHECK(pm.from_host.empty());
+  // The same minimum in the tree's specifier and its cmake_minimum_required: one clause.
+  m.cmake_min = *Version::parse("3.18");
+  CHECK(s::pip_requirements(m).pip == std::vector<std::string>{"cmake>=3.18,<3.32"});
 
   auto ok = base();
   ok.host_tool_versions["cmake"] = *Version::parse("3.31.6");
