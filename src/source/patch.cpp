@@ -252,7 +252,6 @@ using Index = std::unique_ptr<git_index, Deleter<git_index, git_index_free>>;
 using Tree = std::unique_ptr<git_tree, Deleter<git_tree, git_tree_free>>;
 using TreeEntry = std::unique_ptr<git_tree_entry, Deleter<git_tree_entry, git_tree_entry_free>>;
 using Blob = std::unique_ptr<git_blob, Deleter<git_blob, git_blob_free>>;
-using Odb = std::unique_ptr<git_odb, Deleter<git_odb, git_odb_free>>;
 
 // Where libgit2 was when an apply failed: the callbacks run before each file and each hunk.
 struct Trace {
@@ -596,6 +595,21 @@ PatchOutcome apply_to_workdirs(Nodes& nodes, const Patch& p) {
   return {PatchOutcome::Fit::contained, "", "", "", {}};
 }
 
+// The files the patches name (old and new names), those that can be in a tree only: a name with
+// a `..`, `.` or `.git` component is never read or written (libgit2 refuses it in the patch).
+std::set<std::string> named_paths(const std::vector<Patch>& patches) {
+  std::set<std::string> out;
+  for (const auto& p : patches)
+    for (const auto& s : detail::sections_of(detail::normalized_patch(p.text, p.strip, false)))
+      for (const auto& path : {s.old_path, s.new_path}) {
+        if (path == "/dev/null" || path.empty() || path.front() == '/') continue;
+        auto parts = text::split_any(path, "/");
+        if (std::none_of(parts.begin(), parts.end(), [](const std::string& c) { return c == ".git" || c == ".." || c == "."; }))
+          out.insert(path);
+      }
+  return out;
+}
+
 // A plain folder as an in-memory repository: the files the patches name (read from `dir`, `.git`
 // never) in a tree of their own, the base the patches are tried on.
 Result<Ok> load_folder(Nodes& nodes, const fs::path& dir, const std::vector<Patch>& patches) {
@@ -611,18 +625,10 @@ Result<Ok> load_folder(Nodes& nodes, const fs::path& dir, const std::vector<Patc
     return Error::build_failed(fmt::format("cannot make an in-memory repository: {}", last_error()));
   }
   git_odb_free(odb_raw);
-  std::set<std::string> paths;
-  for (const auto& p : patches)
-    for (const auto& s : detail::sections_of(detail::normalized_patch(p.text, p.strip, false)))
-      for (const auto& path : {s.old_path, s.new_path})
-        if (path != "/dev/null" && !path.empty()) paths.insert(path);
   git_index* idx = nullptr;
   if (git_index_new(&idx) != 0) return Error::build_failed(fmt::format("cannot make an index: {}", last_error()));
   Index index(idx);
-  for (const auto& path : paths) {
-    auto parts = text::split_any(path, "/");
-    if (std::any_of(parts.begin(), parts.end(), [](const std::string& c) { return c == ".git" || c == ".." || c == "."; }))
-      continue;  // never read: the patch fails on it as on a file the tree lacks
+  for (const auto& path : named_paths(patches)) {
     fs::path file = dir / path;
     std::error_code ec;
     auto st = fs::symlink_status(file, ec);
@@ -691,12 +697,7 @@ Result<Ok> write_file(const fs::path& file, const std::string& content, std::uin
 // What the trial made of the named files, written into the folder: changed files replaced,
 // removed ones removed; files the patches left as they were are not touched.
 Result<Ok> write_result(Node& n, const fs::path& dir, const std::vector<Patch>& patches) {
-  std::set<std::string> paths;
-  for (const auto& p : patches)
-    for (const auto& s : detail::sections_of(detail::normalized_patch(p.text, p.strip, false)))
-      for (const auto& path : {s.old_path, s.new_path})
-        if (path != "/dev/null" && !path.empty()) paths.insert(path);
-  for (const auto& path : paths) {
+  for (const auto& path : named_paths(patches)) {
     git_tree_entry* b = nullptr;
     git_tree_entry* a = nullptr;
     bool had = git_tree_entry_bypath(&b, n.base.get(), path.c_str()) == 0;
@@ -748,6 +749,7 @@ Result<std::vector<PatchOutcome>> check_patches(const fs::path& mirror, const st
   auto base = tree_of(raw, commit, mirror.string() + ": the mirror");
   auto trial = tree_of(raw, commit, mirror.string() + ": the mirror");
   if (!base) return base.error();
+  if (!trial) return trial.error();
   top->base = std::move(*base);
   top->tree = std::move(*trial);
   Nodes nodes(Nodes::Where::memory, {}, submodule_mirror);
