@@ -610,6 +610,13 @@ std::set<std::string> named_paths(const std::vector<Patch>& patches) {
   return out;
 }
 
+bool inside(const fs::path& root, const fs::path& p) {
+  auto r = root.begin(), q = p.begin();
+  for (; r != root.end(); ++r, ++q)
+    if (q == p.end() || *r != *q) return false;
+  return true;
+}
+
 // A plain folder as an in-memory repository: the files the patches name (read from `dir`, `.git`
 // never) in a tree of their own, the base the patches are tried on.
 Result<Ok> load_folder(Nodes& nodes, const fs::path& dir, const std::vector<Patch>& patches) {
@@ -628,10 +635,17 @@ Result<Ok> load_folder(Nodes& nodes, const fs::path& dir, const std::vector<Patc
   git_index* idx = nullptr;
   if (git_index_new(&idx) != 0) return Error::build_failed(fmt::format("cannot make an index: {}", last_error()));
   Index index(idx);
+  std::error_code rec;
+  const fs::path root = fs::canonical(dir, rec);
   for (const auto& path : named_paths(patches)) {
     fs::path file = dir / path;
     std::error_code ec;
     auto st = fs::symlink_status(file, ec);
+    // A link leaving the folder is its target's file, as archbuild's copy holds it (source/local.hpp).
+    if (std::error_code lec; fs::is_symlink(st)) {
+      auto target = fs::canonical(file, lec);
+      if (!lec && !inside(root, target)) st = fs::status(file, ec);
+    }
     std::string content;
     std::uint32_t mode = GIT_FILEMODE_BLOB;
     if (fs::is_symlink(st)) {

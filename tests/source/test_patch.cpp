@@ -526,6 +526,18 @@ TEST_CASE("patches on a plain folder (a local tree): checked in memory, applied 
   REQUIRE(stale);
   CHECK(stale->at(0).fit == PatchOutcome::Fit::fails);
   CHECK(stale->at(0).hunk.find("@@ -5,3 +5,3 @@") == 0);
+  // A link leaving the folder stands for its target's file (the copy holds that file); the
+  // target is not written by a check.
+  tmp.write("outside/shared.cu", kV1);
+  fs::create_symlink(tmp / "outside/shared.cu", tree / "shared.cu");
+  auto outside_before = snapshot(tmp / "outside");
+  std::string linked = std::string(kFix);
+  for (auto at = linked.find("kernel.cu"); at != std::string::npos; at = linked.find("kernel.cu", at)) linked.replace(at, 9, "shared.cu");
+  auto through = check_patches_in_folder(tree, {{"linked.patch", linked, 1}});
+  REQUIRE(through);
+  CHECK(through->at(0).fit == PatchOutcome::Fit::applies);
+  CHECK(snapshot(tmp / "outside") == outside_before);
+  fs::remove(tree / "shared.cu");
   // A file the folder lacks, and .git never read.
   auto missing = check_patches_in_folder(tree, {{"missing.patch", kSubFix, 1}});
   REQUIRE(missing);
