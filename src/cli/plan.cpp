@@ -125,7 +125,9 @@ void print_plan(const app::PlanView& v, Context& ctx) {
     }
     for (const auto& n : fetch_notes) note(ctx, "note: " + n);
   }
-  if (!p->patches.empty()) out("patches (applied in this order to the checkout after fetch, before configure; in the key):");
+  if (!p->patches.empty())
+    out(fmt::format("patches (applied in this order to {}, before configure; in the key):",
+                    p->local ? "archbuild's copy of the local tree (never the tree itself)" : "the checkout after fetch"));
   for (std::size_t i = 0; i < p->patches.size(); ++i) {
     const auto& pp = p->patches[i];
     const auto& states = v.prep.patch_states;

@@ -200,9 +200,11 @@ std::optional<Stop> submodules_rule(const plan::Resolution& r, const plan::Sourc
 
 // The plan's patches against the tree they will be applied to, before any venv is made: each
 // read and checked against its sha256, then tried in order on the commit in the cached mirror
-// (source::check_patches; the fetch stage applies them the same way, all or nothing). One that
+// (source::check_patches; a file in a submodule on the submodule's commit in its own mirror), or
+// on a local tree's files (source::check_patches_in_folder; the fetch stage patches archbuild's
+// copy, never the tree) — the fetch stage applies them the same way, all or nothing. One that
 // does not apply is a stop naming it and its first failing hunk; one the tree already contains
-// is a note. `plan` on a commit not mirrored yet says so; `wheel` has mirrored it.
+// is a note. `plan` on a commit (or a submodule's) not mirrored yet says so; `wheel` mirrors it.
 struct PatchCheck {
   std::vector<Stop> stops;
   std::vector<std::string> notes;
@@ -214,37 +216,41 @@ PatchCheck patch_rule(const plan::Resolution& r, const plan::SourceChoice& sc, c
   PatchCheck out;
   auto selected = plan::select_patches(r, sc, q.patches);
   if (selected.empty()) return out;
-  if (sc.kind == plan::SourceChoice::Kind::local) {
-    std::vector<std::string> names;
-    for (const auto& pp : selected) names.push_back(pp.patch.name() + " (" + pp.patch.origin + ")");
-    out.stops.push_back({rules::Id::patch, Error::bad_input(fmt::format(
-        "{}: a local tree is built as it is, and patches apply to checkouts only: {}; apply them to the tree "
-        "(git apply FILE) and drop them, or build a commit through the mirrors (--ref)", sc.dir.string(),
-        text::join(names, ", ")))});
-    return out;
-  }
   auto texts = stages::patches_to_apply(selected);
   if (!texts) {
     out.stops.push_back({rules::Id::patch, texts.error()});
     return out;
   }
-  if (!cache.layout || r.url().empty()) return out;
-  std::string ref = sc.kind == plan::SourceChoice::Kind::ref ? sc.commit : r.recipe.source.commit.value_or(r.recipe.source.tag);
-  std::string commit;
-  if (auto files = source::open_commit_files(cache.layout->git_mirror(r.url()), ref)) {
-    commit = files->commit;
-  } else if (q.for_build) {
-    auto info = source::resolve_ref(r.url(), ref, mirror_slot(*cache.layout, r.url()), source_options(q.offline, s));
-    if (!info) throw Failure(info.error());
-    commit = info->commit;
+  Result<std::vector<source::PatchOutcome>> checked = std::vector<source::PatchOutcome>{};
+  std::string where;
+  if (sc.kind == plan::SourceChoice::Kind::local) {
+    checked = source::check_patches_in_folder(sc.dir, *texts);
+    where = fmt::format("the local tree {}", sc.dir.string());
   } else {
-    out.notes.push_back(fmt::format("patches: checked against the tree once it is in the cache ({} @ {} is not yet)",
-                                    r.url(), ref));
-    return out;
+    if (!cache.layout || r.url().empty()) return out;
+    std::string ref = sc.kind == plan::SourceChoice::Kind::ref ? sc.commit : r.recipe.source.commit.value_or(r.recipe.source.tag);
+    std::string commit;
+    if (auto files = source::open_commit_files(cache.layout->git_mirror(r.url()), ref)) {
+      commit = files->commit;
+    } else if (q.for_build) {
+      auto info = source::resolve_ref(r.url(), ref, mirror_slot(*cache.layout, r.url()), source_options(q.offline, s));
+      if (!info) throw Failure(info.error());
+      commit = info->commit;
+    } else {
+      out.notes.push_back(fmt::format("patches: checked against the tree once it is in the cache ({} @ {} is not yet)",
+                                      r.url(), ref));
+      return out;
+    }
+    // A submodule's mirror as the fetch stage finds it; a build fetches its commit first, as above.
+    auto submodule_mirror = [&](const std::string& url, const std::string& sub_commit) -> std::optional<fs::path> {
+      if (q.for_build && !source::update_mirror(url, sub_commit, mirror_slot(*cache.layout, url), source_options(q.offline, s)))
+        return std::nullopt;  // the fetch stage says why
+      return cache.layout->git_mirror(url);
+    };
+    checked = source::check_patches(cache.layout->git_mirror(r.url()), commit, *texts, r.url(), submodule_mirror);
+    where = fmt::format("{} at {}", r.url(), commit.substr(0, 12));
   }
-  auto checked = source::check_patches(cache.layout->git_mirror(r.url()), commit, *texts);
   if (!checked) throw Failure(checked.error());
-  const std::string where = fmt::format("{} at {}", r.url(), commit.substr(0, 12));
   for (std::size_t i = 0; i < checked->size(); ++i) {
     const auto& o = (*checked)[i];
     const auto& pp = selected[i];
@@ -252,6 +258,14 @@ PatchCheck patch_rule(const plan::Resolution& r, const plan::SourceChoice& sc, c
       out.states.push_back("fails");
       out.stops.push_back({rules::Id::patch, Error::bad_input(fmt::format("{} ({})", source::describe_failure((*texts)[i], o, where),
                                                                           pp.patch.origin))});
+      continue;
+    }
+    for (const auto& u : o.unchecked)
+      out.notes.push_back(fmt::format("patch {} ({}): its files in submodule {} are checked against the tree once it is "
+                                      "in the cache ({} @ {} is not yet)", pp.patch.name(), pp.patch.origin, u.path,
+                                      u.url.empty() ? "its URL" : u.url, u.commit.substr(0, 12)));
+    if (!o.unchecked.empty()) {
+      out.states.push_back("unchecked");
     } else if (o.fit == source::PatchOutcome::Fit::contained) {
       out.states.push_back("contained");
       out.notes.push_back(fmt::format("patch {} ({}) is already contained in {}: it is not applied (the fix was merged; "

@@ -98,8 +98,9 @@ struct Prepared {
   bool venv_failed = false;              // the venv was tried and could not be made (a stop)
   std::vector<std::string> fetch_notes;  // pins not resolved yet, and why
   std::vector<std::string> notes;        // what the user should know (a tree ahead of the recipes)
-  // Each of the plan's patches against the mirrored commit, in the plan's order ("applies",
-  // "contained", "fails"); empty: not checked (no patch, or the commit is not mirrored yet).
+  // Each of the plan's patches against the mirrored commit (or a local tree's files), in the
+  // plan's order ("applies", "contained", "fails", "unchecked": a part of it is in a submodule
+  // not mirrored yet); empty: not checked (no patch, or the commit is not mirrored yet).
   std::vector<std::string> patch_states;
   TreeContract tree;
   plan::HostCheck host;

@@ -6,6 +6,7 @@
 #include <git2.h>
 #include <git2/sys/mempack.h>
 #include <git2/sys/odb_backend.h>
+#include <git2/sys/repository.h>
 
 #include "core/lazy_library.hpp"
 
@@ -14,6 +15,7 @@
   X(git_apply)                           \
   X(git_apply_options_init)              \
   X(git_apply_to_tree)                   \
+  X(git_blob_create_from_buffer)         \
   X(git_blob_free)                       \
   X(git_blob_lookup)                     \
   X(git_blob_rawcontent)                 \
@@ -31,7 +33,9 @@
   X(git_error_last)                      \
   X(git_fetch_options_init)              \
   X(git_ignore_path_is_ignored)          \
+  X(git_index_add)                       \
   X(git_index_free)                      \
+  X(git_index_new)                       \
   X(git_index_write_tree_to)             \
   X(git_libgit2_init)                    \
   X(git_mempack_new)                     \
@@ -40,6 +44,8 @@
   X(git_object_lookup)                   \
   X(git_odb_add_backend)                 \
   X(git_odb_free)                        \
+  X(git_odb_new)                         \
+  X(git_oid_equal)                       \
   X(git_oid_fromstr)                     \
   X(git_oid_tostr)                       \
   X(git_proxy_options_init)              \
@@ -62,12 +68,14 @@
   X(git_repository_init_ext)             \
   X(git_repository_init_options_init)    \
   X(git_repository_is_bare)              \
+  X(git_repository_new)                  \
   X(git_repository_odb)                  \
   X(git_repository_open)                 \
   X(git_repository_open_bare)            \
   X(git_repository_open_ext)             \
   X(git_repository_path)                 \
   X(git_repository_set_head_detached)    \
+  X(git_repository_set_odb)              \
   X(git_repository_workdir)              \
   X(git_submodule_foreach)               \
   X(git_submodule_free)                  \
@@ -79,12 +87,14 @@
   X(git_submodule_url)                   \
   X(git_tree_entry_byindex)              \
   X(git_tree_entry_bypath)               \
+  X(git_tree_entry_filemode)             \
   X(git_tree_entry_free)                 \
   X(git_tree_entry_id)                   \
   X(git_tree_entry_name)                 \
   X(git_tree_entry_type)                 \
   X(git_tree_entrycount)                 \
   X(git_tree_free)                       \
+  X(git_tree_id)                         \
   X(git_tree_lookup)
 
 namespace archbuild {

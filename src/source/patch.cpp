@@ -6,12 +6,18 @@
 
 #include <git2/sys/mempack.h>
 
+#include <algorithm>
 #include <charconv>
+#include <fstream>
+#include <map>
+#include <set>
+#include <variant>
 
 #include <fmt/format.h>
 
 #include "core/text.hpp"
 #include "source/git_util.hpp"
+#include "source/source.hpp"
 
 namespace archbuild::source {
 
@@ -143,6 +149,100 @@ std::string normalized_patch(const std::string& text, int strip, bool reverse) {
   return out;
 }
 
+namespace {
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  for (std::size_t pos = 0; pos < text.size();) {
+    auto nl = text.find('\n', pos);
+    if (nl == std::string::npos) nl = text.size();
+    out.push_back(text.substr(pos, nl - pos));
+    pos = nl + 1;
+  }
+  return out;
+}
+
+// "a/x y" → "x y" (a normalized name), "/dev/null" kept.
+std::string unprefixed(const std::string& name) {
+  if (name == "/dev/null") return name;
+  return name.size() > 2 && name[1] == '/' ? name.substr(2) : name;
+}
+
+}  // namespace
+
+std::vector<Section> sections_of(const std::string& normalized) {
+  std::vector<Section> out;
+  long old_left = 0, new_left = 0;
+  bool in_header = false;  // between a `diff --git` line and its first hunk
+  for (const auto& line : lines_of(normalized)) {
+    if (old_left > 0 || new_left > 0) {  // a hunk's body, counted by its header
+      char c = line.empty() ? ' ' : line[0];
+      if (c == ' ') --old_left, --new_left;
+      else if (c == '-') --old_left;
+      else if (c == '+') --new_left;
+      if (!out.empty()) {
+        out.back().text += line + "\n";
+        if (line.starts_with("+Subproject commit ") || line.starts_with("-Subproject commit ")) out.back().gitlink = true;
+      }
+      continue;
+    }
+    if (line.starts_with("diff --git ")) {
+      out.emplace_back();
+      Section& s = out.back();
+      // "diff --git a/X b/Y": the names, until ---/+++ or rename lines say them unambiguously.
+      auto b = line.rfind(" b/");
+      if (b != std::string::npos && b > 11) {
+        s.old_path = unprefixed(line.substr(11, b - 11));
+        s.new_path = line.substr(b + 3);
+      }
+      in_header = true;
+    } else if (out.empty()) {
+      continue;  // mail headers, a cover text
+    } else if (in_header && line.starts_with("--- ")) {
+      out.back().old_path = unprefixed(line.substr(4));
+    } else if (in_header && line.starts_with("+++ ")) {
+      out.back().new_path = unprefixed(line.substr(4));
+    } else if (in_header && (line.starts_with("rename from ") || line.starts_with("copy from "))) {
+      out.back().old_path = line.substr(line.find(" from ") + 6);
+    } else if (in_header && (line.starts_with("rename to ") || line.starts_with("copy to "))) {
+      out.back().new_path = line.substr(line.find(" to ") + 4);
+    } else if (line.starts_with("@@ -")) {
+      auto parts = text::split_any(line, " ");
+      long os = 0, ns = 0;
+      if (parts.size() < 4 || !range_of(parts[1], os, old_left) || !range_of(parts[2], ns, new_left))
+        old_left = new_left = 0;
+      in_header = false;
+    } else if (in_header && (line.ends_with(" 160000") || line.find("mode 160000") != std::string::npos)) {
+      out.back().gitlink = true;
+    }
+    out.back().text += line + "\n";
+  }
+  return out;
+}
+
+std::string relative_to(const Section& s, const std::string& sub) {
+  if (sub.empty()) return s.text;
+  const std::string in = sub + "/";
+  // `lead` + sub/ + rest → `lead` + rest, where the line starts with lead + sub/.
+  auto drop = [&](std::string& line, const std::string& lead) {
+    if (line.starts_with(lead + in)) line = lead + line.substr(lead.size() + in.size());
+  };
+  std::string out;
+  bool header = true;
+  for (auto line : lines_of(s.text)) {
+    if (line.starts_with("@@ -")) header = false;
+    if (header) {
+      if (line.starts_with("diff --git ")) {
+        drop(line, "diff --git a/");
+        if (auto b = line.rfind(" b/" + in); b != std::string::npos) line.erase(b + 3, in.size());
+      }
+      for (const char* lead : {"--- a/", "+++ b/", "rename from ", "rename to ", "copy from ", "copy to "}) drop(line, lead);
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
 }  // namespace detail
 
 namespace {
@@ -150,6 +250,8 @@ namespace {
 using Diff = std::unique_ptr<git_diff, Deleter<git_diff, git_diff_free>>;
 using Index = std::unique_ptr<git_index, Deleter<git_index, git_index_free>>;
 using Tree = std::unique_ptr<git_tree, Deleter<git_tree, git_tree_free>>;
+using TreeEntry = std::unique_ptr<git_tree_entry, Deleter<git_tree_entry, git_tree_entry_free>>;
+using Blob = std::unique_ptr<git_blob, Deleter<git_blob, git_blob_free>>;
 
 // Where libgit2 was when an apply failed: the callbacks run before each file and each hunk.
 struct Trace {
@@ -179,20 +281,20 @@ git_apply_options options_for(Trace& t, unsigned flags = 0) {
   return o;
 }
 
-Result<Diff> parse(const Patch& p, bool reverse) {
-  std::string text = detail::normalized_patch(p.text, p.strip, reverse);
+Result<Diff> parse(const std::string& name, const std::string& text, int strip, bool reverse) {
+  std::string normalized = detail::normalized_patch(text, strip, reverse);
   git_diff* raw = nullptr;
-  if (git_diff_from_buffer(&raw, text.data(), text.size()) != 0)
-    return Error::bad_input(fmt::format("patch {}: not a patch libgit2 reads: {}", p.name, last_error()));
+  if (git_diff_from_buffer(&raw, normalized.data(), normalized.size()) != 0)
+    return Error::bad_input(fmt::format("patch {}: not a patch libgit2 reads: {}", name, last_error()));
   Diff d(raw);
-  if (git_diff_num_deltas(d.get()) == 0) return Error::bad_input(fmt::format("patch {}: changes no file", p.name));
+  if (git_diff_num_deltas(d.get()) == 0) return Error::bad_input(fmt::format("patch {}: changes no file", name));
   return d;
 }
 
-PatchOutcome failed(const Trace& t, const std::string& reason) {
+PatchOutcome failed(const Trace& t, const std::string& reason, const std::string& sub = {}) {
   PatchOutcome o;
   o.fit = PatchOutcome::Fit::fails;
-  o.file = t.file;
+  o.file = sub.empty() || t.file.empty() ? t.file : sub + "/" + t.file;  // as the superproject names it
   o.hunk = t.hunk;
   o.reason = reason;
   return o;
@@ -203,6 +305,436 @@ PatchOutcome unreadable(const Error& e) {
   o.fit = PatchOutcome::Fit::fails;
   o.reason = e.message;
   return o;
+}
+
+PatchOutcome refused(const std::string& file, std::string reason) {
+  PatchOutcome o;
+  o.fit = PatchOutcome::Fit::fails;
+  o.file = file;
+  o.reason = std::move(reason);
+  return o;
+}
+
+// The trial's blobs and trees go to memory: nothing is written into the repository.
+bool add_mempack(git_repository* repo) {
+  git_odb* odb = nullptr;
+  git_odb_backend* mem = nullptr;
+  bool ok = git_repository_odb(&odb, repo) == 0 && git_mempack_new(&mem) == 0 && git_odb_add_backend(odb, mem, 1000) == 0;
+  if (odb) git_odb_free(odb);
+  return ok;
+}
+
+Result<Tree> tree_of(git_repository* repo, const std::string& commit, const std::string& where) {
+  git_oid oid;
+  git_commit* c = nullptr;
+  if (git_oid_fromstr(&oid, commit.c_str()) != 0 || git_commit_lookup(&c, repo, &oid) != 0)
+    return Error::build_failed(fmt::format("{}: commit {} is not there: {}", where, commit, last_error()));
+  Commit owned(c);
+  git_tree* t = nullptr;
+  if (git_commit_tree(&t, owned.get()) != 0)
+    return Error::build_failed(fmt::format("{}: commit {} has no tree: {}", where, commit, last_error()));
+  return Tree(t);
+}
+
+// path → url of each [submodule "…"] section of a .gitmodules (git's config syntax, the part of
+// it the file uses).
+std::map<std::string, std::string> gitmodules_urls(std::string_view text) {
+  std::map<std::string, std::string> out;
+  std::string path, url;
+  bool in_submodule = false;
+  auto flush = [&] {
+    if (in_submodule && !path.empty() && !url.empty()) out[path] = url;
+    path.clear();
+    url.clear();
+  };
+  for (const auto& raw : detail::lines_of(std::string(text))) {
+    std::string line = text::trim(raw);
+    if (line.empty() || line[0] == '#' || line[0] == ';') continue;
+    if (line[0] == '[') {
+      flush();
+      in_submodule = line.starts_with("[submodule");
+      continue;
+    }
+    auto eq = line.find('=');
+    if (eq == std::string::npos) continue;
+    std::string key = text::lower(text::trim(line.substr(0, eq))), value = text::trim(line.substr(eq + 1));
+    if (value.size() >= 2 && value.front() == '"' && value.back() == '"') value = value.substr(1, value.size() - 2);
+    if (key == "path") path = value;
+    else if (key == "url") url = value;
+  }
+  flush();
+  return out;
+}
+
+std::optional<std::string> blob_at(git_repository* repo, git_tree* tree, const std::string& path) {
+  git_tree_entry* e = nullptr;
+  if (git_tree_entry_bypath(&e, tree, path.c_str()) != 0) return std::nullopt;
+  TreeEntry entry(e);
+  git_blob* b = nullptr;
+  if (git_tree_entry_type(e) != GIT_OBJECT_BLOB || git_blob_lookup(&b, repo, git_tree_entry_id(e)) != 0) return std::nullopt;
+  Blob blob(b);
+  return std::string(static_cast<const char*>(git_blob_rawcontent(b)), static_cast<std::size_t>(git_blob_rawsize(b)));
+}
+
+// A repository a patch's parts apply to: the top tree, or a submodule (`sub`: its path from the top).
+struct Node {
+  std::string sub, url, commit;
+  Repo repo;        // none: not mirrored, not checked out (`why`)
+  Tree base;        // the commit's tree: where its gitlinks and .gitmodules are read
+  Tree tree;        // in memory: the trial, the patches so far applied onto `base`
+  std::string why;
+};
+
+// The repositories of one tree and its submodules, found as the patches name their files: in
+// memory (mirrors, or a folder's files) or a checkout's work trees.
+class Nodes {
+ public:
+  enum class Where { memory, workdir };
+  Nodes(Where where, fs::path top_dir, SubmoduleMirror mirror)
+      : where_(where), top_dir_(std::move(top_dir)), mirror_(std::move(mirror)) {}
+  Where where() const { return where_; }
+  Node& add(std::unique_ptr<Node> n) { return *nodes_.emplace_back(std::move(n)); }
+  Node& top() { return *nodes_.front(); }
+
+  struct Owner {
+    Node* node = nullptr;
+    bool gitlink = false;  // the path is a submodule itself
+  };
+  // The deepest submodule holding `path` (submodules of submodules too), else the top.
+  Owner owner_of(const std::string& path) {
+    Node* n = &top();
+    std::string rel, full;
+    auto parts = text::split_any(path, "/");
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      rel += (rel.empty() ? "" : "/") + parts[i];
+      full += (full.empty() ? "" : "/") + parts[i];
+      if (!n->repo || !n->base) break;
+      git_tree_entry* e = nullptr;
+      if (git_tree_entry_bypath(&e, n->base.get(), rel.c_str()) != 0) break;
+      TreeEntry entry(e);
+      auto type = git_tree_entry_type(e);
+      if (type != GIT_OBJECT_COMMIT) {
+        if (type == GIT_OBJECT_TREE) continue;
+        break;
+      }
+      if (i + 1 == parts.size()) return {n, true};
+      n = &child(*n, full, rel, *git_tree_entry_id(e));
+      rel.clear();
+    }
+    return {n, false};
+  }
+
+ private:
+  Node& child(Node& parent, const std::string& full, const std::string& rel, const git_oid& id) {
+    for (auto& n : nodes_)
+      if (n->sub == full) return *n;
+    auto n = std::make_unique<Node>();
+    n->sub = full;
+    n->commit = oid_hex(id);
+    auto unavailable = [&](std::string why) -> Node& {
+      n->repo.reset();
+      n->why = std::move(why);
+      return add(std::move(n));
+    };
+    git_repository* raw = nullptr;
+    if (where_ == Where::workdir) {
+      if (git_repository_open(&raw, (top_dir_ / full).c_str()) != 0)
+        return unavailable("it is not checked out (submodules off, or update = none)");
+      n->repo.reset(raw);
+      git_oid head;
+      if (git_reference_name_to_id(&head, raw, "HEAD") != 0) return unavailable("its checkout has no HEAD");
+      auto t = tree_of(raw, oid_hex(head), (top_dir_ / full).string());
+      if (!t) return unavailable(t.error().message);
+      n->base = std::move(*t);
+      return add(std::move(n));
+    }
+    auto modules = blob_at(parent.repo.get(), parent.base.get(), ".gitmodules");
+    auto urls = gitmodules_urls(modules.value_or(""));
+    auto u = urls.find(rel);
+    if (u == urls.end()) return unavailable(fmt::format("{}'s .gitmodules names no URL for it", parent.sub.empty() ? "the tree" : parent.sub));
+    n->url = resolve_submodule_url(parent.url, u->second);
+    std::optional<fs::path> mirror = mirror_ ? mirror_(n->url, n->commit) : std::nullopt;
+    if (!mirror || git_repository_open_bare(&raw, mirror->c_str()) != 0) return unavailable("its commit is not in the cache");
+    n->repo.reset(raw);
+    auto t = tree_of(raw, n->commit, mirror->string());
+    if (!t || !add_mempack(raw)) return unavailable("its commit is not in the cache");
+    n->base = std::move(*t);
+    git_tree* copy = nullptr;
+    if (git_tree_lookup(&copy, raw, git_tree_id(n->base.get())) != 0) return unavailable(last_error());
+    n->tree.reset(copy);
+    return add(std::move(n));
+  }
+
+  Where where_;
+  fs::path top_dir_;
+  SubmoduleMirror mirror_;
+  std::vector<std::unique_ptr<Node>> nodes_;  // the top first
+};
+
+// A patch's sections grouped by the repository holding their files, names made relative to it.
+struct Part {
+  Node* node = nullptr;
+  std::string text;
+  std::string first_file;  // as the superproject names it
+};
+
+// The parts of `p`, or the refusal of a section no part can carry (a submodule's commit moved,
+// a file renamed across a submodule's edge).
+std::variant<std::vector<Part>, PatchOutcome> split(Nodes& nodes, const Patch& p) {
+  std::vector<Part> parts;
+  for (const auto& s : detail::sections_of(detail::normalized_patch(p.text, p.strip, false))) {
+    std::string path = s.new_path != "/dev/null" ? s.new_path : s.old_path;
+    auto owner = nodes.owner_of(path);
+    if (s.gitlink || owner.gitlink)
+      return refused(path, "it changes the commit of a submodule (a `Subproject commit` line); a patch cannot move a "
+                           "submodule: build a superproject commit that records the one wanted (--ref), or patch the "
+                           "submodule's files");
+    if (s.old_path != "/dev/null" && s.old_path != path && nodes.owner_of(s.old_path).node != owner.node)
+      return refused(path, fmt::format("it renames {} across a submodule's edge", s.old_path));
+    auto part = std::find_if(parts.begin(), parts.end(), [&](const Part& x) { return x.node == owner.node; });
+    if (part == parts.end()) part = parts.insert(parts.end(), Part{owner.node, "", path});
+    part->text += detail::relative_to(s, owner.node->sub);
+  }
+  return parts;
+}
+
+// One patch tried in memory on the nodes' trial trees: applies (the trees advanced to its
+// result), contained (its reverse applies to every part), or fails (the first part's failure).
+Result<PatchOutcome> try_in_memory(Nodes& nodes, const Patch& p) {
+  if (auto whole = parse(p.name, p.text, p.strip, false); !whole) return unreadable(whole.error());
+  auto split_up = split(nodes, p);
+  if (auto* r = std::get_if<PatchOutcome>(&split_up)) return *r;
+  auto& parts = std::get<std::vector<Part>>(split_up);
+  PatchOutcome out;
+  for (const auto& part : parts)
+    if (!part.node->repo) out.unchecked.push_back({part.node->sub, part.node->url, part.node->commit});
+  std::vector<std::pair<Node*, Tree>> next;
+  std::optional<PatchOutcome> failure;
+  for (const auto& part : parts) {
+    Node& n = *part.node;
+    if (!n.repo) continue;
+    auto d = parse(p.name, part.text, 1, false);
+    if (!d) return unreadable(d.error());
+    Trace trace;
+    auto opts = options_for(trace);
+    git_index* idx = nullptr;
+    if (git_apply_to_tree(&idx, n.repo.get(), n.tree.get(), d->get(), &opts) != 0) {
+      failure = failed(trace, last_error(), n.sub);
+      break;
+    }
+    Index index(idx);
+    git_oid tree_id;
+    git_tree* t = nullptr;
+    if (git_index_write_tree_to(&tree_id, index.get(), n.repo.get()) != 0 || git_tree_lookup(&t, n.repo.get(), &tree_id) != 0)
+      return Error::build_failed(fmt::format("patch {}: cannot make the patched tree: {}", p.name, last_error()));
+    next.emplace_back(&n, Tree(t));
+  }
+  if (!failure) {
+    for (auto& [n, t] : next) n->tree = std::move(t);
+    return out;
+  }
+  for (const auto& part : parts) {
+    Node& n = *part.node;
+    if (!n.repo) continue;
+    auto back = parse(p.name, part.text, 1, true);
+    Trace ignored;
+    auto ropts = options_for(ignored);
+    git_index* idx = nullptr;
+    if (!back || git_apply_to_tree(&idx, n.repo.get(), n.tree.get(), back->get(), &ropts) != 0) return *failure;
+    git_index_free(idx);
+  }
+  out.fit = PatchOutcome::Fit::contained;
+  return out;
+}
+
+// A git_apply onto a work tree: `check` only tries.
+bool apply_workdir(Node& n, const std::string& name, const std::string& text, bool reverse, bool check, Trace& trace,
+                   std::string& reason) {
+  auto d = parse(name, text, 1, reverse);
+  if (!d) {
+    reason = d.error().message;
+    return false;
+  }
+  auto opts = options_for(trace, check ? GIT_APPLY_CHECK : 0);
+  if (git_apply(n.repo.get(), d->get(), GIT_APPLY_LOCATION_WORKDIR, &opts) == 0) return true;
+  reason = last_error();
+  return false;
+}
+
+// One patch onto a checkout's work trees: every part tried first, then applied.
+PatchOutcome apply_to_workdirs(Nodes& nodes, const Patch& p) {
+  if (auto whole = parse(p.name, p.text, p.strip, false); !whole) return unreadable(whole.error());
+  auto split_up = split(nodes, p);
+  if (auto* r = std::get_if<PatchOutcome>(&split_up)) return *r;
+  auto& parts = std::get<std::vector<Part>>(split_up);
+  for (const auto& part : parts)
+    if (!part.node->repo) return refused(part.first_file, fmt::format("submodule {}: {}", part.node->sub, part.node->why));
+  std::optional<PatchOutcome> failure;
+  for (const auto& part : parts) {
+    Trace trace;
+    std::string reason;
+    if (!apply_workdir(*part.node, p.name, part.text, false, true, trace, reason)) {
+      failure = failed(trace, reason, part.node->sub);
+      break;
+    }
+  }
+  if (!failure) {
+    for (const auto& part : parts) {
+      Trace trace;
+      std::string reason;
+      if (!apply_workdir(*part.node, p.name, part.text, false, false, trace, reason))
+        return failed(trace, reason, part.node->sub);  // after its check: the caller drops the tree
+    }
+    return {};
+  }
+  for (const auto& part : parts) {
+    Trace ignored;
+    std::string reason;
+    if (!apply_workdir(*part.node, p.name, part.text, true, true, ignored, reason)) return *failure;
+  }
+  return {PatchOutcome::Fit::contained, "", "", "", {}};
+}
+
+// The files the patches name (old and new names), those that can be in a tree only: a name with
+// a `..`, `.` or `.git` component is never read or written (libgit2 refuses it in the patch).
+std::set<std::string> named_paths(const std::vector<Patch>& patches) {
+  std::set<std::string> out;
+  for (const auto& p : patches)
+    for (const auto& s : detail::sections_of(detail::normalized_patch(p.text, p.strip, false)))
+      for (const auto& path : {s.old_path, s.new_path}) {
+        if (path == "/dev/null" || path.empty() || path.front() == '/') continue;
+        auto parts = text::split_any(path, "/");
+        if (std::none_of(parts.begin(), parts.end(), [](const std::string& c) { return c == ".git" || c == ".." || c == "."; }))
+          out.insert(path);
+      }
+  return out;
+}
+
+bool inside(const fs::path& root, const fs::path& p) {
+  auto r = root.begin(), q = p.begin();
+  for (; r != root.end(); ++r, ++q)
+    if (q == p.end() || *r != *q) return false;
+  return true;
+}
+
+// A plain folder as an in-memory repository: the files the patches name (read from `dir`, `.git`
+// never) in a tree of their own, the base the patches are tried on.
+Result<Ok> load_folder(Nodes& nodes, const fs::path& dir, const std::vector<Patch>& patches) {
+  git_repository* raw = nullptr;
+  git_odb* odb_raw = nullptr;
+  git_odb_backend* mem = nullptr;
+  if (git_repository_new(&raw) != 0)
+    return Error::build_failed(fmt::format("cannot make an in-memory repository: {}", last_error()));
+  Repo repo(raw);
+  if (git_odb_new(&odb_raw) != 0 || git_mempack_new(&mem) != 0 || git_odb_add_backend(odb_raw, mem, 1) != 0 ||
+      git_repository_set_odb(repo.get(), odb_raw) != 0) {
+    if (odb_raw) git_odb_free(odb_raw);
+    return Error::build_failed(fmt::format("cannot make an in-memory repository: {}", last_error()));
+  }
+  git_odb_free(odb_raw);
+  git_index* idx = nullptr;
+  if (git_index_new(&idx) != 0) return Error::build_failed(fmt::format("cannot make an index: {}", last_error()));
+  Index index(idx);
+  std::error_code rec;
+  const fs::path root = fs::canonical(dir, rec);
+  for (const auto& path : named_paths(patches)) {
+    fs::path file = dir / path;
+    std::error_code ec;
+    auto st = fs::symlink_status(file, ec);
+    // A link leaving the folder is its target's file, as archbuild's copy holds it (source/local.hpp).
+    if (std::error_code lec; fs::is_symlink(st)) {
+      auto target = fs::canonical(file, lec);
+      if (!lec && !inside(root, target)) st = fs::status(file, ec);
+    }
+    std::string content;
+    std::uint32_t mode = GIT_FILEMODE_BLOB;
+    if (fs::is_symlink(st)) {
+      content = fs::read_symlink(file, ec).string();
+      mode = GIT_FILEMODE_LINK;
+    } else if (fs::is_regular_file(st)) {
+      std::ifstream in(file, std::ios::binary);
+      content.assign(std::istreambuf_iterator<char>(in), {});
+      if (!in && !in.eof()) return Error::bad_input(fmt::format("cannot read {}", file.string()));
+      if ((st.permissions() & fs::perms::owner_exec) != fs::perms::none) mode = GIT_FILEMODE_BLOB_EXECUTABLE;
+    } else {
+      continue;  // absent (or not a file): the patch may create it
+    }
+    if (ec) return Error::bad_input(fmt::format("cannot read {}: {}", file.string(), ec.message()));
+    git_index_entry e{};
+    e.mode = mode;
+    e.path = path.c_str();
+    if (git_blob_create_from_buffer(&e.id, repo.get(), content.data(), content.size()) != 0 || git_index_add(idx, &e) != 0)
+      return Error::build_failed(fmt::format("{}: cannot stage {} in memory: {}", dir.string(), path, last_error()));
+  }
+  git_oid tree_id;
+  git_tree* t = nullptr;
+  git_tree* t2 = nullptr;
+  if (git_index_write_tree_to(&tree_id, idx, repo.get()) != 0 || git_tree_lookup(&t, repo.get(), &tree_id) != 0 ||
+      git_tree_lookup(&t2, repo.get(), &tree_id) != 0) {
+    if (t) git_tree_free(t);
+    return Error::build_failed(fmt::format("{}: cannot make a tree in memory: {}", dir.string(), last_error()));
+  }
+  auto n = std::make_unique<Node>();
+  n->repo = std::move(repo);
+  n->base.reset(t);
+  n->tree.reset(t2);
+  nodes.add(std::move(n));
+  return Ok{};
+}
+
+// A blob's bytes into `file`, replacing it by a new file (a new inode: its stat changes, so a
+// stat cache recorded before never takes it for the tree's).
+Result<Ok> write_file(const fs::path& file, const std::string& content, std::uint32_t mode) {
+  std::error_code ec;
+  fs::create_directories(file.parent_path(), ec);
+  fs::path tmp = file;
+  tmp += ".archbuild-patch";
+  fs::remove(tmp, ec);
+  if (mode == GIT_FILEMODE_LINK) {
+    fs::create_symlink(content, tmp, ec);
+  } else {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out.write(content.data(), static_cast<std::streamsize>(content.size()));
+    out.close();
+    if (!out) return Error::build_failed(fmt::format("cannot write {}", tmp.string()));
+    fs::permissions(tmp, mode == GIT_FILEMODE_BLOB_EXECUTABLE ? fs::perms(0755) : fs::perms(0644), ec);
+  }
+  if (!ec) fs::rename(tmp, file, ec);
+  if (ec) {
+    std::error_code e2;
+    fs::remove(tmp, e2);
+    return Error::build_failed(fmt::format("cannot write {}: {}", file.string(), ec.message()));
+  }
+  return Ok{};
+}
+
+// What the trial made of the named files, written into the folder: changed files replaced,
+// removed ones removed; files the patches left as they were are not touched.
+Result<Ok> write_result(Node& n, const fs::path& dir, const std::vector<Patch>& patches) {
+  for (const auto& path : named_paths(patches)) {
+    git_tree_entry* b = nullptr;
+    git_tree_entry* a = nullptr;
+    bool had = git_tree_entry_bypath(&b, n.base.get(), path.c_str()) == 0;
+    bool has = git_tree_entry_bypath(&a, n.tree.get(), path.c_str()) == 0;
+    TreeEntry before(had ? b : nullptr), after(has ? a : nullptr);
+    if (had && has && git_oid_equal(git_tree_entry_id(b), git_tree_entry_id(a)) &&
+        git_tree_entry_filemode(b) == git_tree_entry_filemode(a))
+      continue;
+    std::error_code ec;
+    if (!has) {
+      if (had) fs::remove(dir / path, ec);
+      if (ec) return Error::build_failed(fmt::format("cannot remove {}: {}", (dir / path).string(), ec.message()));
+      continue;
+    }
+    if (git_tree_entry_type(a) != GIT_OBJECT_BLOB) continue;
+    git_blob* blob = nullptr;
+    if (git_blob_lookup(&blob, n.repo.get(), git_tree_entry_id(a)) != 0)
+      return Error::build_failed(fmt::format("patched {}: {}", path, last_error()));
+    Blob owned(blob);
+    std::string content(static_cast<const char*>(git_blob_rawcontent(blob)), static_cast<std::size_t>(git_blob_rawsize(blob)));
+    if (auto w = write_file(dir / path, content, git_tree_entry_filemode(a)); !w) return w;
+  }
+  return Ok{};
 }
 
 }  // namespace
@@ -216,60 +748,62 @@ std::string describe_failure(const Patch& p, const PatchOutcome& o, const std::s
 }
 
 Result<std::vector<PatchOutcome>> check_patches(const fs::path& mirror, const std::string& commit,
-                                                const std::vector<Patch>& patches) {
+                                                const std::vector<Patch>& patches, const std::string& url,
+                                                const SubmoduleMirror& submodule_mirror) {
   init_libgit2();
   git_repository* raw = nullptr;
   if (git_repository_open_bare(&raw, mirror.c_str()) != 0)
     return Error::build_failed(fmt::format("{}: not a mirror: {}", mirror.string(), last_error()));
-  Repo repo(raw);
-  {  // The trial's blobs and trees go to memory: checking never writes into the mirror.
-    git_odb* odb = nullptr;
-    git_odb_backend* mem = nullptr;
-    if (git_repository_odb(&odb, repo.get()) != 0 || git_mempack_new(&mem) != 0 || git_odb_add_backend(odb, mem, 1000) != 0) {
-      if (odb) git_odb_free(odb);
-      return Error::build_failed(fmt::format("{}: cannot check patches in memory: {}", mirror.string(), last_error()));
-    }
-    git_odb_free(odb);
-  }
-  git_oid oid;
-  git_commit* c = nullptr;
-  if (git_oid_fromstr(&oid, commit.c_str()) != 0 || git_commit_lookup(&c, repo.get(), &oid) != 0)
-    return Error::build_failed(fmt::format("{}: commit {} is not in the mirror: {}", mirror.string(), commit, last_error()));
-  Commit owned(c);
-  git_tree* t = nullptr;
-  if (git_commit_tree(&t, owned.get()) != 0)
-    return Error::build_failed(fmt::format("{}: commit {} has no tree: {}", mirror.string(), commit, last_error()));
-  Tree tree(t);
+  auto top = std::make_unique<Node>();
+  top->repo.reset(raw);
+  top->url = url;
+  top->commit = commit;
+  if (!add_mempack(raw))
+    return Error::build_failed(fmt::format("{}: cannot check patches in memory: {}", mirror.string(), last_error()));
+  auto base = tree_of(raw, commit, mirror.string() + ": the mirror");
+  auto trial = tree_of(raw, commit, mirror.string() + ": the mirror");
+  if (!base) return base.error();
+  if (!trial) return trial.error();
+  top->base = std::move(*base);
+  top->tree = std::move(*trial);
+  Nodes nodes(Nodes::Where::memory, {}, submodule_mirror);
+  nodes.add(std::move(top));
   std::vector<PatchOutcome> out;
   for (const auto& p : patches) {
-    auto forward = parse(p, false);
-    if (!forward) {
-      out.push_back(unreadable(forward.error()));
-      continue;
-    }
-    Trace trace;
-    auto opts = options_for(trace);
-    git_index* idx = nullptr;
-    if (git_apply_to_tree(&idx, repo.get(), tree.get(), forward->get(), &opts) == 0) {
-      Index index(idx);
-      git_oid tree_id;
-      if (git_index_write_tree_to(&tree_id, index.get(), repo.get()) != 0 || git_tree_lookup(&t, repo.get(), &tree_id) != 0)
-        return Error::build_failed(fmt::format("patch {}: cannot make the patched tree: {}", p.name, last_error()));
-      tree.reset(t);
-      out.push_back({});
-      continue;
-    }
-    std::string reason = last_error();
-    auto backward = parse(p, true);
-    Trace ignored;
-    auto ropts = options_for(ignored);
-    if (backward && git_apply_to_tree(&idx, repo.get(), tree.get(), backward->get(), &ropts) == 0) {
-      git_index_free(idx);
-      out.push_back({PatchOutcome::Fit::contained, "", "", ""});
-      continue;
-    }
-    out.push_back(failed(trace, reason));
+    auto o = try_in_memory(nodes, p);
+    if (!o) return o.error();
+    out.push_back(std::move(*o));
   }
+  return out;
+}
+
+Result<std::vector<PatchOutcome>> check_patches_in_folder(const fs::path& dir, const std::vector<Patch>& patches) {
+  init_libgit2();
+  Nodes nodes(Nodes::Where::memory, dir, {});
+  if (auto r = load_folder(nodes, dir, patches); !r) return r.error();
+  std::vector<PatchOutcome> out;
+  for (const auto& p : patches) {
+    auto o = try_in_memory(nodes, p);
+    if (!o) return o.error();
+    out.push_back(std::move(*o));
+  }
+  return out;
+}
+
+Result<std::vector<PatchOutcome>> apply_patches_to_folder(const fs::path& dir, const std::vector<Patch>& patches,
+                                                          const std::function<void(std::size_t)>& before) {
+  init_libgit2();
+  Nodes nodes(Nodes::Where::memory, dir, {});
+  if (auto r = load_folder(nodes, dir, patches); !r) return r.error();
+  std::vector<PatchOutcome> out;
+  for (std::size_t i = 0; i < patches.size(); ++i) {
+    if (before) before(i);
+    auto o = try_in_memory(nodes, patches[i]);
+    if (!o) return o.error();
+    out.push_back(std::move(*o));
+    if (out.back().fit == PatchOutcome::Fit::fails) return out;
+  }
+  if (auto w = write_result(nodes.top(), dir, patches); !w) return w.error();
   return out;
 }
 
@@ -279,32 +813,21 @@ Result<std::vector<PatchOutcome>> apply_patches(const fs::path& dir, const std::
   git_repository* raw = nullptr;
   if (git_repository_open(&raw, dir.c_str()) != 0)
     return Error::build_failed(fmt::format("{}: not a checkout: {}", dir.string(), last_error()));
-  Repo repo(raw);
+  auto top = std::make_unique<Node>();
+  top->repo.reset(raw);
+  git_oid head;
+  if (git_reference_name_to_id(&head, raw, "HEAD") != 0)
+    return Error::build_failed(fmt::format("{}: no HEAD: {}", dir.string(), last_error()));
+  auto base = tree_of(raw, oid_hex(head), dir.string());
+  if (!base) return base.error();
+  top->base = std::move(*base);
+  Nodes nodes(Nodes::Where::workdir, dir, {});
+  nodes.add(std::move(top));
   std::vector<PatchOutcome> out;
   for (std::size_t i = 0; i < patches.size(); ++i) {
-    const Patch& p = patches[i];
     if (before) before(i);
-    auto forward = parse(p, false);
-    if (!forward) {
-      out.push_back(unreadable(forward.error()));
-      return out;
-    }
-    Trace trace;
-    auto opts = options_for(trace);
-    if (git_apply(repo.get(), forward->get(), GIT_APPLY_LOCATION_WORKDIR, &opts) == 0) {
-      out.push_back({});
-      continue;
-    }
-    std::string reason = last_error();
-    auto backward = parse(p, true);
-    Trace ignored;
-    auto ropts = options_for(ignored, GIT_APPLY_CHECK);
-    if (backward && git_apply(repo.get(), backward->get(), GIT_APPLY_LOCATION_WORKDIR, &ropts) == 0) {
-      out.push_back({PatchOutcome::Fit::contained, "", "", ""});
-      continue;
-    }
-    out.push_back(failed(trace, reason));
-    return out;
+    out.push_back(apply_to_workdirs(nodes, patches[i]));
+    if (out.back().fit == PatchOutcome::Fit::fails) return out;
   }
   return out;
 }

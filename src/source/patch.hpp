@@ -2,11 +2,16 @@
 // commit in a bare mirror without a checkout (prepare's stop, `plan --check` and `wheel` alike),
 // and applied to a fresh checkout before it is moved into place (fetch_source), so a tree is either
 // wholly patched or not there at all. A patch already contained in the tree — its reverse applies —
-// is not applied and is said as such.
+// is not applied and is said as such. A patch made in the superproject (`git diff
+// --submodule=diff`: a/third_party/foo/src/x.c) is split by the deepest submodule holding each
+// file, each part applied inside that submodule; a change of a submodule's commit is refused. A
+// local tree (no repository) is patched the same way in memory, then written into archbuild's
+// copy of it, never into the user's folder.
 #pragma once
 
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,13 +31,28 @@ struct PatchOutcome {
   std::string file;    // fails: the file of the first hunk that did not apply
   std::string hunk;    // fails: that hunk's header ("@@ -12,7 +12,7 @@ …")
   std::string reason;  // fails: libgit2's words (the patch's own syntax error included)
+  // applies / contained: the parts in submodules whose commit is not mirrored yet, not tried
+  // (check_patches; the fetch stage applies them, or stops naming the hunk).
+  struct Unchecked {
+    std::string path, url, commit;  // the submodule's path from the top, its URL and commit
+  };
+  std::vector<Unchecked> unchecked;
 };
+
+// The bare mirror of a submodule (its URL resolved against its parent's, and the commit its
+// parent records), when the cache has it: the caller's (store's) choice of place, which may fetch
+// it first. None: its part of a patch is not checked (PatchOutcome::unchecked).
+using SubmoduleMirror =
+    std::function<std::optional<std::filesystem::path>(const std::string& url, const std::string& commit)>;
 
 // Each patch against the tree of `commit` in the mirror, in order, each onto the result of the
 // ones before (a contained one changes nothing). Nothing is written to the mirror (the trial's
-// objects stay in memory). Errors: no mirror or commit (exit 4).
+// objects stay in memory). A file in a submodule is tried on the submodule's commit (the gitlink
+// of `commit`'s tree) in the mirror `submodule_mirror` gives for its URL (resolved against `url`,
+// the superproject's); without one the part is unchecked. Errors: no mirror or commit (exit 4).
 Result<std::vector<PatchOutcome>> check_patches(const std::filesystem::path& mirror, const std::string& commit,
-                                                const std::vector<Patch>& patches);
+                                                const std::vector<Patch>& patches, const std::string& url = {},
+                                                const SubmoduleMirror& submodule_mirror = {});
 
 // Applies each patch to the work tree of the checkout at `dir`, in order; a contained one is
 // skipped. `before(i)` runs before patch i (progress). The first that fails stops: its outcome
@@ -41,6 +61,19 @@ Result<std::vector<PatchOutcome>> check_patches(const std::filesystem::path& mir
 Result<std::vector<PatchOutcome>> apply_patches(const std::filesystem::path& dir, const std::vector<Patch>& patches,
                                                 const std::function<void(std::size_t)>& before = {});
 
+// The same for a plain folder (a local tree, no repository: `.git` never read): the files the
+// patches name are read from `dir` and tried in memory; nothing is written.
+Result<std::vector<PatchOutcome>> check_patches_in_folder(const std::filesystem::path& dir,
+                                                          const std::vector<Patch>& patches);
+
+// Applies each patch to the plain folder `dir` (archbuild's copy of a local tree), in order, a
+// contained one skipped: all are tried in memory first (`before(i)` runs before patch i), and the
+// files they change are written (each replaced by a new file: its stat changes) only when none
+// fails. The first that fails stops, its outcome the last returned, and nothing is written.
+Result<std::vector<PatchOutcome>> apply_patches_to_folder(const std::filesystem::path& dir,
+                                                          const std::vector<Patch>& patches,
+                                                          const std::function<void(std::size_t)>& before = {});
+
 // The message of a patch that does not apply: its name, the file and the first failing hunk.
 std::string describe_failure(const Patch& p, const PatchOutcome& o, const std::string& where);
 
@@ -48,6 +81,18 @@ namespace detail {
 // The patch rewritten to git's form with a/ b/ names at strip 1 (plain ---/+++ sections get a
 // `diff --git` line), which libgit2's parser reads; `reverse`: the patch that undoes it.
 std::string normalized_patch(const std::string& text, int strip, bool reverse);
+
+// One file's section of a normalized patch (mail headers before the first dropped): its old and
+// new names (no a/ b/; "/dev/null" for none), its text, and whether it changes a gitlink (mode
+// 160000 or a `Subproject commit` line: a submodule's commit).
+struct Section {
+  std::string old_path, new_path;
+  std::string text;
+  bool gitlink = false;
+};
+std::vector<Section> sections_of(const std::string& normalized);
+// The section with its names made relative to the submodule at `sub` (which holds them).
+std::string relative_to(const Section& s, const std::string& sub);
 }  // namespace detail
 
 }  // namespace archbuild::source

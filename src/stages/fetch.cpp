@@ -105,17 +105,42 @@ Result<json> tree_contract(const Context& ctx) {
   return j;
 }
 
+// A test's window between two patches, where it kills the run (tests/cli/test_patch_cli.cpp).
+std::function<void(const std::string&)> with_test_pause(std::function<void(const std::string&)> note) {
+  const char* f = std::getenv("ARCHBUILD_TEST_FAULT");
+  if (!f || std::string_view(f) != "pause-between-patches") return note;
+  return [inner = std::move(note)](const std::string& n) {
+    if (inner) inner(n);
+    if (n.starts_with("patch 2/")) std::this_thread::sleep_for(std::chrono::seconds(60));
+  };
+}
+
+// The patches as the fetch stamp records them (applied or contained), each contained one said.
+json patch_stamp(Context& ctx, const std::vector<source::PatchOutcome>& outcomes) {
+  json applied = json::array();
+  for (std::size_t i = 0; i < outcomes.size() && i < ctx.plan->patches.size(); ++i) {
+    const auto& pp = ctx.plan->patches[i];
+    bool contained = outcomes[i].fit == source::PatchOutcome::Fit::contained;
+    if (contained)
+      ctx.reporter.message(run::Level::info, fmt::format("patch {}: already contained in the tree; not applied", pp.patch.name()));
+    applied.push_back({{"name", pp.patch.name()}, {"sha256", pp.patch.sha256}, {"strip", pp.patch.strip},
+                       {"from", pp.patch.from}, {"state", contained ? "contained" : "applied"}});
+  }
+  return applied;
+}
+
 struct LocalCopy {
   std::string from_key;  // the key whose copy it started from; empty: a fresh copy
   std::size_t kept = 0, written = 0, removed = 0;
   plan::BuildStart start;  // what the build tree is: clean, or the earlier key's it continues
+  std::vector<source::PatchOutcome> patches;  // one per plan patch: applied or contained
 };
 
 // The key's copy of a local tree in its slot (work/<slot>/src, docs/architecture.md "A local
 // tree"): it starts from the copy the slot holds (the last key built there), writes only what
 // differs and, for an incremental build, leaves the build tree as that key's build left it (its
 // unchanged sources keep their mtimes, so ninja rebuilds what changed). The slot's lock is held.
-Result<LocalCopy> copy_into_slot(Context& ctx, const source::LocalTree& tree) {
+Result<LocalCopy> copy_into_slot(Context& ctx, const source::LocalTree& tree, const std::vector<source::Patch>& patches) {
   if (ctx.slot.empty()) return Error::bad_input("a local tree's plan without its work place (plan::incremental_slot)");
   LocalCopy out;
   source::CopyReuse reuse;
@@ -181,6 +206,20 @@ Result<LocalCopy> copy_into_slot(Context& ctx, const source::LocalTree& tree) {
   if (!ec && !reuse.cache.next.empty())
     warn(store::write_tree_stat_cache(ctx.layout, src_root, reuse.cache.next), "the next key's copy reads every file");
   warn(store::write_last_checkout(ctx.layout, tree.root, ctx.slot), "another configuration's first copy starts from nothing");
+  // Patched after the copy's stat cache was recorded (a patched file is a new file: the next copy
+  // from this one reads it and writes the tree's back) and before the slot names this key: a run
+  // killed between them leaves a copy no key owns, which the next run copies the tree over again.
+  if (!patches.empty()) {
+    auto note = with_test_pause(ctx.source_options().note);
+    auto applied = source::apply_patches_to_folder(ctx.src, patches, [&](std::size_t i) {
+      note(fmt::format("patch {}/{}: {}", i + 1, patches.size(), patches[i].name));
+    });
+    if (!applied) return applied.error();
+    if (applied->size() < patches.size() || applied->back().fit == source::PatchOutcome::Fit::fails)
+      return Error::bad_input(source::describe_failure(patches[applied->size() - 1], applied->back(),
+                                               fmt::format("the copy of {}", tree.root.string())));
+    out.patches = std::move(*applied);
+  }
   if (auto w = store::write_work_state(ctx.layout, ctx.slot, work_state_json(ctx.key, tree_shape(tree))); !w)
     return w.error();  // without it the next run could not tell whose tree this is
   return out;
@@ -195,8 +234,8 @@ Result<Ok> fetch_local(Context& ctx, const run::StageInfo& info) {
     ctx.reporter.stage_finished(info, {run::StageStatus::failed, clock.seconds(), e.message, {}});
     return e;
   };
-  if (!ctx.plan->patches.empty())  // prepare's patch stop; never a copy patched half-way
-    return fail(Error::bad_input(fmt::format("{}: a local tree is built as it is; patches apply to checkouts", local.dir.string())));
+  auto patches = patches_to_apply(ctx.plan->patches);
+  if (!patches) return fail(patches.error());
   auto tree = scan_local_tree_cached(&ctx.layout, local.dir, "--source", [&](const std::string& w) {
     ctx.reporter.message(run::Level::warning, w);
   });
@@ -205,7 +244,7 @@ Result<Ok> fetch_local(Context& ctx, const run::StageInfo& info) {
     return fail(Error::bad_input(fmt::format("{} changed since it was planned (content {} → {}); run again to plan "
                                              "the tree as it is now", local.dir.string(),
                                              local.content_hash.substr(0, 12), tree->content_hash.substr(0, 12))));
-  auto copy = copy_into_slot(ctx, *tree);
+  auto copy = copy_into_slot(ctx, *tree, *patches);
   if (!copy) return fail(copy.error());
   ctx.build_start = copy->start;
   json stamp = {{"local", local.dir.string()}, {"local_content", tree->content_hash}, {"files", tree->entries.size()},
@@ -213,6 +252,7 @@ Result<Ok> fetch_local(Context& ctx, const run::StageInfo& info) {
   stamp["copy"] = {{"from_key", copy->from_key.empty() ? json(nullptr) : json(copy->from_key)},
                    {"kept", copy->kept}, {"written", copy->written}, {"removed", copy->removed}};
   stamp["build_start"] = plan::to_json(copy->start);
+  if (auto applied = patch_stamp(ctx, copy->patches); !applied.empty()) stamp["patches"] = applied;
   if (tree->commit_time) stamp["commit_time"] = *tree->commit_time;
   auto placed = place_fetches(ctx);
   if (!placed) return fail(placed.error());
@@ -247,12 +287,7 @@ Result<Ok> fetch_stage(Context& ctx, const run::StageInfo& info) {
   auto patches = patches_to_apply(plan->patches);
   if (!patches) return fail(patches.error());
   spec.patches = std::move(*patches);
-  // A test's window between two patches, where it kills the run (tests/cli/test_patch_cli.cpp).
-  if (const char* f = std::getenv("ARCHBUILD_TEST_FAULT"); f && std::string_view(f) == "pause-between-patches")
-    so.note = [inner = so.note](const std::string& n) {
-      if (inner) inner(n);
-      if (n.starts_with("patch 2/")) std::this_thread::sleep_for(std::chrono::seconds(60));
-    };
+  so.note = with_test_pause(so.note);
   auto checkout = source::fetch_source(spec, ctx.src, ctx.mirror_for(), so);
   if (!checkout) return fail(checkout.error());
   json subs = json::array();
@@ -260,16 +295,7 @@ Result<Ok> fetch_stage(Context& ctx, const run::StageInfo& info) {
   json stamp = {{"commit", checkout->commit}, {"submodules", subs}};
   // Written once every patch applied (a tree in place with this stamp is wholly patched): a
   // resume trusts it and never applies them again.
-  json applied = json::array();
-  for (std::size_t i = 0; i < checkout->patches.size() && i < plan->patches.size(); ++i) {
-    const auto& pp = plan->patches[i];
-    bool contained = checkout->patches[i].fit == source::PatchOutcome::Fit::contained;
-    if (contained)
-      ctx.reporter.message(run::Level::info, fmt::format("patch {}: already contained in the tree; not applied", pp.patch.name()));
-    applied.push_back({{"name", pp.patch.name()}, {"sha256", pp.patch.sha256}, {"strip", pp.patch.strip},
-                       {"from", pp.patch.from}, {"state", contained ? "contained" : "applied"}});
-  }
-  if (!applied.empty()) stamp["patches"] = applied;
+  if (auto applied = patch_stamp(ctx, checkout->patches); !applied.empty()) stamp["patches"] = applied;
   if (auto t = source::checkout_commit_time(ctx.src)) stamp["commit_time"] = *t;
   auto placed = place_fetches(ctx);
   if (!placed) return fail(placed.error());

@@ -9,6 +9,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -237,4 +238,211 @@ TEST_CASE("patch: kill -9 between two patches, then a rerun checks out afresh an
   CHECK(kernels.find("1.f + 1.f") == std::string::npos);
   for (const auto& e : fs::directory_iterator(fs::path(r.cache) / "src", ec))
     CHECK(e.path().filename().string().find(".tmp-") == std::string::npos);
+}
+
+// In the example's submodule (third_party/minidep, from its own mirror), as the superproject names it.
+const char* kMinidepFix =
+    "diff --git a/third_party/minidep/include/minidep/minidep.h b/third_party/minidep/include/minidep/minidep.h\n"
+    "--- a/third_party/minidep/include/minidep/minidep.h\n"
+    "+++ b/third_party/minidep/include/minidep/minidep.h\n"
+    "@@ -2,3 +2,3 @@\n"
+    " #pragma once\n"
+    " \n"
+    "-#define MINIDEP_VERSION \"1.0\"\n"
+    "+#define MINIDEP_VERSION \"1.0+patched\"\n";
+
+TEST_CASE("patch: a file of a submodule is checked on the submodule's commit, once it is mirrored", "[cli][patch]") {
+  if (auto why = cannot_plan(); !why.empty()) {
+    WARN("##archbuild-skip## " << why);
+    return;
+  }
+  Repos r;
+  std::string fix = r.patch("minidep.patch", kMinidepFix).string();
+  std::string stale = r.patch("minidep-stale.patch", std::string(kMinidepFix).replace(std::string(kMinidepFix).find("\"1.0\""), 5, "\"0.9\"")).string();
+  // wheel mirrors the submodule before any venv: the stale part stops there, named with its full path.
+  auto wheel = t::archbuild(r.args("wheel", {"--patch", stale, "--out", (r.dir / "out").string()}));
+  INFO(wheel.out << wheel.err);
+  CHECK(wheel.status == 2);
+  CHECK(wheel.err.find("third_party/minidep/include/minidep/minidep.h, hunk @@ -2,3 +2,3 @@") != std::string::npos);
+  CHECK_FALSE(has_venv(r.cache));
+  auto checked = t::archbuild(r.args("plan", {"--patch", fix, "--json"}));
+  INFO(checked.err);
+  REQUIRE(checked.status == 0);
+  CHECK(json::parse(checked.out)["patches"][0]["state"] == "applies");
+
+  // Only the superproject mirrored: the submodule's part waits for its mirror, and plan says so.
+  Repos early;
+  auto first = t::archbuild(early.args("plan", {"--ref", "v0.1.0", "--json"}));
+  REQUIRE(first.status == 0);
+  auto said = t::archbuild(early.args("plan", {"--patch", early.patch("minidep.patch", kMinidepFix).string(), "--json"}));
+  INFO(said.out << said.err);
+  REQUIRE(said.status == 0);
+  json doc = json::parse(said.out);
+  CHECK(doc["patches"][0]["state"] == "unchecked");
+  CHECK(doc["notes"].dump().find("its files in submodule third_party/minidep are checked against the tree once it is in "
+                                 "the cache") != std::string::npos);
+}
+
+namespace {
+
+// The example as a local tree (examples/minitorch and examples/minitorch-dep side by side).
+fs::path copy_example(const t::TempDir& dir) {
+  fs::path to = dir / "examples";
+  fs::create_directories(to);
+  for (const char* p : {"minitorch", "minitorch-dep"})
+    fs::copy(kSource / "examples" / p, to / p, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  std::error_code ec;
+  for (const char* out : {"build", "dist"}) fs::remove_all(to / "minitorch" / out, ec);
+  return to / "minitorch";
+}
+
+// Every file's bytes and stat under `dir`.
+std::map<std::string, std::string> snapshot(const fs::path& dir) {
+  std::map<std::string, std::string> out;
+  for (auto it = fs::recursive_directory_iterator(dir); it != fs::recursive_directory_iterator(); ++it) {
+    struct stat st {};
+    REQUIRE(::lstat(it->path().c_str(), &st) == 0);
+    std::string rel = fs::relative(it->path(), dir).string();
+    out[rel] = std::to_string(st.st_ino) + " " + std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
+    if (it->is_regular_file()) out[rel] += "\n" + t::read_file(it->path());
+  }
+  return out;
+}
+
+// The bytes of the wheel's native extensions (what nvcc and the compiler made), read with Python's zipfile.
+std::string native_code(const json& built) {
+  auto r = t::run("/usr/bin/python3", {"-c",
+                                       "import sys, zipfile, hashlib\n"
+                                       "z = zipfile.ZipFile(sys.argv[1])\n"
+                                       "for n in sorted(z.namelist()):\n"
+                                       "    if n.endswith('.so'): print(n, hashlib.sha256(z.read(n)).hexdigest())\n",
+                                       built["wheel"].get<std::string>()});
+  REQUIRE(r.status == 0);
+  REQUIRE(r.out.find(".so ") != std::string::npos);
+  return r.out;
+}
+
+}  // namespace
+
+TEST_CASE("patch: a local tree's copy is patched, never the tree, and after a kill between patches a rerun patches once",
+          "[cli][patch][wheel][source][nvcc]") {
+  if (auto why = cannot_plan(); !why.empty()) {
+    WARN("##archbuild-skip## " << why);
+    return;
+  }
+  t::TempDir dir;
+  fs::path tree = copy_example(dir);
+  auto before = snapshot(tree);
+  const std::string cache = (dir / "cache").string();
+  auto args = [&](const std::string& command, std::vector<std::string> extra, const std::string& in = "") {
+    std::vector<std::string> a = {"--cache-dir", in.empty() ? cache : in, command, "--sm", "90", "--recipe", (tree / "recipe.toml").string(),
+                                  "--source", tree.string(), "--python", "/usr/bin/python3"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  std::string fix = dir.write("fix.patch", kKernelFix).string();
+  std::string on_top = dir.write("on-top.patch",
+                                 "--- a/csrc/kernels.cu\n+++ b/csrc/kernels.cu\n@@ -14,2 +14,3 @@\n"
+                                 "   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) c[i] = a[i] + b[i] + 1.f;\n"
+                                 "+  // patched twice\n"
+                                 " }\n").string();
+  std::string stale = dir.write("stale.patch", kStale).string();
+  std::string merged = dir.write("merged.patch", kMerged).string();
+
+  // A patch that does not fit the tree's files: the stop, before any venv.
+  auto bad = t::archbuild(args("plan", {"--patch", stale, "--check"}));
+  INFO(bad.err);
+  CHECK(bad.status == 2);
+  CHECK(bad.err.find("patch stale.patch does not apply to the local tree " + fs::canonical(tree).string() +
+                     ": csrc/kernels.cu, hunk @@ -3,3 +3,3 @@") != std::string::npos);
+  CHECK_FALSE(has_venv(cache));
+  // plan: the patches listed, checked on the tree's files, another key.
+  auto plain = t::archbuild(args("plan", {"--json"}));
+  REQUIRE(plain.status == 0);
+  auto patched = t::archbuild(args("plan", {"--patch", fix, "--patch", merged, "--json"}));
+  INFO(patched.err);
+  REQUIRE(patched.status == 0);
+  json pp = json::parse(patched.out);
+  CHECK(pp["key"] != json::parse(plain.out)["key"]);
+  REQUIRE(pp["patches"].size() == 2);
+  CHECK(pp["patches"][0]["sha256"] == archbuild::sha256_hex(kKernelFix));
+  CHECK(pp["patches"][0]["state"] == "applies");
+  CHECK(pp["patches"][1]["state"] == "contained");
+
+  t::RunOptions slow;
+  slow.timeout = std::chrono::seconds(900);
+  slow.env = {{"CCACHE_DIR", (dir / "ccache").string()}};
+  auto unpatched = t::archbuild(args("wheel", {"--out", (dir / "out0").string(), "--no-validate", "--json"}), slow);
+  INFO(unpatched.out << unpatched.err);
+  REQUIRE(unpatched.status == 0);
+  json w0 = json::parse(unpatched.out);
+
+  // Killed between the two patches (the copy, taken over from the unpatched build's, not yet
+  // written), then run again: patched once, from the tree's content.
+  auto wheel = args("wheel", {"--patch", fix, "--patch", on_top, "--out", (dir / "out1").string(), "--no-validate", "--json"});
+  t::RunOptions paused = slow;
+  paused.env["ARCHBUILD_TEST_FAULT"] = "pause-between-patches";
+  {
+    t::Background bg(ARCHBUILD_EXE, wheel, paused);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(240);
+    while (bg.err_so_far().find("patch 2/2") == std::string::npos && bg.running() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    REQUIRE(bg.err_so_far().find("patch 2/2") != std::string::npos);
+    bg.kill(SIGKILL);
+    CHECK(bg.wait().status == -SIGKILL);
+  }
+  auto rerun = t::archbuild(wheel, slow);
+  INFO(rerun.out << rerun.err);
+  REQUIRE(rerun.status == 0);
+  json w1 = json::parse(rerun.out);
+  CHECK(w1["key"] != w0["key"]);
+  CHECK(native_code(w1) != native_code(w0));  // the wheel's code is the patched kernel's
+  fs::path copy = fs::path(cache) / "work" / w1["build_start"]["slot"].get<std::string>() / "src" / "csrc" / "kernels.cu";
+  std::string kernels = t::read_file(copy);
+  CHECK(kernels.find("a[i] + b[i] + 1.f;\n  // patched twice\n}") != std::string::npos);
+  CHECK(kernels.find("1.f + 1.f") == std::string::npos);
+  json manifest = json::parse(t::read_file(w1["manifest"].get<std::string>()))["manifest"];
+  REQUIRE(manifest["patches"].size() == 2);
+  CHECK(manifest["patches"][0]["state"] == "applied");
+  CHECK(snapshot(tree) == before);  // the user's tree: untouched, byte for byte
+
+  // The tree edited, the same patches: the build continues key w1's build tree; the copy's patched
+  // kernels.cu is written from the tree and patched again (once), ninja rebuilds it, and the
+  // wheel is what a clean build of the same content and patches gives in another cache.
+  const std::string original = t::read_file(tree / "csrc" / "kernels.cu");
+  std::ofstream(tree / "csrc" / "kernels.cu", std::ios::app) << "\n__global__ void minitorch_patch_probe(float* x) { x[0] = 2.0f; }\n";
+  auto patched_args = [&](const std::string& out, const std::string& in = "") {
+    return args("wheel", {"--patch", fix, "--patch", on_top, "--out", (dir / out).string(), "--no-validate", "--json"}, in);
+  };
+  auto inc = t::archbuild(patched_args("out1b"), slow);
+  INFO(inc.out << inc.err);
+  REQUIRE(inc.status == 0);
+  json w1b = json::parse(inc.out);
+  CHECK(w1b["build_start"]["mode"] == "incremental");
+  CHECK(w1b["build_start"]["from_key"] == w1["key"]);
+  std::string edited = t::read_file(copy);
+  CHECK(edited.find("a[i] + b[i] + 1.f;\n  // patched twice\n}") != std::string::npos);
+  CHECK(edited.find("minitorch_patch_probe") != std::string::npos);
+  CHECK(edited.find("1.f + 1.f") == std::string::npos);
+  auto clean = t::archbuild(patched_args("out1c", (dir / "cache-clean").string()), slow);
+  INFO(clean.out << clean.err);
+  REQUIRE(clean.status == 0);
+  json w1c = json::parse(clean.out);
+  CHECK(w1c["build_start"]["mode"] == "clean");
+  CHECK(w1c["key"] == w1b["key"]);
+  CHECK(w1c["sha256"] == w1b["sha256"]);
+  std::ofstream(tree / "csrc" / "kernels.cu", std::ios::trunc) << original;
+  before = snapshot(tree);
+
+  // A patch the tree contains (another key and slot): its copy starts from the patched build's,
+  // whose patched file is written back from the tree; the wheel's code is the unpatched one's.
+  auto again = t::archbuild(args("wheel", {"--patch", merged, "--out", (dir / "out2").string(), "--no-validate", "--json"}), slow);
+  INFO(again.out << again.err);
+  REQUIRE(again.status == 0);
+  json w2 = json::parse(again.out);
+  CHECK(w2["key"] != w0["key"]);
+  fs::path copy2 = fs::path(cache) / "work" / w2["build_start"]["slot"].get<std::string>() / "src" / "csrc" / "kernels.cu";
+  CHECK(t::read_file(copy2) == t::read_file(tree / "csrc" / "kernels.cu"));
+  CHECK(native_code(w2) == native_code(w0));
+  CHECK(snapshot(tree) == before);
 }

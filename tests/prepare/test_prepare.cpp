@@ -334,3 +334,41 @@ TEST_CASE("prepare: a local tree whose .gitmodules folders are empty stops befor
   CHECK(p->stops[0].error.message.find("cpuinfo") == std::string::npos);
   CHECK_FALSE(p->plan->venv);
 }
+
+TEST_CASE("prepare: patches on a local tree are tried on its files before any venv; the tree is never written",
+          "[prepare][patch]") {
+  test::TempDir dir;
+  torch_like_tree(dir / "tree");
+  write(dir / "tree/csrc/k.cu", "int k() {\n  return 2;\n}\n");
+  auto stamp = [&] {
+    std::string s = test::read_file(dir / "tree/csrc/k.cu");
+    return s + std::to_string(fs::last_write_time(dir / "tree/csrc/k.cu").time_since_epoch().count());
+  };
+  const std::string before = stamp();
+  write(dir / "fix.patch", "--- a/csrc/k.cu\n+++ b/csrc/k.cu\n@@ -1,3 +1,3 @@\n int k() {\n-  return 2;\n+  return 3;\n }\n");
+  write(dir / "merged.patch", "--- a/version.txt\n+++ b/version.txt\n@@ -1 +1 @@\n-2.10.0a0\n+2.11.0a0\n");
+  write(dir / "stale.patch", "--- a/csrc/k.cu\n+++ b/csrc/k.cu\n@@ -1,3 +1,3 @@\n int k() {\n-  return 7;\n+  return 8;\n }\n");
+  auto r = resolve_with(recipe_for(dir.path(), dir / "tree", "2.11.0", ""));
+  auto with = [&](const std::vector<std::string>& names) {
+    prepare::Request q;
+    for (const auto& n : names) q.patches.push_back(*recipe::patch_from_file(dir / n));
+    return prepared(r, q, dir / "cache");
+  };
+  auto plain = with({});
+  auto fixed = with({"fix.patch", "merged.patch"});
+  CHECK(fixed.stops.empty());
+  CHECK(fixed.patch_states == std::vector<std::string>{"applies", "contained"});
+  CHECK(std::any_of(fixed.notes.begin(), fixed.notes.end(), [&](const std::string& n) {
+    return n.find("patch merged.patch (--patch) is already contained in the local tree") != std::string::npos;
+  }));
+  CHECK(fixed.plan->key != plain.plan->key);  // the patches are in the key
+  REQUIRE(fixed.plan->patches.size() == 2);
+
+  auto stale = with({"fix.patch", "stale.patch"});
+  CHECK(stale.patch_states == std::vector<std::string>{"applies", "fails"});
+  CHECK(has_stop(stale, "patch", "patch stale.patch does not apply to the local tree"));
+  CHECK(has_stop(stale, "patch", "csrc/k.cu, hunk @@ -1,3 +1,3 @@"));
+  CHECK(stale.first_stop()->exit == Exit::bad_input);
+  CHECK_FALSE(stale.plan->venv);
+  CHECK(stamp() == before);  // the user's tree: never written
+}

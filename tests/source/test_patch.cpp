@@ -3,9 +3,17 @@
 // contained said, a tree never half-patched — against file:// repositories made with the git CLI.
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
+
+#include <chrono>
 #include <fstream>
+#include <map>
+#include <thread>
+
+#include <fmt/format.h>
 
 #include "run/runner.hpp"
+#include "source/local.hpp"
 #include "source/patch.hpp"
 #include "source/source.hpp"
 #include "support/process.hpp"
@@ -230,4 +238,347 @@ TEST_CASE("check_patches: a `git format-patch` file (a GitHub PR's .patch), mail
   auto at_v2 = check_patches(slot.dir, up.v2, {{"pr.patch", mail, 1}});
   REQUIRE(at_v2);
   CHECK(at_v2->at(0).fit == PatchOutcome::Fit::contained);
+}
+
+namespace {
+
+// A commit of `files` in `repo` (made if new); returns it.
+std::string commit_files(const fs::path& repo, const std::map<std::string, std::string>& files, const std::string& msg) {
+  if (!fs::exists(repo / ".git")) {
+    fs::create_directories(repo);
+    git(repo, {"init", "-q", "-b", "main"});
+  }
+  for (const auto& [rel, content] : files) {
+    fs::create_directories((repo / rel).parent_path());
+    std::ofstream(repo / rel) << content;
+  }
+  git(repo, {"add", "-A"});
+  git(repo, {"commit", "-qm", msg});
+  return git(repo, {"rev-parse", "HEAD"});
+}
+
+// Records `commit` of `url` at `path` (a gitlink and its .gitmodules section, as `git submodule
+// add` would, without a clone); returns the new commit.
+std::string record_submodule(const fs::path& repo, const std::string& path, const std::string& url, const std::string& commit,
+                             bool first = true) {
+  if (first)
+    std::ofstream(repo / ".gitmodules", std::ios::app) << "[submodule \"" << path << "\"]\n\tpath = " << path
+                                                        << "\n\turl = " << url << "\n";
+  git(repo, {"add", ".gitmodules"});
+  git(repo, {"update-index", "--add", "--cacheinfo", "160000," + commit + "," + path});
+  git(repo, {"commit", "-qm", "record " + path});
+  return git(repo, {"rev-parse", "HEAD"});
+}
+
+// top (kernel.cu) ─ deps/mid (src/x.c) ─ third/leaf (leaf.c). top's v1 records mid's m1, its v2
+// mid's m2, where the submodule's fix is merged.
+struct Superproject {
+  fs::path top, mid, leaf;
+  std::string url, v1, v2, m1, m2;
+};
+
+const char* kX1 = "int x() {\n  return 2;\n}\n";
+const char* kX2 = "int x() {\n  return 3;\n}\n";
+const char* kLeaf = "int leaf() {\n  return 1;\n}\n";
+
+Superproject make_superproject(const fs::path& dir) {
+  Superproject s{dir / "top", dir / "mid", dir / "leaf", "", "", "", "", ""};
+  std::string leaf_c = commit_files(s.leaf, {{"leaf.c", kLeaf}}, "leaf");
+  commit_files(s.mid, {{"src/x.c", kX1}}, "m1");
+  s.m1 = record_submodule(s.mid, "third/leaf", "../leaf", leaf_c);  // relative: against mid's URL
+  s.m2 = commit_files(s.mid, {{"src/x.c", kX2}}, "m2: the fix");
+  commit_files(s.top, {{"kernel.cu", kV1}}, "top");
+  s.v1 = record_submodule(s.top, "deps/mid", "file://" + s.mid.string(), s.m1);
+  git(s.top, {"tag", "v1"});
+  s.v2 = record_submodule(s.top, "deps/mid", "file://" + s.mid.string(), s.m2, false);
+  git(s.top, {"tag", "v2"});
+  s.url = "file://" + s.top.string();
+  return s;
+}
+
+// Made in the superproject (`git diff --submodule=diff`): full paths into the submodule.
+const char* kSubFix =
+    "diff --git a/deps/mid/src/x.c b/deps/mid/src/x.c\n"
+    "index 0000000..1111111 100644\n"
+    "--- a/deps/mid/src/x.c\n"
+    "+++ b/deps/mid/src/x.c\n"
+    "@@ -1,3 +1,3 @@\n"
+    " int x() {\n"
+    "-  return 2;\n"
+    "+  return 3;\n"
+    " }\n";
+
+const char* kSubStale =
+    "--- a/deps/mid/src/x.c\n"
+    "+++ b/deps/mid/src/x.c\n"
+    "@@ -1,3 +1,3 @@\n"
+    " int x() {\n"
+    "-  return 9;\n"
+    "+  return 10;\n"
+    " }\n";
+
+// A submodule of the submodule.
+const char* kLeafFix =
+    "--- a/deps/mid/third/leaf/leaf.c\n"
+    "+++ b/deps/mid/third/leaf/leaf.c\n"
+    "@@ -1,3 +1,3 @@\n"
+    " int leaf() {\n"
+    "-  return 1;\n"
+    "+  return 5;\n"
+    " }\n";
+
+// A submodule moved to another commit: what a patch cannot do.
+std::string gitlink_bump(const std::string& from, const std::string& to) {
+  return "diff --git a/deps/mid b/deps/mid\nindex " + from.substr(0, 7) + ".." + to.substr(0, 7) +
+         " 160000\n--- a/deps/mid\n+++ b/deps/mid\n@@ -1 +1 @@\n-Subproject commit " + from + "\n+Subproject commit " + to + "\n";
+}
+
+}  // namespace
+
+TEST_CASE("check_patches: files inside submodules, each part on the submodule's commit in its own mirror",
+          "[source][patch]") {
+  if (t::which("git").empty()) {
+    WARN("##archbuild-skip## the git CLI (used to make test repositories) is not installed");
+    return;
+  }
+  TempDir tmp;
+  auto s = make_superproject(tmp / "u");
+  Mirror m{tmp / "git"};
+  auto top = m.mirror_for()(s.url);
+  REQUIRE(update_mirror(s.url, "v1", top, quick()));
+  REQUIRE(update_mirror(s.url, "v2", top, quick()));
+  SubmoduleMirror mirrors = [&](const std::string& url, const std::string&) -> std::optional<fs::path> {
+    auto slot = m.mirror_for()(url);
+    if (!fs::exists(slot.dir)) return std::nullopt;
+    return slot.dir;
+  };
+  const Patch both{"both.patch", std::string(kFix) + kSubFix, 1};
+
+  // The submodules are not mirrored yet: their parts are said unchecked, the top's part checked.
+  auto early = check_patches(top.dir, s.v1, {both}, s.url, mirrors);
+  REQUIRE(early);
+  CHECK(early->at(0).fit == PatchOutcome::Fit::applies);
+  REQUIRE(early->at(0).unchecked.size() == 1);
+  CHECK(early->at(0).unchecked[0].path == "deps/mid");
+  CHECK(early->at(0).unchecked[0].url == "file://" + s.mid.string());
+  CHECK(early->at(0).unchecked[0].commit == s.m1);
+
+  // A checkout mirrors them (each from its own mirror).
+  REQUIRE(fetch_source({s.url, "v2", "", {}}, tmp / "plain", m.mirror_for(), quick()));
+  REQUIRE(fetch_source({s.url, "v1", "", {}}, tmp / "plain1", m.mirror_for(), quick()));
+  auto mid_mirror = m.mirror_for()("file://" + s.mid.string()).dir;
+  std::size_t before = loose_objects(mid_mirror);
+
+  auto at_v1 = check_patches(top.dir, s.v1, {{"sub.patch", kSubFix, 1}, both, {"leaf.patch", kLeafFix, 1}}, s.url, mirrors);
+  REQUIRE(at_v1);
+  CHECK(at_v1->at(0).fit == PatchOutcome::Fit::applies);
+  CHECK(at_v1->at(0).unchecked.empty());
+  // The second patch's submodule part lands on the first's result: x.c is fixed already, so the
+  // patch as a whole fails (its top part would apply): one outcome, naming the file in full.
+  CHECK(at_v1->at(1).fit == PatchOutcome::Fit::fails);
+  CHECK(at_v1->at(1).file == "deps/mid/src/x.c");
+  CHECK(at_v1->at(1).hunk.find("@@ -1,3 +1,3 @@") == 0);
+  CHECK(at_v1->at(2).fit == PatchOutcome::Fit::applies);  // a submodule of a submodule
+
+  // At v2 the submodule's commit has the fix: contained.
+  auto at_v2 = check_patches(top.dir, s.v2, {{"sub.patch", kSubFix, 1}}, s.url, mirrors);
+  REQUIRE(at_v2);
+  CHECK(at_v2->at(0).fit == PatchOutcome::Fit::contained);
+  // Both parts: the top and the submodule, one outcome.
+  auto both_v1 = check_patches(top.dir, s.v1, {both}, s.url, mirrors);
+  REQUIRE(both_v1);
+  CHECK(both_v1->at(0).fit == PatchOutcome::Fit::applies);
+
+  // Context the submodule lacks: the file named with its superproject path, and the hunk.
+  auto stale = check_patches(top.dir, s.v1, {{"stale.patch", kSubStale, 1}}, s.url, mirrors);
+  REQUIRE(stale);
+  CHECK(stale->at(0).fit == PatchOutcome::Fit::fails);
+  CHECK(stale->at(0).file == "deps/mid/src/x.c");
+  CHECK(stale->at(0).hunk.find("@@ -1,3 +1,3 @@") == 0);
+  std::string msg = describe_failure({"stale.patch", kSubStale, 1}, stale->at(0), s.url + " at " + s.v1.substr(0, 12));
+  CHECK(msg.find("deps/mid/src/x.c, hunk @@ -1,3 +1,3 @@") != std::string::npos);
+
+  // A submodule's commit changed by a patch: refused, one line saying why.
+  auto bump = check_patches(top.dir, s.v1, {{"bump.patch", gitlink_bump(s.m1, s.m2), 1}}, s.url, mirrors);
+  REQUIRE(bump);
+  CHECK(bump->at(0).fit == PatchOutcome::Fit::fails);
+  CHECK(bump->at(0).file == "deps/mid");
+  CHECK(bump->at(0).reason.find("a patch cannot move a submodule") != std::string::npos);
+  CHECK(loose_objects(mid_mirror) == before);  // nothing written to a submodule's mirror
+}
+
+TEST_CASE("fetch_source with patches into submodules: each part applied in its submodule's work tree",
+          "[source][patch]") {
+  if (t::which("git").empty()) {
+    WARN("##archbuild-skip## the git CLI (used to make test repositories) is not installed");
+    return;
+  }
+  TempDir tmp;
+  auto s = make_superproject(tmp / "u");
+  Mirror m{tmp / "git"};
+  const Patch both{"both.patch", std::string(kFix) + kSubFix, 1};
+  SourceSpec spec{s.url, "v1", "", {both, {"leaf.patch", kLeafFix, 1}}};
+  auto co = fetch_source(spec, tmp / "src", m.mirror_for(), quick());
+  INFO((co ? "" : co.error().message));
+  REQUIRE(co);
+  REQUIRE(co->patches.size() == 2);
+  CHECK(co->patches[0].fit == PatchOutcome::Fit::applies);
+  CHECK(t::read_file(tmp / "src/kernel.cu").find("return 3;") != std::string::npos);
+  CHECK(t::read_file(tmp / "src/deps/mid/src/x.c") == kX2);
+  CHECK(t::read_file(tmp / "src/deps/mid/third/leaf/leaf.c").find("return 5;") != std::string::npos);
+  CHECK(co->submodules.size() == 2);
+
+  // At v2 the submodule's part is contained.
+  auto co2 = fetch_source({s.url, "v2", "", {{"sub.patch", kSubFix, 1}}}, tmp / "src2", m.mirror_for(), quick());
+  REQUIRE(co2);
+  CHECK(co2->patches.at(0).fit == PatchOutcome::Fit::contained);
+  CHECK(t::read_file(tmp / "src2/deps/mid/src/x.c") == kX2);
+
+  // A part that does not apply: nothing in place, the file named with its full path. The top's
+  // part (which would apply) was not applied alone: the patch is one outcome.
+  auto bad = fetch_source({s.url, "v1", "", {{"stale.patch", std::string(kFix) + kSubStale, 1}}}, tmp / "src3",
+                          m.mirror_for(), quick());
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().exit == Exit::bad_input);
+  CHECK(bad.error().message.find("deps/mid/src/x.c, hunk @@ -1,3 +1,3 @@") != std::string::npos);
+  CHECK_FALSE(fs::exists(tmp / "src3"));
+
+  // A submodule's commit moved by a patch: refused.
+  auto bump = fetch_source({s.url, "v1", "", {{"bump.patch", gitlink_bump(s.m1, s.m2), 1}}}, tmp / "src4",
+                           m.mirror_for(), quick());
+  REQUIRE_FALSE(bump);
+  CHECK(bump.error().message.find("a patch cannot move a submodule") != std::string::npos);
+
+  // Without submodules checked out, a part in one cannot apply: said, nothing in place.
+  SourceOptions flat = quick();
+  flat.submodules = false;
+  auto none = fetch_source({s.url, "v1", "", {{"sub.patch", kSubFix, 1}}}, tmp / "src5", m.mirror_for(), flat);
+  REQUIRE_FALSE(none);
+  CHECK(none.error().message.find("deps/mid/src/x.c") != std::string::npos);
+  CHECK(none.error().message.find("not checked out") != std::string::npos);
+}
+
+namespace {
+
+// Every file under `dir`: its bytes and its whole stat (the user's tree, byte for byte).
+std::map<std::string, std::string> snapshot(const fs::path& dir) {
+  std::map<std::string, std::string> out;
+  for (auto it = fs::recursive_directory_iterator(dir); it != fs::recursive_directory_iterator(); ++it) {
+    struct stat st {};
+    REQUIRE(::lstat(it->path().c_str(), &st) == 0);
+    std::string rel = fs::relative(it->path(), dir).string();
+    out[rel] = fmt::format("{} {} {} {}.{} {}.{}", st.st_ino, st.st_mode, st.st_size, st.st_mtim.tv_sec,
+                           st.st_mtim.tv_nsec, st.st_ctim.tv_sec, st.st_ctim.tv_nsec);
+    if (it->is_regular_file()) out[rel] += "\n" + t::read_file(it->path());
+  }
+  return out;
+}
+
+const char* kAddsFile = "--- /dev/null\n+++ b/tools/new.sh\n@@ -0,0 +1 @@\n+echo new\n";
+
+}  // namespace
+
+TEST_CASE("patches on a plain folder (a local tree): checked in memory, applied to a copy, the tree untouched",
+          "[source][patch]") {
+  TempDir tmp;
+  tmp.write("tree/kernel.cu", kV1);
+  tmp.write("tree/other.txt", "unchanged\n");
+  fs::path tree = tmp / "tree";
+  auto before = snapshot(tree);
+  const std::vector<Patch> patches = {{"fix.patch", kFix, 1}, {"on-top.patch", kOnTop, 1}, {"adds.patch", kAddsFile, 1}};
+
+  auto checked = check_patches_in_folder(tree, patches);
+  REQUIRE(checked);
+  REQUIRE(checked->size() == 3);
+  for (const auto& o : *checked) CHECK(o.fit == PatchOutcome::Fit::applies);
+  CHECK(snapshot(tree) == before);
+
+  fs::copy(tree, tmp / "copy", fs::copy_options::recursive);
+  auto applied = apply_patches_to_folder(tmp / "copy", patches);
+  REQUIRE(applied);
+  REQUIRE(applied->size() == 3);
+  CHECK(t::read_file(tmp / "copy/kernel.cu").find("return 3;\n}\n// patched twice\n") != std::string::npos);
+  CHECK(t::read_file(tmp / "copy/tools/new.sh") == "echo new\n");
+  CHECK(t::read_file(tmp / "copy/other.txt") == "unchanged\n");
+  CHECK(snapshot(tree) == before);
+
+  // Contained: the copy has the fix already; nothing is written.
+  auto copied = snapshot(tmp / "copy");
+  auto again = apply_patches_to_folder(tmp / "copy", {{"fix.patch", kFix, 1}});
+  REQUIRE(again);
+  CHECK(again->at(0).fit == PatchOutcome::Fit::contained);
+  CHECK(snapshot(tmp / "copy") == copied);
+  auto contained = check_patches_in_folder(tmp / "copy", {{"fix.patch", kFix, 1}});
+  REQUIRE(contained);
+  CHECK(contained->at(0).fit == PatchOutcome::Fit::contained);
+
+  // The second fails: its file and hunk named, and nothing written (not even the first's change).
+  fs::copy(tree, tmp / "copy2", fs::copy_options::recursive);
+  auto fresh = snapshot(tmp / "copy2");
+  auto failed = apply_patches_to_folder(tmp / "copy2", {{"fix.patch", kFix, 1}, {"stale.patch", kStale, 1}});
+  REQUIRE(failed);
+  REQUIRE(failed->size() == 2);
+  CHECK(failed->at(1).fit == PatchOutcome::Fit::fails);
+  CHECK(failed->at(1).file == "kernel.cu");
+  CHECK(failed->at(1).hunk.find("@@ -5,3 +5,3 @@") == 0);
+  CHECK(snapshot(tmp / "copy2") == fresh);
+  auto stale = check_patches_in_folder(tree, {{"stale.patch", kStale, 1}});
+  REQUIRE(stale);
+  CHECK(stale->at(0).fit == PatchOutcome::Fit::fails);
+  CHECK(stale->at(0).hunk.find("@@ -5,3 +5,3 @@") == 0);
+  // A link leaving the folder stands for its target's file (the copy holds that file); the
+  // target is not written by a check.
+  tmp.write("outside/shared.cu", kV1);
+  fs::create_symlink(tmp / "outside/shared.cu", tree / "shared.cu");
+  auto outside_before = snapshot(tmp / "outside");
+  std::string linked = std::string(kFix);
+  for (auto at = linked.find("kernel.cu"); at != std::string::npos; at = linked.find("kernel.cu", at)) linked.replace(at, 9, "shared.cu");
+  auto through = check_patches_in_folder(tree, {{"linked.patch", linked, 1}});
+  REQUIRE(through);
+  CHECK(through->at(0).fit == PatchOutcome::Fit::applies);
+  CHECK(snapshot(tmp / "outside") == outside_before);
+  fs::remove(tree / "shared.cu");
+  // A file the folder lacks, and .git never read.
+  auto missing = check_patches_in_folder(tree, {{"missing.patch", kSubFix, 1}});
+  REQUIRE(missing);
+  CHECK(missing->at(0).fit == PatchOutcome::Fit::fails);
+  CHECK(missing->at(0).file == "deps/mid/src/x.c");
+  CHECK(snapshot(tree) == before);
+}
+
+TEST_CASE("patches on a local tree's copy: the next copy from it writes the tree's file back", "[source][patch]") {
+  TempDir tmp;
+  tmp.write("tree/kernel.cu", kV1);
+  tmp.write("tree/other.txt", "unchanged\n");
+  fs::path tree = tmp / "tree";
+  auto scanned = scan_local_tree(tree);
+  REQUIRE(scanned);
+  CopyReuse first;
+  REQUIRE(copy_local_tree(*scanned, tmp / "slot/one", {}, &first));
+  // A second generation, later: its files keep the first's stat, so its records are trusted.
+  std::this_thread::sleep_for(std::chrono::milliseconds(2100));
+  CopyReuse second;
+  second.previous = tmp / "slot/one";
+  second.cache.previous = first.cache.next;
+  REQUIRE(copy_local_tree(*scanned, tmp / "slot/two", {}, &second));
+  CHECK(second.kept == 2);
+  // Patched after its cache was recorded (as the fetch stage does), same size: a new file.
+  auto applied = apply_patches_to_folder(tmp / "slot/two", {{"fix.patch", kFix, 1}});
+  REQUIRE(applied);
+  REQUIRE(applied->at(0).fit == PatchOutcome::Fit::applies);
+  REQUIRE(t::read_file(tmp / "slot/two/kernel.cu") == kV2);  // same size as kV1
+  // The next copy (a rerun after a kill, or another key) starts from the tree's content.
+  CopyReuse third;
+  third.previous = tmp / "slot/two";
+  third.cache.previous = second.cache.next;
+  REQUIRE(copy_local_tree(*scanned, tmp / "slot/three", {}, &third));
+  CHECK(third.cache.previous_valid);
+  CHECK(third.kept == 1);
+  CHECK(third.written == 1);
+  CHECK(t::read_file(tmp / "slot/three/kernel.cu") == kV1);
+  // Patched again from the tree's content: once.
+  auto again = apply_patches_to_folder(tmp / "slot/three", {{"fix.patch", kFix, 1}});
+  REQUIRE(again);
+  CHECK(again->at(0).fit == PatchOutcome::Fit::applies);
+  CHECK(t::read_file(tmp / "slot/three/kernel.cu") == kV2);
 }
