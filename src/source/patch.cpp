@@ -747,6 +747,19 @@ std::string describe_failure(const Patch& p, const PatchOutcome& o, const std::s
                      p.name, where, at, o.reason.empty() ? "" : " (", o.reason.empty() ? "" : o.reason + ")");
 }
 
+namespace {
+// Each patch tried in memory in turn, each onto the result of the ones before.
+Result<std::vector<PatchOutcome>> try_each(Nodes& nodes, const std::vector<Patch>& patches) {
+  std::vector<PatchOutcome> out;
+  for (const auto& p : patches) {
+    auto o = try_in_memory(nodes, p);
+    if (!o) return o.error();
+    out.push_back(std::move(*o));
+  }
+  return out;
+}
+}  // namespace
+
 Result<std::vector<PatchOutcome>> check_patches(const fs::path& mirror, const std::string& commit,
                                                 const std::vector<Patch>& patches, const std::string& url,
                                                 const SubmoduleMirror& submodule_mirror) {
@@ -768,26 +781,14 @@ Result<std::vector<PatchOutcome>> check_patches(const fs::path& mirror, const st
   top->tree = std::move(*trial);
   Nodes nodes(Nodes::Where::memory, {}, submodule_mirror);
   nodes.add(std::move(top));
-  std::vector<PatchOutcome> out;
-  for (const auto& p : patches) {
-    auto o = try_in_memory(nodes, p);
-    if (!o) return o.error();
-    out.push_back(std::move(*o));
-  }
-  return out;
+  return try_each(nodes, patches);
 }
 
 Result<std::vector<PatchOutcome>> check_patches_in_folder(const fs::path& dir, const std::vector<Patch>& patches) {
   init_libgit2();
   Nodes nodes(Nodes::Where::memory, dir, {});
   if (auto r = load_folder(nodes, dir, patches); !r) return r.error();
-  std::vector<PatchOutcome> out;
-  for (const auto& p : patches) {
-    auto o = try_in_memory(nodes, p);
-    if (!o) return o.error();
-    out.push_back(std::move(*o));
-  }
-  return out;
+  return try_each(nodes, patches);
 }
 
 Result<std::vector<PatchOutcome>> apply_patches_to_folder(const fs::path& dir, const std::vector<Patch>& patches,
