@@ -212,7 +212,7 @@ struct PatchCheck {
 };
 
 PatchCheck patch_rule(const plan::Resolution& r, const plan::SourceChoice& sc, const Cache& cache, const Request& q,
-                      const Services& s) {
+                      const Services& s, const std::optional<source::LocalTree>& scanned) {
   PatchCheck out;
   auto selected = plan::select_patches(r, sc, q.patches);
   if (selected.empty()) return out;
@@ -224,7 +224,8 @@ PatchCheck patch_rule(const plan::Resolution& r, const plan::SourceChoice& sc, c
   Result<std::vector<source::PatchOutcome>> checked = std::vector<source::PatchOutcome>{};
   std::string where;
   if (sc.kind == plan::SourceChoice::Kind::local) {
-    checked = source::check_patches_in_folder(sc.dir, *texts);
+    // On the scan, as the copy will hold the tree: a file its ignore rules leave out is not there.
+    checked = scanned ? source::check_patches_in_tree(*scanned, *texts) : source::check_patches_in_folder(sc.dir, *texts);
     where = fmt::format("the local tree {}", sc.dir.string());
   } else {
     if (!cache.layout || r.url().empty()) return out;
@@ -247,7 +248,8 @@ PatchCheck patch_rule(const plan::Resolution& r, const plan::SourceChoice& sc, c
         return std::nullopt;  // the fetch stage says why
       return cache.layout->git_mirror(url);
     };
-    checked = source::check_patches(cache.layout->git_mirror(r.url()), commit, *texts, r.url(), submodule_mirror);
+    checked = source::check_patches(cache.layout->git_mirror(r.url()), commit, *texts, r.url(), submodule_mirror,
+                                    r.recipe.source.submodules);
     where = fmt::format("{} at {}", r.url(), commit.substr(0, 12));
   }
   if (!checked) throw Failure(checked.error());
@@ -504,7 +506,7 @@ std::vector<Stop> contradictions(const std::vector<contract::Finding>& findings,
 }  // namespace
 
 Result<plan::SourceChoice> choose_source(const plan::Resolution& r, const std::string& ref, const store::Layout* layout,
-                                         bool offline, const Services& s) {
+                                         bool offline, const Services& s, std::optional<source::LocalTree>* scanned) {
   try {
     plan::SourceChoice sc;
     if (auto dir = r.local_dir()) {
@@ -539,6 +541,7 @@ Result<plan::SourceChoice> choose_source(const plan::Resolution& r, const std::s
           sc.tree_version = text.str();
         }
       }
+      if (scanned) *scanned = std::move(*tree);
       return sc;
     }
     if (ref.empty()) return sc;
@@ -719,8 +722,9 @@ Result<Prepared> prepare(const plan::Resolution& r, const Request& q, const Cach
     opts.memory_budget_text = q.memory_budget_text;
     std::vector<Stop> stops;
 
+    std::optional<source::LocalTree> scanned;
     if (r.local_dir() || !q.ref.empty()) {
-      auto sc = choose_source(r, q.ref, cache.layout ? &*cache.layout : nullptr, q.offline, s);
+      auto sc = choose_source(r, q.ref, cache.layout ? &*cache.layout : nullptr, q.offline, s, &scanned);
       if (!sc) return sc.error();
       opts.source = std::move(*sc);
     }
@@ -756,7 +760,7 @@ Result<Prepared> prepare(const plan::Resolution& r, const Request& q, const Cach
     }
     if (auto sub = submodules_rule(r, opts.source)) stops.push_back(std::move(*sub));
     // The patches, before a venv is made for a tree they do not fit.
-    PatchCheck patched = patch_rule(r, opts.source, cache, q, s);
+    PatchCheck patched = patch_rule(r, opts.source, cache, q, s, scanned);
     opts.patches = q.patches;
     for (auto& st : patched.stops) stops.push_back(std::move(st));
     for (auto& n : patched.notes) notes.push_back(std::move(n));

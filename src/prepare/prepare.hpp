@@ -26,6 +26,7 @@
 #include "plan/resolve.hpp"
 #include "run/reporter.hpp"
 #include "run/runner.hpp"
+#include "source/local.hpp"
 #include "store/layout.hpp"
 
 namespace archbuild::prepare {
@@ -135,8 +136,10 @@ Result<Prepared> prepare(const plan::Resolution& resolution, const Request& requ
 
 // The source of the plan: a local tree scanned and hashed, or --ref resolved to a commit through
 // the cache's mirror (fetched unless offline) with its version.txt; else the recipe's tag.
+// `scanned`: the local tree's scan, kept for the rules that must see what the copy will hold.
 Result<plan::SourceChoice> choose_source(const plan::Resolution& r, const std::string& ref, const store::Layout* layout,
-                                         bool offline, const Services& services);
+                                         bool offline, const Services& services,
+                                         std::optional<source::LocalTree>* scanned = nullptr);
 // The libraries on this host as the build would see them: the caller's allowlisted variables
 // plus --env, the resolution's toolkit, the system folders, the build venv's site-packages.
 Result<plan::LibraryFacts> gather_libraries(const plan::Resolution& r, const std::vector<recipe::LibrarySpec>& specs,

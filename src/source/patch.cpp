@@ -17,6 +17,7 @@
 
 #include "core/text.hpp"
 #include "source/git_util.hpp"
+#include "source/local.hpp"
 #include "source/source.hpp"
 
 namespace archbuild::source {
@@ -336,16 +337,20 @@ Result<Tree> tree_of(git_repository* repo, const std::string& commit, const std:
   return Tree(t);
 }
 
-// path → url of each [submodule "…"] section of a .gitmodules (git's config syntax, the part of
-// it the file uses).
-std::map<std::string, std::string> gitmodules_urls(std::string_view text) {
-  std::map<std::string, std::string> out;
-  std::string path, url;
+// path → url and update strategy of each [submodule "…"] section of a .gitmodules (git's config
+// syntax, the part of it the file uses).
+struct GitmodulesEntry {
+  std::string url, update;
+};
+std::map<std::string, GitmodulesEntry> gitmodules_entries(std::string_view text) {
+  std::map<std::string, GitmodulesEntry> out;
+  std::string path, url, update;
   bool in_submodule = false;
   auto flush = [&] {
-    if (in_submodule && !path.empty() && !url.empty()) out[path] = url;
+    if (in_submodule && !path.empty() && !url.empty()) out[path] = {url, update};
     path.clear();
     url.clear();
+    update.clear();
   };
   for (const auto& raw : detail::lines_of(std::string(text))) {
     std::string line = text::trim(raw);
@@ -361,10 +366,15 @@ std::map<std::string, std::string> gitmodules_urls(std::string_view text) {
     if (value.size() >= 2 && value.front() == '"' && value.back() == '"') value = value.substr(1, value.size() - 2);
     if (key == "path") path = value;
     else if (key == "url") url = value;
+    else if (key == "update") update = text::lower(value);
   }
   flush();
   return out;
 }
+
+// Why a submodule's part cannot be applied where the fetch stage does not check it out (the
+// checkout skips submodules turned off and those whose .gitmodules says `update = none`).
+constexpr const char* kNotCheckedOut = "it is not checked out (submodules off, or update = none)";
 
 std::optional<std::string> blob_at(git_repository* repo, git_tree* tree, const std::string& path) {
   git_tree_entry* e = nullptr;
@@ -383,6 +393,7 @@ struct Node {
   Tree base;        // the commit's tree: where its gitlinks and .gitmodules are read
   Tree tree;        // in memory: the trial, the patches so far applied onto `base`
   std::string why;
+  bool not_checked_out = false;  // the checkout will not have it: its part is refused, never unchecked
 };
 
 // The repositories of one tree and its submodules, found as the patches name their files: in
@@ -390,8 +401,9 @@ struct Node {
 class Nodes {
  public:
   enum class Where { memory, workdir };
-  Nodes(Where where, fs::path top_dir, SubmoduleMirror mirror)
-      : where_(where), top_dir_(std::move(top_dir)), mirror_(std::move(mirror)) {}
+  // `submodules`: whether the checkout the patches are for has its submodules (SourceOptions).
+  Nodes(Where where, fs::path top_dir, SubmoduleMirror mirror, bool submodules = true)
+      : where_(where), top_dir_(std::move(top_dir)), mirror_(std::move(mirror)), submodules_(submodules) {}
   Where where() const { return where_; }
   Node& add(std::unique_ptr<Node> n) { return *nodes_.emplace_back(std::move(n)); }
   Node& top() { return *nodes_.front(); }
@@ -439,7 +451,7 @@ class Nodes {
     git_repository* raw = nullptr;
     if (where_ == Where::workdir) {
       if (git_repository_open(&raw, (top_dir_ / full).c_str()) != 0)
-        return unavailable("it is not checked out (submodules off, or update = none)");
+        return unavailable(kNotCheckedOut);
       n->repo.reset(raw);
       git_oid head;
       if (git_reference_name_to_id(&head, raw, "HEAD") != 0) return unavailable("its checkout has no HEAD");
@@ -449,10 +461,15 @@ class Nodes {
       return add(std::move(n));
     }
     auto modules = blob_at(parent.repo.get(), parent.base.get(), ".gitmodules");
-    auto urls = gitmodules_urls(modules.value_or(""));
+    auto urls = gitmodules_entries(modules.value_or(""));
     auto u = urls.find(rel);
+    // As checkout.cpp decides: its checkout skips the submodule, so fetch would refuse its part.
+    if (!submodules_ || (u != urls.end() && u->second.update == "none")) {
+      n->not_checked_out = true;
+      return unavailable(kNotCheckedOut);
+    }
     if (u == urls.end()) return unavailable(fmt::format("{}'s .gitmodules names no URL for it", parent.sub.empty() ? "the tree" : parent.sub));
-    n->url = resolve_submodule_url(parent.url, u->second);
+    n->url = resolve_submodule_url(parent.url, u->second.url);
     std::optional<fs::path> mirror = mirror_ ? mirror_(n->url, n->commit) : std::nullopt;
     if (!mirror || git_repository_open_bare(&raw, mirror->c_str()) != 0) return unavailable("its commit is not in the cache");
     n->repo.reset(raw);
@@ -468,6 +485,7 @@ class Nodes {
   Where where_;
   fs::path top_dir_;
   SubmoduleMirror mirror_;
+  bool submodules_ = true;
   std::vector<std::unique_ptr<Node>> nodes_;  // the top first
 };
 
@@ -505,6 +523,9 @@ Result<PatchOutcome> try_in_memory(Nodes& nodes, const Patch& p) {
   auto split_up = split(nodes, p);
   if (auto* r = std::get_if<PatchOutcome>(&split_up)) return *r;
   auto& parts = std::get<std::vector<Part>>(split_up);
+  for (const auto& part : parts)
+    if (part.node->not_checked_out)
+      return refused(part.first_file, fmt::format("submodule {}: {}", part.node->sub, part.node->why));
   PatchOutcome out;
   for (const auto& part : parts)
     if (!part.node->repo) out.unchecked.push_back({part.node->sub, part.node->url, part.node->commit});
@@ -617,9 +638,66 @@ bool inside(const fs::path& root, const fs::path& p) {
   return true;
 }
 
-// A plain folder as an in-memory repository: the files the patches name (read from `dir`, `.git`
-// never) in a tree of their own, the base the patches are tried on.
-Result<Ok> load_folder(Nodes& nodes, const fs::path& dir, const std::vector<Patch>& patches) {
+// A file as the tree the patches go to holds it: its bytes (a link: its target's text) and mode.
+struct Loaded {
+  std::string content;
+  std::uint32_t mode = GIT_FILEMODE_BLOB;
+};
+// None: the tree has no such file (or not a file): the patch may create it.
+using Reader = std::function<Result<std::optional<Loaded>>(const std::string& path)>;
+
+Result<std::optional<Loaded>> read_regular(const fs::path& file, bool executable) {
+  Loaded l;
+  std::ifstream in(file, std::ios::binary);
+  l.content.assign(std::istreambuf_iterator<char>(in), {});
+  if (!in && !in.eof()) return Error::bad_input(fmt::format("cannot read {}", file.string()));
+  if (executable) l.mode = GIT_FILEMODE_BLOB_EXECUTABLE;
+  return std::optional<Loaded>(std::move(l));
+}
+
+// A plain folder's file (`.git` never read: named_paths leaves it out).
+Reader folder_reader(const fs::path& dir) {
+  std::error_code rec;
+  fs::path root = fs::canonical(dir, rec);
+  return [dir, root](const std::string& path) -> Result<std::optional<Loaded>> {
+    fs::path file = dir / path;
+    std::error_code ec;
+    auto st = fs::symlink_status(file, ec);
+    // A link leaving the folder is its target's file, as archbuild's copy holds it (source/local.hpp).
+    if (std::error_code lec; fs::is_symlink(st)) {
+      auto target = fs::canonical(file, lec);
+      if (!lec && !inside(root, target)) st = fs::status(file, ec);
+    }
+    if (fs::is_symlink(st)) {
+      auto target = fs::read_symlink(file, ec);
+      if (ec) return Error::bad_input(fmt::format("cannot read {}: {}", file.string(), ec.message()));
+      return std::optional<Loaded>(Loaded{target.string(), GIT_FILEMODE_LINK});
+    }
+    if (!fs::is_regular_file(st)) return std::optional<Loaded>();
+    return read_regular(file, (st.permissions() & fs::perms::owner_exec) != fs::perms::none);
+  };
+}
+
+const LocalEntry* entry_of(const LocalTree& tree, const std::string& path) {
+  auto it = std::lower_bound(tree.entries.begin(), tree.entries.end(), path,
+                             [](const LocalEntry& e, const std::string& p) { return e.path < p; });
+  return it != tree.entries.end() && it->path == path ? &*it : nullptr;
+}
+
+// A scanned tree's file, as archbuild's copy of it will hold it (source/local.hpp): only its
+// entries, each read where the scan read it (a link leaving the tree: its target's file).
+Reader tree_reader(const LocalTree& tree) {
+  return [&tree](const std::string& path) -> Result<std::optional<Loaded>> {
+    const LocalEntry* e = entry_of(tree, path);
+    if (!e) return std::optional<Loaded>();
+    if (e->kind == LocalEntry::Kind::symlink) return std::optional<Loaded>(Loaded{e->link_target, GIT_FILEMODE_LINK});
+    return read_regular(e->from, e->kind == LocalEntry::Kind::executable);
+  };
+}
+
+// The files the patches name, read through `read`, as an in-memory repository: a tree of their
+// own, the base the patches are tried on. `where` names the folder for messages.
+Result<Ok> load_folder(Nodes& nodes, const std::string& where, const std::vector<Patch>& patches, const Reader& read) {
   git_repository* raw = nullptr;
   git_odb* odb_raw = nullptr;
   git_odb_backend* mem = nullptr;
@@ -635,36 +713,16 @@ Result<Ok> load_folder(Nodes& nodes, const fs::path& dir, const std::vector<Patc
   git_index* idx = nullptr;
   if (git_index_new(&idx) != 0) return Error::build_failed(fmt::format("cannot make an index: {}", last_error()));
   Index index(idx);
-  std::error_code rec;
-  const fs::path root = fs::canonical(dir, rec);
   for (const auto& path : named_paths(patches)) {
-    fs::path file = dir / path;
-    std::error_code ec;
-    auto st = fs::symlink_status(file, ec);
-    // A link leaving the folder is its target's file, as archbuild's copy holds it (source/local.hpp).
-    if (std::error_code lec; fs::is_symlink(st)) {
-      auto target = fs::canonical(file, lec);
-      if (!lec && !inside(root, target)) st = fs::status(file, ec);
-    }
-    std::string content;
-    std::uint32_t mode = GIT_FILEMODE_BLOB;
-    if (fs::is_symlink(st)) {
-      content = fs::read_symlink(file, ec).string();
-      mode = GIT_FILEMODE_LINK;
-    } else if (fs::is_regular_file(st)) {
-      std::ifstream in(file, std::ios::binary);
-      content.assign(std::istreambuf_iterator<char>(in), {});
-      if (!in && !in.eof()) return Error::bad_input(fmt::format("cannot read {}", file.string()));
-      if ((st.permissions() & fs::perms::owner_exec) != fs::perms::none) mode = GIT_FILEMODE_BLOB_EXECUTABLE;
-    } else {
-      continue;  // absent (or not a file): the patch may create it
-    }
-    if (ec) return Error::bad_input(fmt::format("cannot read {}: {}", file.string(), ec.message()));
+    auto file = read(path);
+    if (!file) return file.error();
+    if (!*file) continue;
     git_index_entry e{};
-    e.mode = mode;
+    e.mode = (*file)->mode;
     e.path = path.c_str();
+    const std::string& content = (*file)->content;
     if (git_blob_create_from_buffer(&e.id, repo.get(), content.data(), content.size()) != 0 || git_index_add(idx, &e) != 0)
-      return Error::build_failed(fmt::format("{}: cannot stage {} in memory: {}", dir.string(), path, last_error()));
+      return Error::build_failed(fmt::format("{}: cannot stage {} in memory: {}", where, path, last_error()));
   }
   git_oid tree_id;
   git_tree* t = nullptr;
@@ -672,7 +730,7 @@ Result<Ok> load_folder(Nodes& nodes, const fs::path& dir, const std::vector<Patc
   if (git_index_write_tree_to(&tree_id, idx, repo.get()) != 0 || git_tree_lookup(&t, repo.get(), &tree_id) != 0 ||
       git_tree_lookup(&t2, repo.get(), &tree_id) != 0) {
     if (t) git_tree_free(t);
-    return Error::build_failed(fmt::format("{}: cannot make a tree in memory: {}", dir.string(), last_error()));
+    return Error::build_failed(fmt::format("{}: cannot make a tree in memory: {}", where, last_error()));
   }
   auto n = std::make_unique<Node>();
   n->repo = std::move(repo);
@@ -762,7 +820,7 @@ Result<std::vector<PatchOutcome>> try_each(Nodes& nodes, const std::vector<Patch
 
 Result<std::vector<PatchOutcome>> check_patches(const fs::path& mirror, const std::string& commit,
                                                 const std::vector<Patch>& patches, const std::string& url,
-                                                const SubmoduleMirror& submodule_mirror) {
+                                                const SubmoduleMirror& submodule_mirror, bool submodules) {
   init_libgit2();
   git_repository* raw = nullptr;
   if (git_repository_open_bare(&raw, mirror.c_str()) != 0)
@@ -779,7 +837,7 @@ Result<std::vector<PatchOutcome>> check_patches(const fs::path& mirror, const st
   if (!trial) return trial.error();
   top->base = std::move(*base);
   top->tree = std::move(*trial);
-  Nodes nodes(Nodes::Where::memory, {}, submodule_mirror);
+  Nodes nodes(Nodes::Where::memory, {}, submodule_mirror, submodules);
   nodes.add(std::move(top));
   return try_each(nodes, patches);
 }
@@ -787,15 +845,49 @@ Result<std::vector<PatchOutcome>> check_patches(const fs::path& mirror, const st
 Result<std::vector<PatchOutcome>> check_patches_in_folder(const fs::path& dir, const std::vector<Patch>& patches) {
   init_libgit2();
   Nodes nodes(Nodes::Where::memory, dir, {});
-  if (auto r = load_folder(nodes, dir, patches); !r) return r.error();
+  if (auto r = load_folder(nodes, dir.string(), patches, folder_reader(dir)); !r) return r.error();
   return try_each(nodes, patches);
+}
+
+Result<std::vector<PatchOutcome>> check_patches_in_tree(const LocalTree& tree, const std::vector<Patch>& patches) {
+  init_libgit2();
+  Nodes nodes(Nodes::Where::memory, tree.root, {});
+  if (auto r = load_folder(nodes, tree.root.string(), patches, tree_reader(tree)); !r) return r.error();
+  std::vector<PatchOutcome> out;
+  for (const auto& p : patches) {
+    // A file the patch changes that is on disk but not in the scan (the tree's ignore rules leave
+    // it out), and that no patch before created: the copy will not have it.
+    std::optional<PatchOutcome> left_out;
+    for (const auto& s : detail::sections_of(detail::normalized_patch(p.text, p.strip, false))) {
+      if (s.old_path == "/dev/null" || s.old_path.empty() || entry_of(tree, s.old_path)) continue;
+      std::error_code ec;
+      auto st = fs::symlink_status(tree.root / s.old_path, ec);
+      if (!fs::is_regular_file(st) && !fs::is_symlink(st)) continue;
+      git_tree_entry* e = nullptr;
+      if (git_tree_entry_bypath(&e, nodes.top().tree.get(), s.old_path.c_str()) == 0) {
+        git_tree_entry_free(e);
+        continue;
+      }
+      left_out = refused(s.old_path, "the tree's ignore rules (.gitignore, .git/info/exclude) leave it out of "
+                                     "archbuild's copy: a patch changes only files the build gets");
+      break;
+    }
+    if (left_out) {
+      out.push_back(std::move(*left_out));
+      continue;
+    }
+    auto o = try_in_memory(nodes, p);
+    if (!o) return o.error();
+    out.push_back(std::move(*o));
+  }
+  return out;
 }
 
 Result<std::vector<PatchOutcome>> apply_patches_to_folder(const fs::path& dir, const std::vector<Patch>& patches,
                                                           const std::function<void(std::size_t)>& before) {
   init_libgit2();
   Nodes nodes(Nodes::Where::memory, dir, {});
-  if (auto r = load_folder(nodes, dir, patches); !r) return r.error();
+  if (auto r = load_folder(nodes, dir.string(), patches, folder_reader(dir)); !r) return r.error();
   std::vector<PatchOutcome> out;
   for (std::size_t i = 0; i < patches.size(); ++i) {
     if (before) before(i);

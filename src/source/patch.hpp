@@ -19,6 +19,8 @@
 
 namespace archbuild::source {
 
+struct LocalTree;
+
 struct Patch {
   std::string name;  // how messages name it ("fix-arch.patch")
   std::string text;  // the unified diff (git's format or plain ---/+++), its sha256 checked by the caller
@@ -49,10 +51,12 @@ using SubmoduleMirror =
 // ones before (a contained one changes nothing). Nothing is written to the mirror (the trial's
 // objects stay in memory). A file in a submodule is tried on the submodule's commit (the gitlink
 // of `commit`'s tree) in the mirror `submodule_mirror` gives for its URL (resolved against `url`,
-// the superproject's); without one the part is unchecked. Errors: no mirror or commit (exit 4).
+// the superproject's); without one the part is unchecked. A part in a submodule the checkout
+// will not have (`submodules` off, or its .gitmodules says `update = none`) fails as the fetch
+// stage would ("not checked out"), mirrored or not. Errors: no mirror or commit (exit 4).
 Result<std::vector<PatchOutcome>> check_patches(const std::filesystem::path& mirror, const std::string& commit,
                                                 const std::vector<Patch>& patches, const std::string& url = {},
-                                                const SubmoduleMirror& submodule_mirror = {});
+                                                const SubmoduleMirror& submodule_mirror = {}, bool submodules = true);
 
 // Applies each patch to the work tree of the checkout at `dir`, in order; a contained one is
 // skipped. `before(i)` runs before patch i (progress). The first that fails stops: its outcome
@@ -65,6 +69,12 @@ Result<std::vector<PatchOutcome>> apply_patches(const std::filesystem::path& dir
 // patches name are read from `dir` and tried in memory; nothing is written.
 Result<std::vector<PatchOutcome>> check_patches_in_folder(const std::filesystem::path& dir,
                                                           const std::vector<Patch>& patches);
+
+// The same for a scanned local tree (source::scan_local_tree), as archbuild's copy of it will hold
+// it: only the tree's entries are read, so a file its ignore rules leave out is not there. A patch
+// changing such a file (one on disk, not scanned, and not created by a patch before) fails naming
+// it and the ignore rules.
+Result<std::vector<PatchOutcome>> check_patches_in_tree(const LocalTree& tree, const std::vector<Patch>& patches);
 
 // Applies each patch to the plain folder `dir` (archbuild's copy of a local tree), in order, a
 // contained one skipped: all are tried in memory first (`before(i)` runs before patch i), and the

@@ -20,6 +20,7 @@
 #include "recipe/recipe.hpp"
 #include "run/reporter.hpp"
 #include "run/scripted_runner.hpp"
+#include "support/process.hpp"
 #include "support/shipped.hpp"
 #include "support/tempdir.hpp"
 
@@ -371,4 +372,26 @@ TEST_CASE("prepare: patches on a local tree are tried on its files before any ve
   CHECK(stale.first_stop()->exit == Exit::bad_input);
   CHECK_FALSE(stale.plan->venv);
   CHECK(stamp() == before);  // the user's tree: never written
+}
+
+TEST_CASE("prepare: a patch on a file the local tree's ignore rules leave out of the copy stops, saying so",
+          "[prepare][patch]") {
+  test::TempDir dir;
+  torch_like_tree(dir / "tree");
+  write(dir / "tree/.gitignore", "gen/\n");
+  write(dir / "tree/gen/k.cu", "int k() {\n  return 2;\n}\n");  // on disk, ignored: not in the copy
+  auto init = test::run("/usr/bin/git", {"init", "-q", (dir / "tree").string()});
+  REQUIRE(init.status == 0);
+  write(dir / "gen.patch", "--- a/gen/k.cu\n+++ b/gen/k.cu\n@@ -1,3 +1,3 @@\n int k() {\n-  return 2;\n+  return 3;\n }\n");
+  auto r = resolve_with(recipe_for(dir.path(), dir / "tree", "2.11.0", ""));
+  prepare::Request q;
+  q.patches.push_back(*recipe::patch_from_file(dir / "gen.patch"));
+  auto p = prepared(r, q, dir / "cache");
+  CHECK(p.patch_states == std::vector<std::string>{"fails"});
+  CHECK(has_stop(p, "patch", "patch gen.patch does not apply to the local tree"));
+  CHECK(has_stop(p, "patch", "gen/k.cu (the tree's ignore rules"));
+  REQUIRE(p.first_stop());
+  CHECK(p.first_stop()->exit == Exit::bad_input);
+  CHECK(p.first_stop()->message.find('\n') == std::string::npos);
+  CHECK_FALSE(p.plan->venv);
 }

@@ -582,3 +582,88 @@ TEST_CASE("patches on a local tree's copy: the next copy from it writes the tree
   CHECK(again->at(0).fit == PatchOutcome::Fit::applies);
   CHECK(t::read_file(tmp / "slot/three/kernel.cu") == kV2);
 }
+
+TEST_CASE("check_patches: a submodule part the checkout will not have (update = none, submodules off) fails as "
+          "fetch would, mirrored or not", "[source][patch]") {
+  if (t::which("git").empty()) {
+    WARN("##archbuild-skip## the git CLI (used to make test repositories) is not installed");
+    return;
+  }
+  TempDir tmp;
+  auto s = make_superproject(tmp / "u");
+  // v3: deps/mid marked `update = none` (the checkout skips it).
+  std::ofstream(s.top / ".gitmodules", std::ios::app) << "\tupdate = none\n";
+  git(s.top, {"add", ".gitmodules"});
+  git(s.top, {"commit", "-qm", "mid: update = none"});
+  git(s.top, {"tag", "v3"});
+  std::string v3 = git(s.top, {"rev-parse", "HEAD"});
+  Mirror m{tmp / "git"};
+  auto top = m.mirror_for()(s.url);
+  REQUIRE(update_mirror(s.url, "v3", top, quick()));
+  REQUIRE(update_mirror(s.url, "v1", top, quick()));
+  REQUIRE(update_mirror("file://" + s.mid.string(), s.m1, m.mirror_for()("file://" + s.mid.string()), quick()));
+  SubmoduleMirror mirrors = [&](const std::string& url, const std::string&) -> std::optional<fs::path> {
+    return m.mirror_for()(url).dir;  // mirrored
+  };
+  auto none = check_patches(top.dir, v3, {{"sub.patch", kSubFix, 1}}, s.url, mirrors);
+  REQUIRE(none);
+  CHECK(none->at(0).fit == PatchOutcome::Fit::fails);
+  CHECK(none->at(0).file == "deps/mid/src/x.c");
+  CHECK(none->at(0).reason == "submodule deps/mid: it is not checked out (submodules off, or update = none)");
+  CHECK(none->at(0).unchecked.empty());
+  // The fetch stage says the same.
+  auto fetched = fetch_source({s.url, "v3", "", {{"sub.patch", kSubFix, 1}}}, tmp / "co", m.mirror_for(), quick());
+  REQUIRE_FALSE(fetched);
+  CHECK(fetched.error().message.find("it is not checked out (submodules off, or update = none)") != std::string::npos);
+  // Submodules off: the same at v1, where the submodule is an ordinary one.
+  auto off = check_patches(top.dir, s.v1, {{"sub.patch", kSubFix, 1}}, s.url, mirrors, false);
+  REQUIRE(off);
+  CHECK(off->at(0).fit == PatchOutcome::Fit::fails);
+  CHECK(off->at(0).reason.find("not checked out") != std::string::npos);
+  auto on = check_patches(top.dir, s.v1, {{"sub.patch", kSubFix, 1}}, s.url, mirrors, true);
+  REQUIRE(on);
+  CHECK(on->at(0).fit == PatchOutcome::Fit::applies);
+  // A patch on the top's files only is unaffected.
+  auto top_only = check_patches(top.dir, v3, {{"fix.patch", kFix, 1}}, s.url, mirrors);
+  REQUIRE(top_only);
+  CHECK(top_only->at(0).fit == PatchOutcome::Fit::applies);
+}
+
+TEST_CASE("check_patches_in_tree: a file the tree's ignore rules leave out of the copy is not there", "[source][patch]") {
+  if (t::which("git").empty()) {
+    WARN("##archbuild-skip## the git CLI (used to make test repositories) is not installed");
+    return;
+  }
+  TempDir tmp;
+  fs::path tree = tmp / "tree";
+  tmp.write("tree/kernel.cu", kV1);
+  tmp.write("tree/.gitignore", "gen/\n");
+  tmp.write("tree/gen/kernel.cu", kV1);  // generated, ignored: the copy does not hold it
+  git(tree, {"init", "-q", "-b", "main"});
+  auto scanned = scan_local_tree(tree);
+  REQUIRE(scanned);
+  std::string in_gen = kFix;
+  for (auto at = in_gen.find("kernel.cu"); at != std::string::npos; at = in_gen.find("kernel.cu", at + 13))
+    in_gen.replace(at, 9, "gen/kernel.cu");
+  // On the folder, it is read; on the scan (the copy's files), it is not there, and said why.
+  auto folder = check_patches_in_folder(tree, {{"gen.patch", in_gen, 1}});
+  REQUIRE(folder);
+  CHECK(folder->at(0).fit == PatchOutcome::Fit::applies);
+  auto checked = check_patches_in_tree(*scanned, {{"fix.patch", kFix, 1}, {"gen.patch", in_gen, 1}});
+  REQUIRE(checked);
+  CHECK(checked->at(0).fit == PatchOutcome::Fit::applies);
+  REQUIRE(checked->at(1).fit == PatchOutcome::Fit::fails);
+  CHECK(checked->at(1).file == "gen/kernel.cu");
+  CHECK(checked->at(1).reason.find("ignore rules") != std::string::npos);
+  std::string msg = describe_failure({"gen.patch", in_gen, 1}, checked->at(1), "the local tree " + tree.string());
+  CHECK(msg.find('\n') == std::string::npos);
+  CHECK(msg.find("gen/kernel.cu") != std::string::npos);
+  // A patch creating a file where an ignored one lies applies (the copy has none there).
+  auto creates = check_patches_in_tree(*scanned, {{"new.patch", "--- /dev/null\n+++ b/gen/new.cu\n@@ -0,0 +1 @@\n+x\n", 1}});
+  REQUIRE(creates);
+  CHECK(creates->at(0).fit == PatchOutcome::Fit::applies);
+  // A scanned file, a link, an executable: read as the scan has them.
+  auto same = check_patches_in_tree(*scanned, {{"fix.patch", kFix, 1}});
+  REQUIRE(same);
+  CHECK(same->at(0).fit == PatchOutcome::Fit::applies);
+}
