@@ -816,6 +816,105 @@ Result<std::vector<PatchOutcome>> try_each(Nodes& nodes, const std::vector<Patch
   }
   return out;
 }
+
+// Why a file a patch names cannot be read or written as a plain folder's (or a scanned tree's)
+// file, whatever the hunks say; none: it can. `trial`: the patches so far applied.
+using Guard = std::function<std::optional<std::string>(const std::string& path, bool removed_before, git_tree* trial)>;
+
+bool in_tree(git_tree* t, const std::string& path) {
+  git_tree_entry* e = nullptr;
+  if (git_tree_entry_bypath(&e, t, path.c_str()) != 0) return false;
+  git_tree_entry_free(e);
+  return true;
+}
+
+// The first of `p`'s files its guard refuses, as the patch's outcome.
+std::optional<PatchOutcome> guarded(Nodes& nodes, const Patch& p, const Guard& guard) {
+  for (const auto& s : detail::sections_of(detail::normalized_patch(p.text, p.strip, false)))
+    for (bool old_side : {true, false}) {
+      const std::string& path = old_side ? s.old_path : s.new_path;
+      if (path == "/dev/null" || path.empty()) continue;
+      if (auto why = guard(path, old_side, nodes.top().tree.get())) return refused(path, *why);
+    }
+  return std::nullopt;
+}
+
+// try_each on a folder: each patch's files through the guard first. `stop`: at the first failure.
+Result<std::vector<PatchOutcome>> try_each_guarded(Nodes& nodes, const std::vector<Patch>& patches, const Guard& guard,
+                                                   const std::function<void(std::size_t)>& before, bool stop) {
+  std::vector<PatchOutcome> out;
+  for (std::size_t i = 0; i < patches.size(); ++i) {
+    if (before) before(i);
+    if (auto refusal = guarded(nodes, patches[i], guard)) {
+      out.push_back(std::move(*refusal));
+    } else {
+      auto o = try_in_memory(nodes, patches[i]);
+      if (!o) return o.error();
+      out.push_back(std::move(*o));
+    }
+    if (stop && out.back().fit == PatchOutcome::Fit::fails) return out;
+  }
+  return out;
+}
+
+constexpr const char* kFolderThere = "a folder is there where the patch has a file";
+
+// A plain folder's guard: a file under a file, or where a folder is; `copy` (archbuild's copy,
+// written): a file reached through a link that leaves the folder, which a patch never writes.
+Guard folder_guard(const fs::path& dir, bool copy) {
+  std::error_code rec;
+  fs::path root = fs::canonical(dir, rec);
+  return [dir, root, copy](const std::string& path, bool, git_tree*) -> std::optional<std::string> {
+    auto parts = text::split_any(path, "/");
+    fs::path at = dir;
+    std::string prefix;
+    for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+      at /= parts[i];
+      prefix += (prefix.empty() ? "" : "/") + parts[i];
+      std::error_code ec;
+      auto st = fs::symlink_status(at, ec);
+      if (!fs::exists(st)) break;
+      if (fs::is_symlink(st)) {
+        if (!copy) continue;  // the copy holds a link leaving the tree as its target's files
+        auto target = fs::canonical(at, ec);
+        if (ec || !inside(root, target))
+          return fmt::format("it is reached through {}, a link leaving archbuild's copy; a patch never writes outside it",
+                             prefix);
+      } else if (!fs::is_directory(st)) {
+        return fmt::format("{} is a file, not a folder", prefix);
+      }
+    }
+    std::error_code ec;
+    if (fs::is_directory(fs::symlink_status(dir / path, ec))) return std::string(kFolderThere);
+    return std::nullopt;
+  };
+}
+
+// A scanned tree's guard, as its copy will be: a file under a file or where a folder is, and a
+// file the patch changes that its ignore rules leave out (on disk, not scanned, not made by a
+// patch before).
+Guard tree_guard(const LocalTree& tree) {
+  return [&tree](const std::string& path, bool old_side, git_tree* trial) -> std::optional<std::string> {
+    auto parts = text::split_any(path, "/");
+    std::string prefix;
+    for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+      prefix += (prefix.empty() ? "" : "/") + parts[i];
+      if (const LocalEntry* e = entry_of(tree, prefix); e && e->kind != LocalEntry::Kind::symlink)
+        return fmt::format("{} is a file, not a folder", prefix);
+    }
+    const std::string under = path + "/";
+    auto it = std::lower_bound(tree.entries.begin(), tree.entries.end(), under,
+                               [](const LocalEntry& e, const std::string& p) { return e.path < p; });
+    if (it != tree.entries.end() && it->path.starts_with(under)) return std::string(kFolderThere);
+    if (!old_side || entry_of(tree, path) || in_tree(trial, path)) return std::nullopt;
+    std::error_code ec;
+    auto st = fs::symlink_status(tree.root / path, ec);
+    if (fs::is_regular_file(st) || fs::is_symlink(st))
+      return std::string("the tree's ignore rules (.gitignore, .git/info/exclude) leave it out of archbuild's copy: "
+                         "a patch changes only files the build gets");
+    return std::nullopt;
+  };
+}
 }  // namespace
 
 Result<std::vector<PatchOutcome>> check_patches(const fs::path& mirror, const std::string& commit,
@@ -846,41 +945,14 @@ Result<std::vector<PatchOutcome>> check_patches_in_folder(const fs::path& dir, c
   init_libgit2();
   Nodes nodes(Nodes::Where::memory, dir, {});
   if (auto r = load_folder(nodes, dir.string(), patches, folder_reader(dir)); !r) return r.error();
-  return try_each(nodes, patches);
+  return try_each_guarded(nodes, patches, folder_guard(dir, false), {}, false);
 }
 
 Result<std::vector<PatchOutcome>> check_patches_in_tree(const LocalTree& tree, const std::vector<Patch>& patches) {
   init_libgit2();
   Nodes nodes(Nodes::Where::memory, tree.root, {});
   if (auto r = load_folder(nodes, tree.root.string(), patches, tree_reader(tree)); !r) return r.error();
-  std::vector<PatchOutcome> out;
-  for (const auto& p : patches) {
-    // A file the patch changes that is on disk but not in the scan (the tree's ignore rules leave
-    // it out), and that no patch before created: the copy will not have it.
-    std::optional<PatchOutcome> left_out;
-    for (const auto& s : detail::sections_of(detail::normalized_patch(p.text, p.strip, false))) {
-      if (s.old_path == "/dev/null" || s.old_path.empty() || entry_of(tree, s.old_path)) continue;
-      std::error_code ec;
-      auto st = fs::symlink_status(tree.root / s.old_path, ec);
-      if (!fs::is_regular_file(st) && !fs::is_symlink(st)) continue;
-      git_tree_entry* e = nullptr;
-      if (git_tree_entry_bypath(&e, nodes.top().tree.get(), s.old_path.c_str()) == 0) {
-        git_tree_entry_free(e);
-        continue;
-      }
-      left_out = refused(s.old_path, "the tree's ignore rules (.gitignore, .git/info/exclude) leave it out of "
-                                     "archbuild's copy: a patch changes only files the build gets");
-      break;
-    }
-    if (left_out) {
-      out.push_back(std::move(*left_out));
-      continue;
-    }
-    auto o = try_in_memory(nodes, p);
-    if (!o) return o.error();
-    out.push_back(std::move(*o));
-  }
-  return out;
+  return try_each_guarded(nodes, patches, tree_guard(tree), {}, false);
 }
 
 Result<std::vector<PatchOutcome>> apply_patches_to_folder(const fs::path& dir, const std::vector<Patch>& patches,
@@ -888,14 +960,8 @@ Result<std::vector<PatchOutcome>> apply_patches_to_folder(const fs::path& dir, c
   init_libgit2();
   Nodes nodes(Nodes::Where::memory, dir, {});
   if (auto r = load_folder(nodes, dir.string(), patches, folder_reader(dir)); !r) return r.error();
-  std::vector<PatchOutcome> out;
-  for (std::size_t i = 0; i < patches.size(); ++i) {
-    if (before) before(i);
-    auto o = try_in_memory(nodes, patches[i]);
-    if (!o) return o.error();
-    out.push_back(std::move(*o));
-    if (out.back().fit == PatchOutcome::Fit::fails) return out;
-  }
+  auto out = try_each_guarded(nodes, patches, folder_guard(dir, true), before, true);
+  if (!out || (!out->empty() && out->back().fit == PatchOutcome::Fit::fails)) return out;
   if (auto w = write_result(nodes.top(), dir, patches); !w) return w.error();
   return out;
 }

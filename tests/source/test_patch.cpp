@@ -667,3 +667,107 @@ TEST_CASE("check_patches_in_tree: a file the tree's ignore rules leave out of th
   REQUIRE(same);
   CHECK(same->at(0).fit == PatchOutcome::Fit::applies);
 }
+
+namespace {
+// A patch of one new file `name` holding "x\n".
+std::string creates(const std::string& name) { return "--- /dev/null\n+++ b/" + name + "\n@@ -0,0 +1 @@\n+x\n"; }
+// kFix on another file name.
+std::string fix_of(const std::string& name) {
+  std::string p = kFix;
+  for (auto at = p.find("kernel.cu"); at != std::string::npos; at = p.find("kernel.cu", at + name.size())) p.replace(at, 9, name);
+  return p;
+}
+}  // namespace
+
+TEST_CASE("apply_patches_to_folder: hostile patches apply cleanly or fail in one line, never writing outside the "
+          "copy or half of it", "[source][patch]") {
+  TempDir tmp;
+  fs::path copy = tmp / "copy";
+  tmp.write("copy/kernel.cu", kV1);
+  tmp.write("copy/sub/inner.c", "inner\n");
+  tmp.write("outside/kernel.cu", kV1);
+  auto outside = snapshot(tmp / "outside");
+  auto fresh = [&] { return snapshot(copy); };
+  auto one_line_failure = [](const Result<std::vector<PatchOutcome>>& r, const std::string& name, const std::string& text) {
+    REQUIRE(r);
+    REQUIRE_FALSE(r->empty());
+    REQUIRE(r->back().fit == PatchOutcome::Fit::fails);
+    std::string msg = describe_failure({name, text, 1}, r->back(), "the copy");
+    INFO(msg);
+    CHECK(msg.find('\n') == std::string::npos);
+    return msg;
+  };
+
+  SECTION("names leaving the copy (.., absolute at strip 0, through a link)") {
+    auto before = fresh();
+    for (const std::string& name : {"../outside/kernel.cu", "sub/../../outside/kernel.cu"}) {
+      auto r = apply_patches_to_folder(copy, {{"up.patch", fix_of(name), 1}});
+      one_line_failure(r, "up.patch", fix_of(name));
+    }
+    std::string abs = "--- " + (tmp / "outside/kernel.cu").string() + "\n+++ " + (tmp / "outside/kernel.cu").string() +
+                      "\n@@ -1,3 +1,3 @@\n int scale() {\n-  return 2;\n+  return 3;\n }\n";
+    auto r = apply_patches_to_folder(copy, {{"abs.patch", abs, 0}});
+    one_line_failure(r, "abs.patch", abs);
+    CHECK(fresh() == before);
+    CHECK(snapshot(tmp / "outside") == outside);
+    // A link in the copy to a folder outside it: a patch through it is refused, the outside untouched.
+    fs::create_directory_symlink(tmp / "outside", copy / "out");
+    auto through = apply_patches_to_folder(copy, {{"fix.patch", kFix, 1}, {"out.patch", fix_of("out/kernel.cu"), 1}});
+    auto msg = one_line_failure(through, "out.patch", fix_of("out/kernel.cu"));
+    CHECK(msg.find("out/kernel.cu") != std::string::npos);
+    CHECK(snapshot(tmp / "outside") == outside);
+    CHECK(t::read_file(copy / "kernel.cu") == kV1);  // nothing written, not even the first patch
+    auto created = apply_patches_to_folder(copy, {{"new.patch", creates("out/new.c"), 1}});
+    one_line_failure(created, "new.patch", creates("out/new.c"));
+    CHECK_FALSE(fs::exists(tmp / "outside/new.c"));
+  }
+
+  SECTION("a file created where the copy has a folder, or under a file") {
+    auto before = fresh();
+    auto r = apply_patches_to_folder(copy, {{"fix.patch", kFix, 1}, {"dir.patch", creates("sub"), 1}});
+    one_line_failure(r, "dir.patch", creates("sub"));
+    CHECK(fresh() == before);
+    auto under = apply_patches_to_folder(copy, {{"fix.patch", kFix, 1}, {"under.patch", creates("kernel.cu/x"), 1}});
+    one_line_failure(under, "under.patch", creates("kernel.cu/x"));
+    CHECK(fresh() == before);
+  }
+
+  SECTION("deleting, renaming, a new executable bit") {
+    const std::string del = "diff --git a/sub/inner.c b/sub/inner.c\ndeleted file mode 100644\n--- a/sub/inner.c\n+++ /dev/null\n"
+                            "@@ -1 +0,0 @@\n-inner\n";
+    const std::string ren = "diff --git a/kernel.cu b/renamed.cu\nsimilarity index 100%\nrename from kernel.cu\nrename to renamed.cu\n";
+    const std::string mode = "diff --git a/tool.sh b/tool.sh\nold mode 100644\nnew mode 100755\n";
+    tmp.write("copy/tool.sh", "echo\n");
+    auto r = apply_patches_to_folder(copy, {{"del.patch", del, 1}, {"ren.patch", ren, 1}, {"mode.patch", mode, 1}});
+    REQUIRE(r);
+    REQUIRE(r->size() == 3);
+    for (const auto& o : *r) CHECK(o.fit == PatchOutcome::Fit::applies);
+    CHECK_FALSE(fs::exists(copy / "sub/inner.c"));
+    CHECK_FALSE(fs::exists(copy / "kernel.cu"));
+    CHECK(t::read_file(copy / "renamed.cu") == kV1);
+    CHECK((fs::status(copy / "tool.sh").permissions() & fs::perms::owner_exec) != fs::perms::none);
+  }
+
+  SECTION("CRLF lines, an empty patch, a binary patch, a link's file") {
+    auto before = fresh();
+    std::string crlf;
+    for (char c : std::string(kFix)) crlf += c == '\n' ? std::string("\r\n") : std::string(1, c);
+    auto r = apply_patches_to_folder(copy, {{"crlf.patch", crlf, 1}});
+    REQUIRE(r);
+    if (r->back().fit == PatchOutcome::Fit::fails) one_line_failure(r, "crlf.patch", crlf);
+    auto empty = apply_patches_to_folder(copy, {{"empty.patch", "", 1}});
+    one_line_failure(empty, "empty.patch", "");
+    const std::string bin = "diff --git a/blob.bin b/blob.bin\nnew file mode 100644\nindex 0000000..5b6ef14\n"
+                            "GIT binary patch\nliteral 4\nLcmZo*U|;|M022WL\n\nliteral 0\nHcmV?d00001\n\n";
+    auto b = apply_patches_to_folder(copy, {{"bin.patch", bin, 1}});
+    REQUIRE(b);
+    if (b->back().fit == PatchOutcome::Fit::fails) {
+      one_line_failure(b, "bin.patch", bin);
+      CHECK(fresh() == before);
+    }
+    fs::create_symlink("kernel.cu", copy / "alias.cu");
+    auto linked = apply_patches_to_folder(copy, {{"alias.patch", fix_of("alias.cu"), 1}});
+    one_line_failure(linked, "alias.patch", fix_of("alias.cu"));
+    CHECK(t::read_file(copy / "kernel.cu") == kV1);
+  }
+}
