@@ -740,14 +740,15 @@ Result<Ok> load_folder(Nodes& nodes, const std::string& where, const std::vector
   return Ok{};
 }
 
-// A blob's bytes into `file`, replacing it by a new file (a new inode: its stat changes, so a
-// stat cache recorded before never takes it for the tree's).
-Result<Ok> write_file(const fs::path& file, const std::string& content, std::uint32_t mode) {
+// A blob's bytes written beside `file` (its name + ".archbuild-patch"), to be renamed over it:
+// a new inode, so a stat cache recorded before never takes it for the tree's.
+Result<fs::path> write_beside(const fs::path& file, const std::string& content, std::uint32_t mode) {
   std::error_code ec;
   fs::create_directories(file.parent_path(), ec);
   fs::path tmp = file;
   tmp += ".archbuild-patch";
   fs::remove(tmp, ec);
+  ec.clear();
   if (mode == GIT_FILEMODE_LINK) {
     fs::create_symlink(content, tmp, ec);
   } else {
@@ -757,18 +758,21 @@ Result<Ok> write_file(const fs::path& file, const std::string& content, std::uin
     if (!out) return Error::build_failed(fmt::format("cannot write {}", tmp.string()));
     fs::permissions(tmp, mode == GIT_FILEMODE_BLOB_EXECUTABLE ? fs::perms(0755) : fs::perms(0644), ec);
   }
-  if (!ec) fs::rename(tmp, file, ec);
-  if (ec) {
-    std::error_code e2;
-    fs::remove(tmp, e2);
-    return Error::build_failed(fmt::format("cannot write {}: {}", file.string(), ec.message()));
-  }
-  return Ok{};
+  if (ec) return Error::build_failed(fmt::format("cannot write {}: {}", tmp.string(), ec.message()));
+  return tmp;
 }
 
-// What the trial made of the named files, written into the folder: changed files replaced,
-// removed ones removed; files the patches left as they were are not touched.
+// What the trial made of the named files, written into the folder: every new content first
+// written beside its file, then (only when all were written) each renamed over its file and the
+// removed ones removed, so a failed write leaves the folder as it was; files the patches left as
+// they were are not touched.
 Result<Ok> write_result(Node& n, const fs::path& dir, const std::vector<Patch>& patches) {
+  std::vector<std::pair<fs::path, fs::path>> renames;  // written → its file
+  std::vector<fs::path> removals;
+  auto drop_written = [&] {
+    std::error_code ec;
+    for (const auto& [tmp, file] : renames) fs::remove(tmp, ec);
+  };
   for (const auto& path : named_paths(patches)) {
     git_tree_entry* b = nullptr;
     git_tree_entry* a = nullptr;
@@ -778,19 +782,37 @@ Result<Ok> write_result(Node& n, const fs::path& dir, const std::vector<Patch>& 
     if (had && has && git_oid_equal(git_tree_entry_id(b), git_tree_entry_id(a)) &&
         git_tree_entry_filemode(b) == git_tree_entry_filemode(a))
       continue;
-    std::error_code ec;
     if (!has) {
-      if (had) fs::remove(dir / path, ec);
-      if (ec) return Error::build_failed(fmt::format("cannot remove {}: {}", (dir / path).string(), ec.message()));
+      if (had) removals.push_back(dir / path);
       continue;
     }
     if (git_tree_entry_type(a) != GIT_OBJECT_BLOB) continue;
     git_blob* blob = nullptr;
-    if (git_blob_lookup(&blob, n.repo.get(), git_tree_entry_id(a)) != 0)
+    if (git_blob_lookup(&blob, n.repo.get(), git_tree_entry_id(a)) != 0) {
+      drop_written();
       return Error::build_failed(fmt::format("patched {}: {}", path, last_error()));
+    }
     Blob owned(blob);
     std::string content(static_cast<const char*>(git_blob_rawcontent(blob)), static_cast<std::size_t>(git_blob_rawsize(blob)));
-    if (auto w = write_file(dir / path, content, git_tree_entry_filemode(a)); !w) return w;
+    auto tmp = write_beside(dir / path, content, git_tree_entry_filemode(a));
+    if (!tmp) {
+      drop_written();
+      return tmp.error();
+    }
+    renames.emplace_back(std::move(*tmp), dir / path);
+  }
+  for (const auto& file : removals) {
+    std::error_code ec;
+    fs::remove(file, ec);
+    if (ec) {
+      drop_written();
+      return Error::build_failed(fmt::format("cannot remove {}: {}", file.string(), ec.message()));
+    }
+  }
+  for (const auto& [tmp, file] : renames) {
+    std::error_code ec;
+    fs::rename(tmp, file, ec);
+    if (ec) return Error::build_failed(fmt::format("cannot write {}: {}", file.string(), ec.message()));
   }
   return Ok{};
 }

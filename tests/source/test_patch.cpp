@@ -748,6 +748,16 @@ TEST_CASE("apply_patches_to_folder: hostile patches apply cleanly or fail in one
     CHECK((fs::status(copy / "tool.sh").permissions() & fs::perms::owner_exec) != fs::perms::none);
   }
 
+  SECTION("a write that fails leaves the copy as it was (no file half-patched, nothing left beside)") {
+    tmp.write("copy/z/b.cu", kV1);
+    tmp.write("copy/z/b.cu.archbuild-patch/in-the-way", "x\n");  // where b.cu's new content would go
+    auto before = fresh();
+    auto r = apply_patches_to_folder(copy, {{"two.patch", kFix + fix_of("z/b.cu"), 1}});
+    REQUIRE_FALSE(r);
+    CHECK(r.error().message.find('\n') == std::string::npos);
+    CHECK(fresh() == before);
+  }
+
   SECTION("CRLF lines, an empty patch, a binary patch, a link's file") {
     auto before = fresh();
     std::string crlf;
