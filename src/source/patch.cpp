@@ -86,6 +86,22 @@ std::string normalized_patch(const std::string& text, int strip, bool reverse) {
       else old_left = new_left = 0, --i;  // short hunk: libgit2 says what is wrong with it
       continue;
     }
+    if (reverse && line == "GIT binary patch") {
+      // Its two blocks (each "literal N"/"delta N", its data, a blank line) are the forward
+      // change then the one that undoes it: the reverse patch has them the other way round.
+      auto block = [&](std::size_t from) {
+        std::size_t end = from;
+        while (end < in.size() && !in[end].empty()) ++end;
+        return std::min(end + 1, in.size());  // past its blank line
+      };
+      std::size_t forward_end = block(i + 1), back_end = block(forward_end);
+      emit(line);
+      for (std::size_t k = forward_end; k < back_end; ++k) emit(in[k]);
+      for (std::size_t k = i + 1; k < forward_end; ++k) emit(in[k]);
+      i = back_end - 1;
+      git_section = false;
+      continue;
+    }
     if (line.starts_with("diff --git ")) {
       auto parts = text::split_any(line.substr(11), " ");
       if (parts.size() == 2) {
@@ -554,6 +570,9 @@ Result<PatchOutcome> try_in_memory(Nodes& nodes, const Patch& p) {
     for (auto& [n, t] : next) n->tree = std::move(t);
     return out;
   }
+  // A patch saved with CRLF line ends (an editor's, a download's) fits only files that have them.
+  if (p.text.find("\r\n") != std::string::npos)
+    failure->reason += "; the patch's lines end in CRLF: convert it to LF line ends if the tree's files have them";
   for (const auto& part : parts) {
     Node& n = *part.node;
     if (!n.repo) continue;
