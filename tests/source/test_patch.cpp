@@ -662,10 +662,33 @@ TEST_CASE("check_patches_in_tree: a file the tree's ignore rules leave out of th
   auto creates = check_patches_in_tree(*scanned, {{"new.patch", "--- /dev/null\n+++ b/gen/new.cu\n@@ -0,0 +1 @@\n+x\n", 1}});
   REQUIRE(creates);
   CHECK(creates->at(0).fit == PatchOutcome::Fit::applies);
-  // A scanned file, a link, an executable: read as the scan has them.
-  auto same = check_patches_in_tree(*scanned, {{"fix.patch", kFix, 1}});
-  REQUIRE(same);
-  CHECK(same->at(0).fit == PatchOutcome::Fit::applies);
+  // A file created where the tree has a folder, or under a file: as the copy would refuse it.
+  auto folder_there = check_patches_in_tree(*scanned, {{"dir.patch", "--- /dev/null\n+++ b/gen\n@@ -0,0 +1 @@\n+x\n", 1},
+                                                      {"under.patch", "--- /dev/null\n+++ b/kernel.cu/x\n@@ -0,0 +1 @@\n+x\n", 1}});
+  REQUIRE(folder_there);
+  CHECK(folder_there->at(0).fit == PatchOutcome::Fit::applies);  // gen/ holds only ignored files: the copy has no folder
+  CHECK(folder_there->at(1).fit == PatchOutcome::Fit::fails);
+  CHECK(folder_there->at(1).reason == "kernel.cu is a file, not a folder");
+
+  // A nested repository (a submodule checked out in the tree): its files are the tree's, patched
+  // by their path from the top, in the copy as plain files.
+  tmp.write("tree/deps/mid/src/x.c", kX1);
+  git(tree / "deps/mid", {"init", "-q"});
+  git(tree / "deps/mid", {"add", "-A"});
+  git(tree / "deps/mid", {"commit", "-qm", "mid"});
+  git(tree, {"add", "kernel.cu", ".gitignore", "deps/mid"});
+  git(tree, {"commit", "-qm", "top"});
+  auto nested = scan_local_tree(tree);
+  REQUIRE(nested);
+  auto sub = check_patches_in_tree(*nested, {{"sub.patch", kSubFix, 1}});
+  REQUIRE(sub);
+  CHECK(sub->at(0).fit == PatchOutcome::Fit::applies);
+  REQUIRE(copy_local_tree(*nested, tmp / "copy"));
+  auto applied = apply_patches_to_folder(tmp / "copy", {{"sub.patch", kSubFix, 1}});
+  REQUIRE(applied);
+  CHECK(applied->at(0).fit == PatchOutcome::Fit::applies);
+  CHECK(t::read_file(tmp / "copy/deps/mid/src/x.c") == kX2);
+  CHECK(t::read_file(tree / "deps/mid/src/x.c") == kX1);
 }
 
 namespace {
