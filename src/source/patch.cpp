@@ -869,12 +869,23 @@ bool in_tree(git_tree* t, const std::string& path) {
   return true;
 }
 
+// A name a folder's file can have: relative, no empty, `.`, `..` or `.git` component (any other
+// name would be read or written elsewhere than it says, or not at all: named_paths skips it).
+bool plain_path(const std::string& path) {
+  if (path.empty() || path.front() == '/' || path.back() == '/' || path.find("//") != std::string::npos) return false;
+  auto parts = text::split_any(path, "/");
+  return std::none_of(parts.begin(), parts.end(), [](const std::string& c) { return c == ".git" || c == ".." || c == "."; });
+}
+
 // The first of `p`'s files its guard refuses, as the patch's outcome.
 std::optional<PatchOutcome> guarded(Nodes& nodes, const Patch& p, const Guard& guard) {
   for (const auto& s : detail::sections_of(detail::normalized_patch(p.text, p.strip, false)))
     for (bool old_side : {true, false}) {
       const std::string& path = old_side ? s.old_path : s.new_path;
-      if (path == "/dev/null" || path.empty()) continue;
+      if (path == "/dev/null") continue;
+      if (!plain_path(path))
+        return refused(path, "its name is not a path inside the tree (an absolute name, an empty, `.`, `..` or `.git` "
+                             "part; or a wrong strip level)");
       if (auto why = guard(path, old_side, nodes.top().tree.get())) return refused(path, *why);
     }
   return std::nullopt;

@@ -731,6 +731,11 @@ TEST_CASE("apply_patches_to_folder: hostile patches apply cleanly or fail in one
                       "\n@@ -1,3 +1,3 @@\n int scale() {\n-  return 2;\n+  return 3;\n }\n";
     auto r = apply_patches_to_folder(copy, {{"abs.patch", abs, 0}});
     one_line_failure(r, "abs.patch", abs);
+    for (const std::string& name : {".git/hooks/post-checkout", "sub/.git/config", "./x.c", "/etc/x.c", "a//b.c"}) {
+      INFO(name);
+      auto made = apply_patches_to_folder(copy, {{"odd.patch", creates(name), 1}});
+      CHECK(one_line_failure(made, "odd.patch", creates(name)).find("not a path inside the tree") != std::string::npos);
+    }
     CHECK(fresh() == before);
     CHECK(snapshot(tmp / "outside") == outside);
     // A link in the copy to a folder outside it: a patch through it is refused, the outside untouched.
