@@ -877,9 +877,36 @@ bool plain_path(const std::string& path) {
   return std::none_of(parts.begin(), parts.end(), [](const std::string& c) { return c == ".git" || c == ".." || c == "."; });
 }
 
+// The target of the link a section makes (a new file or new mode 120000: its hunk's + line).
+std::optional<std::string> link_made(const detail::Section& s) {
+  bool link = false;
+  for (const auto& line : detail::lines_of(s.text)) {
+    if (line == "new file mode 120000" || line == "new mode 120000") link = true;
+    else if (link && line.starts_with("+") && !line.starts_with("+++ ")) return line.substr(1);
+  }
+  return std::nullopt;
+}
+
+// Whether a link at `path` to `target` leads out of the tree (absolute, or more `..` than depth).
+bool link_leaves(const std::string& path, const std::string& target) {
+  if (target.empty() || target.front() == '/') return true;
+  long depth = static_cast<long>(std::count(path.begin(), path.end(), '/'));
+  for (const auto& c : text::split_any(target, "/")) {
+    if (c == "..") {
+      if (--depth < 0) return true;
+    } else if (!c.empty() && c != ".") {
+      ++depth;
+    }
+  }
+  return false;
+}
+
 // The first of `p`'s files its guard refuses, as the patch's outcome.
 std::optional<PatchOutcome> guarded(Nodes& nodes, const Patch& p, const Guard& guard) {
-  for (const auto& s : detail::sections_of(detail::normalized_patch(p.text, p.strip, false)))
+  for (const auto& s : detail::sections_of(detail::normalized_patch(p.text, p.strip, false))) {
+    if (auto target = link_made(s); target && s.new_path != "/dev/null" && link_leaves(s.new_path, *target))
+      return refused(s.new_path, fmt::format("it makes a link leaving the tree (to {}); archbuild's copy holds no such "
+                                             "link (the tree's own are copied as their target's files)", *target));
     for (bool old_side : {true, false}) {
       const std::string& path = old_side ? s.old_path : s.new_path;
       if (path == "/dev/null") continue;
@@ -888,6 +915,7 @@ std::optional<PatchOutcome> guarded(Nodes& nodes, const Patch& p, const Guard& g
                              "part; or a wrong strip level)");
       if (auto why = guard(path, old_side, nodes.top().tree.get())) return refused(path, *why);
     }
+  }
   return std::nullopt;
 }
 

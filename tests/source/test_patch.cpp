@@ -736,7 +736,23 @@ TEST_CASE("apply_patches_to_folder: hostile patches apply cleanly or fail in one
       auto made = apply_patches_to_folder(copy, {{"odd.patch", creates(name), 1}});
       CHECK(one_line_failure(made, "odd.patch", creates(name)).find("not a path inside the tree") != std::string::npos);
     }
+    // A link made by a patch: inside the tree it is made; one leaving it is refused.
+    auto link_to = [](const std::string& name, const std::string& target) {
+      return "diff --git a/" + name + " b/" + name + "\nnew file mode 120000\n--- /dev/null\n+++ b/" + name +
+             "\n@@ -0,0 +1 @@\n+" + target + "\n\\ No newline at end of file\n";
+    };
+    for (const std::string& target : {"../../outside", "/etc", "../sub/../../outside"}) {
+      INFO(target);
+      auto made = apply_patches_to_folder(copy, {{"link.patch", link_to("sub/out", target), 1}});
+      CHECK(one_line_failure(made, "link.patch", "").find("a link leaving the tree") != std::string::npos);
+    }
     CHECK(fresh() == before);
+    auto inner = apply_patches_to_folder(copy, {{"link.patch", link_to("sub/k.cu", "../kernel.cu"), 1}});
+    REQUIRE(inner);
+    CHECK(inner->back().fit == PatchOutcome::Fit::applies);
+    CHECK(fs::read_symlink(copy / "sub/k.cu") == "../kernel.cu");
+    fs::remove(copy / "sub/k.cu");
+    before = fresh();  // sub/'s own times moved
     CHECK(snapshot(tmp / "outside") == outside);
     // A link in the copy to a folder outside it: a patch through it is refused, the outside untouched.
     fs::create_directory_symlink(tmp / "outside", copy / "out");
