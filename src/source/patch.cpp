@@ -938,6 +938,8 @@ Result<std::vector<PatchOutcome>> try_each_guarded(Nodes& nodes, const std::vect
 }
 
 constexpr const char* kFolderThere = "a folder is there where the patch has a file";
+// As `git apply` ("beyond a symbolic link"): a link's folder is patched at its real path.
+constexpr const char* kBeyondLink = "it is reached through {}, a link in the tree; name the file by its real path";
 
 // A plain folder's guard: a file under a file, or where a folder is; `copy` (archbuild's copy,
 // written): a file reached through a link that leaves the folder, which a patch never writes.
@@ -955,11 +957,13 @@ Guard folder_guard(const fs::path& dir, bool copy) {
       auto st = fs::symlink_status(at, ec);
       if (!fs::exists(st)) break;
       if (fs::is_symlink(st)) {
-        if (!copy) continue;  // the copy holds a link leaving the tree as its target's files
         auto target = fs::canonical(at, ec);
-        if (ec || !inside(root, target))
+        bool leaves = ec || !inside(root, target);
+        if (leaves && !copy) continue;  // the copy holds a link leaving the tree as its target's files
+        if (leaves)
           return fmt::format("it is reached through {}, a link leaving archbuild's copy; a patch never writes outside it",
                              prefix);
+        return fmt::format(kBeyondLink, prefix);
       } else if (!fs::is_directory(st)) {
         return fmt::format("{} is a file, not a folder", prefix);
       }
@@ -979,8 +983,9 @@ Guard tree_guard(const LocalTree& tree) {
     std::string prefix;
     for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
       prefix += (prefix.empty() ? "" : "/") + parts[i];
-      if (const LocalEntry* e = entry_of(tree, prefix); e && e->kind != LocalEntry::Kind::symlink)
-        return fmt::format("{} is a file, not a folder", prefix);
+      if (const LocalEntry* e = entry_of(tree, prefix))
+        return e->kind == LocalEntry::Kind::symlink ? fmt::format(kBeyondLink, prefix)
+                                                    : fmt::format("{} is a file, not a folder", prefix);
     }
     const std::string under = path + "/";
     auto it = std::lower_bound(tree.entries.begin(), tree.entries.end(), under,

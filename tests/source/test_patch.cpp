@@ -836,6 +836,16 @@ TEST_CASE("apply_patches_to_folder: hostile patches apply cleanly or fail in one
       CHECK(t::read_file(copy / "blob.bin") == v2);
       fs::remove(copy / "blob.bin");
     }
+    fs::create_directory_symlink("sub", copy / "via");  // a folder's link inside the copy
+    auto via = apply_patches_to_folder(copy, {{"via.patch", "--- a/via/inner.c\n+++ b/via/inner.c\n@@ -1 +1 @@\n-inner\n+outer\n", 1}});
+    CHECK(one_line_failure(via, "via.patch", "").find("via, a link in the tree") != std::string::npos);
+    CHECK(t::read_file(copy / "sub/inner.c") == "inner\n");
+    auto scanned = scan_local_tree(copy);
+    REQUIRE(scanned);
+    auto via_scan = check_patches_in_tree(*scanned, {{"via.patch", "--- a/via/inner.c\n+++ b/via/inner.c\n@@ -1 +1 @@\n-inner\n+outer\n", 1}});
+    REQUIRE(via_scan);
+    CHECK(via_scan->at(0).reason.find("via, a link in the tree") != std::string::npos);
+    fs::remove(copy / "via");
     fs::create_symlink("kernel.cu", copy / "alias.cu");
     auto linked = apply_patches_to_folder(copy, {{"alias.patch", fix_of("alias.cu"), 1}});
     one_line_failure(linked, "alias.patch", fix_of("alias.cu"));
