@@ -336,7 +336,7 @@ TEST_CASE("prepare: a local tree whose .gitmodules folders are empty stops befor
   CHECK_FALSE(p->plan->venv);
 }
 
-TEST_CASE("prepare: patches on a local tree are tried on its files before any venv; the tree is never written",
+TEST_CASE("prepare: patches on a local tree are tried on its files before any venv, the tree never written",
           "[prepare][patch]") {
   test::TempDir dir;
   torch_like_tree(dir / "tree");
