@@ -127,14 +127,15 @@ void put_number(std::string& out, T v, char end) {
   out += end;
 }
 
+// `out`: a buffer to write into (the previous cache's: its memory is already paged in).
 std::string serialize_cache(const fs::path& root, StatTime racy_from, const std::vector<LocalEntry>& entries,
-                            const IgnoreRecord* ignore) {
+                            const IgnoreRecord* ignore, std::string out = {}) {
   std::size_t size = 256 + root.native().size();
   for (const auto& e : entries) size += e.path.size() + 192;  // 8 numbers, the digest
   if (ignore)
     for (const auto& f : *ignore->folders) size += f.rel.size() + f.gitignore.size() + 68;
-  std::string out;
-  out.reserve(size);
+  out.clear();
+  if (out.capacity() == 0) out.reserve(size);  // a reused buffer is about the size already
   out += kCacheHeader;
   out += root.string();
   out += '\0';
@@ -862,7 +863,12 @@ Result<LocalTree> scan_local_tree(const fs::path& dir, std::string_view what, Tr
                        same_records(*previous, cache->recorded_root.value_or(t.root) == t.root, cache->reused, *w);
     if (!cache->unchanged) {
       const IgnoreRecord ignore{&w->folders, &w->ignored_entries};
-      cache->next = serialize_cache(t.root, racy_from, t.entries, &ignore);
+      std::string buffer;
+      if (cache->previous) {  // no longer read (`previous`'s views are not used past here)
+        buffer = std::move(*cache->previous);
+        cache->previous.reset();
+      }
+      cache->next = serialize_cache(t.root, racy_from, t.entries, &ignore, std::move(buffer));
     }
   }
   return t;

@@ -63,7 +63,8 @@ struct LocalTree {
 // libgit2 about every entry. The files are the same set either way. When nothing changed, the
 // scan would write `previous` byte for byte: `unchanged`, and `next` is left empty (not written).
 struct TreeStatCache {
-  std::optional<std::string> previous;  // the cache file's bytes; none when there is none
+  std::optional<std::string> previous;  // the cache file's bytes; none when there is none (a scan
+                                        // that writes `next` takes its buffer: then none after)
   std::string next;                     // the cache to keep, after a successful scan (empty when `unchanged`)
   std::size_t reused = 0;               // files whose recorded digest was used
   std::size_t rehashed = 0;             // files read and hashed
