@@ -349,8 +349,9 @@ struct RepoScope {
 // work tree, info/exclude, the config values that change matching, the excludes file they name
 // (else git's default in $XDG_CONFIG_HOME or $HOME), the library's own rules (its version), and
 // `above`: the folders from the work tree down to the scanned root's parent (the root is inside
-// the repository), whose .gitignore files apply too. As libgit2 1.5 resolves them
-// (libgit2/libgit2@v1.5.1:src/libgit2/ignore.c, attrcache.c).
+// the repository), whose .gitignore files apply too. As libgit2 resolves them:
+// libgit2/libgit2@01ca0bb208febaba407a3edccb7ffbb552ad0c17:src/libgit2/ignore.c (git_ignore__for_path),
+// libgit2/libgit2@419948ef23c92cdfd27dcbc3b865bfee7df55bb6:src/libgit2/attrcache.c (attr_cache__lookup_path).
 std::string scope_inputs(git_repository* repo, const fs::path& workdir, const fs::path& below, RuleInputs& in) {
   int major = 0, minor = 0, rev = 0;
   git_libgit2_version(&major, &minor, &rev);
