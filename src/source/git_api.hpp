@@ -27,6 +27,8 @@
   X(git_commit_time)                     \
   X(git_commit_tree)                     \
   X(git_config_free)                     \
+  X(git_config_get_bool)                 \
+  X(git_config_get_string)               \
   X(git_diff_free)                       \
   X(git_diff_from_buffer)                \
   X(git_diff_num_deltas)                 \
@@ -38,6 +40,7 @@
   X(git_index_new)                       \
   X(git_index_write_tree_to)             \
   X(git_libgit2_init)                    \
+  X(git_libgit2_version)                 \
   X(git_mempack_new)                     \
   X(git_object_free)                     \
   X(git_object_id)                       \
@@ -64,6 +67,8 @@
   X(git_remote_init_callbacks)           \
   X(git_remote_ls)                       \
   X(git_remote_update_tips)              \
+  X(git_repository_commondir)            \
+  X(git_repository_config_snapshot)      \
   X(git_repository_free)                 \
   X(git_repository_init_ext)             \
   X(git_repository_init_options_init)    \

@@ -1,5 +1,6 @@
 #include "source/local.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <sys/ioctl.h>
@@ -9,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <fstream>
@@ -42,270 +44,137 @@ FileStat file_stat(const struct stat& st) {
   return f;
 }
 
-// The repository whose ignore rules apply below `workdir`.
-struct RepoScope {
-  git_repository* repo = nullptr;
-  fs::path workdir;  // canonical
-};
+// ---- the stat cache's file --------------------------------------------------------------------
 
-class Walker {
- public:
-  explicit Walker(fs::path root) : root_(std::move(root)) {}
-
-  Result<Ok> walk() {
-    init_libgit2();
-    git_repository* raw = nullptr;
-    // The tree may be a folder inside a repository (examples/minitorch in archbuild's own).
-    if (git_repository_open_ext(&raw, root_.c_str(), 0, nullptr) == 0 && !git_repository_is_bare(raw)) {
-      repos_.emplace_back(raw);
-      std::error_code ec;
-      fs::path wd = fs::canonical(git_repository_workdir(raw), ec);
-      scope_stack_.push_back({raw, wd});
-      git_ = true;
-      git_oid oid;
-      if (git_reference_name_to_id(&oid, raw, "HEAD") == 0) {
-        head_ = oid_hex(oid);
-        git_commit* c = nullptr;
-        if (git_commit_lookup(&c, raw, &oid) == 0) {
-          commit_time_ = git_commit_time(c);
-          git_commit_free(c);
-        }
-      }
-    } else if (raw) {
-      git_repository_free(raw);
-    }
-    // The root and every folder above it count as being walked: a link back to any of them
-    // (`up -> /home/me`) would walk the tree again inside itself.
-    for (fs::path p = root_;; p = p.parent_path()) {
-      if (auto id = folder_id(p)) on_path_.push_back(*id);
-      if (p == p.parent_path()) break;
-    }
-    return walk_dir(root_, "", root_);
-  }
-
-  std::vector<LocalEntry> entries;
-  bool git_ = false;
-  std::optional<std::string> head_;
-  std::optional<std::int64_t> commit_time_;
-
- private:
-  bool ignored(const fs::path& abs, bool dir) {
-    if (scope_stack_.empty()) return false;
-    const RepoScope& s = scope_stack_.back();
-    std::string rel = abs.lexically_relative(s.workdir).generic_string();
-    if (rel.empty() || rel.starts_with("..")) return false;
-    if (dir) rel += "/";
-    int ig = 0;
-    if (git_ignore_path_is_ignored(&ig, s.repo, rel.c_str()) != 0) return false;
-    return ig != 0;
-  }
-
-  // A folder's identity (device, inode): the same folder reached by two paths is one.
-  static std::optional<std::pair<dev_t, ino_t>> folder_id(const fs::path& p) {
-    struct stat st {};
-    if (::stat(p.c_str(), &st) != 0) return std::nullopt;
-    return std::pair{st.st_dev, st.st_ino};
-  }
-
-  // `dir`: where the files are read; `rel`: their path in the tree; `lexical`: where they are in
-  // the tree as the user sees it (for the ignore rules; differs from dir below a followed link).
-  Result<Ok> walk_dir(const fs::path& dir, const std::string& rel, const fs::path& lexical) {
-    std::error_code ec;
-    // The folders being walked, root to here: a followed link is checked against them.
-    bool entered = false;
-    if (!rel.empty())
-      if (auto id = folder_id(dir)) {
-        on_path_.push_back(*id);
-        entered = true;
-      }
-    struct Leave {
-      std::vector<std::pair<dev_t, ino_t>>& stack;
-      bool entered;
-      ~Leave() {
-        if (entered) stack.pop_back();
-      }
-    } leave{on_path_, entered};
-    // A checked-out submodule (or nested repository): its own ignore rules below it.
-    bool pushed = false;
-    if (!rel.empty() && fs::exists(dir / ".git", ec)) {
-      git_repository* sub = nullptr;
-      if (git_repository_open(&sub, dir.c_str()) == 0) {
-        repos_.emplace_back(sub);
-        scope_stack_.push_back({sub, fs::canonical(dir, ec)});
-        pushed = true;
-      }
-    }
-    std::vector<fs::directory_entry> children;
-    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) children.push_back(*it);
-    if (ec) return Error::bad_input(fmt::format("cannot read the folder {}: {}", dir.string(), ec.message()));
-    std::sort(children.begin(), children.end(),
-              [](const auto& a, const auto& b) { return a.path().filename() < b.path().filename(); });
-    for (const auto& child : children) {
-      std::string name = child.path().filename().string();
-      if (name == ".git") continue;
-      std::string child_rel = rel.empty() ? name : rel + "/" + name;
-      fs::path child_lexical = lexical / name;
-      // One lstat per entry: its kind, and for a file everything the stat cache compares.
-      struct stat st {};
-      if (::lstat(child.path().c_str(), &st) != 0)
-        return Error::bad_input(fmt::format("cannot stat {}: {}", child.path().string(), std::strerror(errno)));
-      if (S_ISLNK(st.st_mode)) {
-        if (ignored(child_lexical, false)) continue;
-        if (auto r = add_link(child.path(), child_rel, child_lexical); !r) return r.error();
-        continue;
-      }
-      if (S_ISDIR(st.st_mode)) {
-        if (ignored(child_lexical, true)) continue;
-        if (auto r = walk_dir(child.path(), child_rel, child_lexical); !r) return r.error();
-        continue;
-      }
-      if (!S_ISREG(st.st_mode)) continue;  // sockets, fifos: not source
-      if (ignored(child_lexical, false)) continue;
-      add_file(child.path(), child_rel, st);
-    }
-    if (pushed) scope_stack_.pop_back();
-    return Ok{};
-  }
-
-  void add_file(const fs::path& from, const std::string& rel, const struct stat& st) {
-    bool exec = (st.st_mode & S_IXUSR) != 0;
-    entries.push_back({rel, from, exec ? LocalEntry::Kind::executable : LocalEntry::Kind::file, "", file_stat(st), ""});
-  }
-
-  Result<Ok> add_link(const fs::path& link, const std::string& rel, const fs::path& lexical) {
-    std::error_code ec;
-    fs::path target = fs::read_symlink(link, ec);
-    if (ec) return Error::bad_input(fmt::format("cannot read the link {}: {}", link.string(), ec.message()));
-    // Inside the tree (relative, and resolving below the root): kept as a link.
-    fs::path resolved = (lexical.parent_path() / target).lexically_normal();
-    bool inside = target.is_relative() && !resolved.lexically_relative(root_).string().starts_with("..");
-    if (inside) {
-      entries.push_back({rel, link, LocalEntry::Kind::symlink, target.string(), {}, ""});
-      return Ok{};
-    }
-    fs::path real = fs::canonical(link, ec);
-    if (ec)
-      return Error::bad_input(fmt::format("--source: the link {} leaves the tree and points to nothing ({}): {}",
-                                          text::quoted(rel), text::quoted(target.string()), ec.message()));
-    auto st = fs::status(real, ec);
-    if (fs::is_directory(st)) {
-      // Copied once, as its content; a link to a folder it is itself inside would never end.
-      auto id = folder_id(real);
-      if (id && std::find(on_path_.begin(), on_path_.end(), *id) != on_path_.end())
-        return Error::bad_input(fmt::format(
-            "--source: the link {} points to {}, a folder that contains the link: a cycle (make it a relative link "
-            "inside the tree, or remove it)",
-            text::quoted(rel), text::quoted(real.string())));
-      // Another link to a folder already copied: a link to that copy (linear work, not one walk
-      // per path to it).
-      if (id)
-        if (auto it = followed_.find(*id); it != followed_.end()) {
-          std::string to = fs::path(it->second).lexically_relative(fs::path(rel).parent_path()).generic_string();
-          entries.push_back({rel, link, LocalEntry::Kind::symlink, to, {}, ""});
-          return Ok{};
-        }
-      if (id) followed_.emplace(*id, rel);
-      return walk_dir(real, rel, lexical);
-    }
-    if (fs::is_regular_file(st)) {
-      struct stat real_st {};
-      if (::stat(real.c_str(), &real_st) != 0)
-        return Error::bad_input(fmt::format("cannot stat {}: {}", real.string(), std::strerror(errno)));
-      add_file(real, rel, real_st);
-    }
-    return Ok{};
-  }
-
-  fs::path root_;
-  std::vector<Repo> repos_;
-  std::vector<RepoScope> scope_stack_;
-  std::vector<std::pair<dev_t, ino_t>> on_path_;
-  std::map<std::pair<dev_t, ino_t>, std::string> followed_;  // a folder outside, copied at this path
-};
-
-// The hash of one entry's content (a link: its target text). One buffer for the whole scan: a
-// fresh zeroed megabyte per file cost more than hashing the small files of a header tree.
-Result<std::string> entry_digest(const LocalEntry& e, std::uint64_t* bytes) {
-  if (e.kind == LocalEntry::Kind::symlink) return sha256_hex(e.link_target);
-  // O_NONBLOCK and fstat (paths::open_regular_file): a FIFO swapped in after the walk is refused.
-  auto fd = paths::open_regular_file(e.from, "source file");
-  if (!fd) return fd.error();
-  thread_local std::vector<char> buf(1 << 20);
-  Sha256 h;
-  for (;;) {
-    ssize_t n = ::read(*fd, buf.data(), buf.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int err = errno;
-      ::close(*fd);
-      return Error::bad_input(fmt::format("cannot read {}: {}", e.from.string(), std::strerror(err)));
-    }
-    if (n == 0) break;
-    h.update(buf.data(), static_cast<std::size_t>(n));
-    if (bytes) *bytes += static_cast<std::uint64_t>(n);
-  }
-  ::close(*fd);
-  return h.hex();
-}
-
-// One line of the tree hash; NUL cannot occur in a path.
-std::string hash_line(const LocalEntry& e, const char* kind, const std::string& digest) {
-  std::string line = e.path;
-  line += '\0';
-  line += kind;
-  line += '\0';
-  line += digest;
-  line += '\n';
-  return line;
-}
-
-const char* kind_name(LocalEntry::Kind k) {
-  switch (k) {
-    case LocalEntry::Kind::file: return "file";
-    case LocalEntry::Kind::executable: return "exec";
-    case LocalEntry::Kind::symlink: return "link";
-  }
-  return "file";
-}
-
-// The stat cache's file: a header line, the folder (NUL-ended), the recording scan's racy bound
-// and the record count; one record per file, sorted by path: the path (NUL-ended), its FileStat
-// and digest, space-separated, one line; then "end " and the SHA-256 of everything before it.
-// Paths may hold any byte but NUL, so NUL ends them; the rest is digits and hex.
-constexpr std::string_view kCacheHeader = "archbuild tree stat cache 1\n";
+// A header line, the folder (NUL-ended), the recording scan's racy bound and the record count;
+// one record per file, sorted by path: the path (NUL-ended), its FileStat and digest,
+// space-separated, one line. Then the walk's ignore decisions (IgnoreRecord): "ignore <folders>
+// <ignored>", one line per folder walked (path NUL, its .gitignore's state NUL, its scope's
+// digest or "-"), one per entry the rules left out (path NUL, "d" or "f"), both sorted by path;
+// "ignore -" where none were recorded (a copy's cache). Then "end " and the SHA-256 of
+// everything before it. Paths may hold any byte but NUL, so NUL ends them; the rest is digits,
+// hex and the few characters of a rule file's state.
+constexpr std::string_view kCacheHeader = "archbuild tree stat cache 2\n";
 constexpr std::string_view kCacheEnd = "end ";
 
 // Timestamps are as fine as the file system keeps them (1 s on some, 2 s on FAT) and come from a
 // coarse clock: a file is trusted only when written more than this before the scan that hashed it.
 constexpr std::int64_t kTimestampSlackSeconds = 2;
 
+// Views into the cache's bytes (TreeStatCache::previous, alive for the whole scan): no copy per record.
 struct CachedFile {
-  std::string path;
+  std::string_view path;
   FileStat stat;
-  std::string digest;
+  std::string_view digest;
+};
+
+struct KnownFolder {
+  std::string_view rel, gitignore, scope;
+};
+struct KnownIgnored {
+  std::string_view rel;
+  bool dir = false;
 };
 
 struct ParsedCache {
   StatTime racy_from;
   std::vector<CachedFile> files;  // strictly ascending by path
+  bool decisions = false;         // the walk's ignore decisions were recorded (a scan's cache)
+  std::vector<KnownFolder> folders;   // strictly ascending by rel
+  std::vector<KnownIgnored> ignored;  // strictly ascending by rel
+
+  const KnownFolder* folder(std::string_view rel) const {
+    auto it = std::lower_bound(folders.begin(), folders.end(), rel, [](const KnownFolder& f, std::string_view r) { return f.rel < r; });
+    return it != folders.end() && it->rel == rel ? &*it : nullptr;
+  }
+  // The recorded decision for an entry of this kind at `rel`: true left out, false walked or
+  // included; none where the recording walk did not meet one of this kind there.
+  std::optional<bool> decision(std::string_view rel, bool dir) const {
+    if (dir ? folder(rel) != nullptr : file(rel)) return false;
+    auto it = std::lower_bound(ignored.begin(), ignored.end(), rel, [](const KnownIgnored& i, std::string_view r) { return i.rel < r; });
+    if (it != ignored.end() && it->rel == rel && it->dir == dir) return true;
+    return std::nullopt;
+  }
+  bool file(std::string_view rel) const {
+    auto it = std::lower_bound(files.begin(), files.end(), rel, [](const CachedFile& f, std::string_view r) { return f.path < r; });
+    return it != files.end() && it->path == rel;
+  }
 };
 
-std::string serialize_cache(const fs::path& root, StatTime racy_from, const std::vector<LocalEntry>& entries) {
-  std::string out;
-  out.reserve(64 + entries.size() * 160);
+// A folder the walk entered: its .gitignore's state (RuleInputs' text; "-" when it has none) and,
+// where a repository's rules start (the root inside a repository, a submodule), the digest of
+// that repository's other rule inputs; "-" elsewhere.
+struct FolderRecord {
+  std::string rel, gitignore = "-", scope = "-";
+  bool used_known = false;  // a decision in it or below it came from the cache
+};
+struct IgnoredRecord {
+  std::string rel;
+  bool dir = false;
+};
+struct IgnoreRecord {
+  const std::vector<FolderRecord>* folders = nullptr;   // sorted by rel
+  const std::vector<IgnoredRecord>* ignored = nullptr;  // sorted by rel
+};
+
+// One field (to_chars: the cache of a large tree is written on every change, fmt's parsing of a
+// format string per record was most of it).
+template <class T>
+void put_number(std::string& out, T v, char end) {
+  char buf[24];
+  auto [p, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, p);
+  out += end;
+}
+
+// `out`: a buffer to write into (the previous cache's: its memory is already paged in).
+std::string serialize_cache(const fs::path& root, StatTime racy_from, const std::vector<LocalEntry>& entries,
+                            const IgnoreRecord* ignore, std::string out = {}) {
+  std::size_t size = 256 + root.native().size();
+  for (const auto& e : entries) size += e.path.size() + 192;  // 8 numbers, the digest
+  if (ignore)
+    for (const auto& f : *ignore->folders) size += f.rel.size() + f.gitignore.size() + 68;
+  out.clear();
+  if (out.capacity() == 0) out.reserve(size);  // a reused buffer is about the size already
   out += kCacheHeader;
   out += root.string();
   out += '\0';
   std::size_t count = 0;
   for (const auto& e : entries) count += e.kind != LocalEntry::Kind::symlink;
-  out += fmt::format("{} {} {}\n", racy_from.s, racy_from.ns, count);
+  fmt::format_to(std::back_inserter(out), "{} {} {}\n", racy_from.s, racy_from.ns, count);
   for (const auto& e : entries) {
     if (e.kind == LocalEntry::Kind::symlink) continue;
     const FileStat& f = e.stat;
     out += e.path;
     out += '\0';
-    fmt::format_to(std::back_inserter(out), "{} {} {} {} {} {} {} {} {}\n", f.dev, f.ino, f.mode, f.size, f.mtime_s,
-                   f.mtime_ns, f.ctime_s, f.ctime_ns, e.digest);
+    put_number(out, f.dev, ' ');
+    put_number(out, f.ino, ' ');
+    put_number(out, f.mode, ' ');
+    put_number(out, f.size, ' ');
+    put_number(out, f.mtime_s, ' ');
+    put_number(out, f.mtime_ns, ' ');
+    put_number(out, f.ctime_s, ' ');
+    put_number(out, f.ctime_ns, ' ');
+    out += e.digest;
+    out += '\n';
+  }
+  if (!ignore) {
+    out += "ignore -\n";
+  } else {
+    fmt::format_to(std::back_inserter(out), "ignore {} {}\n", ignore->folders->size(), ignore->ignored->size());
+    for (const auto& f : *ignore->folders) {
+      out += f.rel;
+      out += '\0';
+      out += f.gitignore;
+      out += '\0';
+      out += f.scope;
+      out += '\n';
+    }
+    for (const auto& i : *ignore->ignored) {
+      out += i.rel;
+      out += '\0';
+      out += i.dir ? "d\n" : "f\n";
+    }
   }
   std::string sum = sha256_hex(out);
   out += kCacheEnd;
@@ -352,6 +221,13 @@ bool is_digest(std::string_view d) {
 
 bool valid_ns(std::int64_t ns) { return ns >= 0 && ns < 1'000'000'000; }
 
+// RuleInputs' text of one file: digits, spaces and "-", "!", ">".
+bool is_rule_state(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= '0' && c <= '9') || c == ' ' || c == '-' || c == '!' || c == '>';
+  });
+}
+
 std::optional<ParsedCache> parse_cache(std::string_view bytes, const fs::path& root) {
   // The checksum first: a truncated or damaged file is refused whole, not half used.
   const std::size_t trailer = kCacheEnd.size() + 64 + 1;
@@ -377,7 +253,7 @@ std::optional<ParsedCache> parse_cache(std::string_view bytes, const fs::path& r
     CachedFile f;
     auto path = r.until('\0');
     if (!path || path->empty()) return std::nullopt;
-    f.path = std::string(*path);
+    f.path = *path;
     if (!out.files.empty() && !(out.files.back().path < f.path)) return std::nullopt;  // sorted, no duplicate
     auto dev = r.number<std::uint64_t>(' '), ino = r.number<std::uint64_t>(' ');
     auto mode = r.number<std::uint32_t>(' ');
@@ -388,8 +264,32 @@ std::optional<ParsedCache> parse_cache(std::string_view bytes, const fs::path& r
     if (!dev || !ino || !mode || !size || !ms || !mns || !cs || !cns || !digest) return std::nullopt;
     if (!valid_ns(*mns) || !valid_ns(*cns) || !is_digest(*digest)) return std::nullopt;
     f.stat = {*dev, *ino, *mode, *size, *ms, *mns, *cs, *cns};
-    f.digest = std::string(*digest);
-    out.files.push_back(std::move(f));
+    f.digest = *digest;
+    out.files.push_back(f);
+  }
+  if (!r.literal("ignore ")) return std::nullopt;
+  if (r.literal("-\n")) return r.left() == 0 ? std::optional(std::move(out)) : std::nullopt;
+  auto folders = r.number<std::uint64_t>(' '), ignored = r.number<std::uint64_t>('\n');
+  // At least 5 bytes a folder ("", its separators, "-" twice), 4 an ignored entry.
+  if (!folders || !ignored || *folders > r.left() / 5 || *ignored > r.left() / 4) return std::nullopt;
+  out.decisions = true;
+  out.folders.reserve(static_cast<std::size_t>(*folders));
+  for (std::uint64_t i = 0; i < *folders; ++i) {
+    auto rel = r.until('\0');
+    auto gitignore = r.until('\0');
+    auto scope = r.until('\n');
+    if (!rel || !gitignore || !scope || !is_rule_state(*gitignore) || (*scope != "-" && !is_digest(*scope)))
+      return std::nullopt;
+    if (!out.folders.empty() && !(out.folders.back().rel < *rel)) return std::nullopt;
+    out.folders.push_back({*rel, *gitignore, *scope});
+  }
+  out.ignored.reserve(static_cast<std::size_t>(*ignored));
+  for (std::uint64_t i = 0; i < *ignored; ++i) {
+    auto rel = r.until('\0');
+    auto kind = r.until('\n');
+    if (!rel || rel->empty() || !kind || (*kind != "d" && *kind != "f")) return std::nullopt;
+    if (!out.ignored.empty() && !(out.ignored.back().rel < *rel)) return std::nullopt;
+    out.ignored.push_back({*rel, *kind == "d"});
   }
   if (r.left() != 0) return std::nullopt;
   return out;
@@ -399,6 +299,495 @@ StatTime scan_start_racy_bound() {
   timespec now{};
   ::clock_gettime(CLOCK_REALTIME, &now);
   return {static_cast<std::int64_t>(now.tv_sec) - kTimestampSlackSeconds, static_cast<std::int64_t>(now.tv_nsec)};
+}
+
+// ---- the walk ---------------------------------------------------------------------------------
+
+// What stat(2) says of the files an ignore decision reads (.gitignore files, info/exclude, the
+// excludes file), as text ("-" absent, "!<errno>" unreadable; a link's stat followed by "> " and
+// its target's), and their timestamps for the racy rule.
+struct RuleInputs {
+  std::string text;
+  std::vector<StatTime> times;
+
+  void add_lstat(const fs::path& p, const struct stat& st) {
+    add_stat(st);
+    if (S_ISLNK(st.st_mode)) {  // git reads what it names
+      text += " > ";
+      struct stat target {};
+      if (::stat(p.c_str(), &target) != 0) add_missing(errno);
+      else add_stat(target);
+    }
+  }
+  void add_file(const fs::path& p) {
+    struct stat st {};
+    if (::lstat(p.c_str(), &st) != 0) add_missing(errno);
+    else add_lstat(p, st);
+  }
+
+ private:
+  void add_stat(const struct stat& st) {
+    const FileStat f = file_stat(st);
+    fmt::format_to(std::back_inserter(text), "{} {} {} {} {} {} {} {}", f.mode, f.dev, f.ino, f.size, f.mtime_s,
+                   f.mtime_ns, f.ctime_s, f.ctime_ns);
+    times.push_back({f.mtime_s, f.mtime_ns});
+    times.push_back({f.ctime_s, f.ctime_ns});
+  }
+  void add_missing(int err) {
+    if (err == ENOENT || err == ENOTDIR) text += "-";
+    else fmt::format_to(std::back_inserter(text), "!{}", err);
+  }
+};
+
+// The repository whose ignore rules apply below `workdir`.
+struct RepoScope {
+  git_repository* repo = nullptr;
+  fs::path workdir;  // canonical
+};
+
+// The rule inputs of one repository other than the .gitignore files of the folders walked: its
+// work tree, info/exclude, the config values that change matching, the excludes file they name
+// (else git's default in $XDG_CONFIG_HOME or $HOME), the library's own rules (its version), and
+// `above`: the folders from the work tree down to the scanned root's parent (the root is inside
+// the repository), whose .gitignore files apply too. As libgit2 resolves them:
+// libgit2/libgit2@01ca0bb208febaba407a3edccb7ffbb552ad0c17:src/libgit2/ignore.c (git_ignore__for_path),
+// libgit2/libgit2@419948ef23c92cdfd27dcbc3b865bfee7df55bb6:src/libgit2/attrcache.c (attr_cache__lookup_path).
+std::string scope_inputs(git_repository* repo, const fs::path& workdir, const fs::path& below, RuleInputs& in) {
+  int major = 0, minor = 0, rev = 0;
+  git_libgit2_version(&major, &minor, &rev);
+  in.text += fmt::format("archbuild ignore inputs 1\nlibgit2 {}.{}.{}\nworkdir {}\nexclude ", major, minor, rev,
+                         workdir.string());
+  const char* common = git_repository_commondir(repo);
+  in.add_file(fs::path(common ? common : "") / "info" / "exclude");
+  auto env = [](const char* name) -> std::optional<std::string> {
+    const char* v = std::getenv(name);
+    return v ? std::optional<std::string>(v) : std::nullopt;
+  };
+  const auto home = env("HOME"), xdg = env("XDG_CONFIG_HOME");
+  in.text += fmt::format("\nHOME {}\nXDG_CONFIG_HOME {}\n", home.value_or("-"), xdg.value_or("-"));
+  std::optional<std::string> excludes, ignorecase;
+  git_config* raw = nullptr;
+  if (git_repository_config_snapshot(&raw, repo) == 0) {
+    Config cfg(raw);
+    const char* v = nullptr;
+    if (git_config_get_string(&v, cfg.get(), "core.excludesfile") == 0 && v) excludes = v;
+    if (git_config_get_string(&v, cfg.get(), "core.ignorecase") == 0 && v) ignorecase = v;
+  } else {
+    in.text += "config unreadable\n";
+  }
+  in.text += fmt::format("core.ignorecase {}\ncore.excludesfile {}\n", ignorecase ? text::quoted(*ignorecase) : "-",
+                         excludes ? text::quoted(*excludes) : "-");
+  std::vector<fs::path> files;
+  if (excludes) {
+    files.push_back(excludes->starts_with("~/") ? fs::path(home.value_or("")) / excludes->substr(2) : fs::path(*excludes));
+  } else {
+    if (xdg) files.push_back(fs::path(*xdg) / "git/ignore");
+    if (home) files.push_back(fs::path(*home) / ".config/git/ignore");
+  }
+  for (const auto& f : files) {
+    std::error_code ec;
+    fs::path abs = fs::absolute(f, ec);
+    in.text += "file " + abs.string() + " ";
+    in.add_file(abs);
+    in.text += "\n";
+  }
+  fs::path rel = below.lexically_relative(workdir);
+  if (!rel.empty() && rel != "." && !rel.string().starts_with("..")) {
+    fs::path folder = workdir;
+    for (const auto& part : rel) {
+      in.text += "above " + folder.string() + " ";
+      in.add_file(folder / ".gitignore");
+      in.text += "\n";
+      folder /= part;
+    }
+  }
+  return sha256_hex(in.text);
+}
+
+class Walker {
+ public:
+  // With `known` (a valid cache's decisions), the ignore decision of each file and folder the
+  // cache names is taken from it, not asked of libgit2; scan_local_tree checks afterwards that
+  // they stand (decisions_hold).
+  Walker(fs::path root, const ParsedCache* known) : root_(std::move(root)), known_(known) {}
+
+  Result<Ok> walk() {
+    init_libgit2();
+    git_repository* raw = nullptr;
+    std::string root_scope = "-";
+    // The tree may be a folder inside a repository (examples/minitorch in archbuild's own).
+    if (git_repository_open_ext(&raw, root_.c_str(), 0, nullptr) == 0 && !git_repository_is_bare(raw)) {
+      repos_.emplace_back(raw);
+      std::error_code ec;
+      fs::path wd = fs::canonical(git_repository_workdir(raw), ec);
+      scope_stack_.push_back({raw, wd});
+      root_scope = scope_digest(raw, wd, root_);
+      git_ = true;
+      git_oid oid;
+      if (git_reference_name_to_id(&oid, raw, "HEAD") == 0) {
+        head_ = oid_hex(oid);
+        git_commit* c = nullptr;
+        if (git_commit_lookup(&c, raw, &oid) == 0) {
+          commit_time_ = git_commit_time(c);
+          git_commit_free(c);
+        }
+      }
+    } else if (raw) {
+      git_repository_free(raw);
+    }
+    // The root and every folder above it count as being walked: a link back to any of them
+    // (`up -> /home/me`) would walk the tree again inside itself.
+    for (fs::path p = root_;; p = p.parent_path()) {
+      if (auto id = folder_id(p)) on_path_.push_back(*id);
+      if (p == p.parent_path()) break;
+    }
+    if (known_) entries.reserve(known_->files.size() + 256);
+    bool used = false;
+    if (auto r = walk_dir(root_, "", root_, std::move(root_scope), used); !r) return r;
+    std::sort(folders.begin(), folders.end(), [](const auto& a, const auto& b) { return a.rel < b.rel; });
+    std::sort(ignored_entries.begin(), ignored_entries.end(), [](const auto& a, const auto& b) { return a.rel < b.rel; });
+    return Ok{};
+  }
+
+  bool optimistic() const { return known_ != nullptr; }
+
+  std::vector<LocalEntry> entries;
+  std::vector<FolderRecord> folders;           // every folder walked
+  std::vector<IgnoredRecord> ignored_entries;  // every file and folder the rules left out
+  std::vector<StatTime> rule_times;            // of every rule file read (RuleInputs)
+  std::size_t reused = 0, asked = 0;           // decisions taken from `known`, asked of libgit2
+  bool git_ = false;
+  std::optional<std::string> head_;
+  std::optional<std::int64_t> commit_time_;
+
+ private:
+  enum class Kind { file, dir, link };
+
+  std::string scope_digest(git_repository* repo, const fs::path& workdir, const fs::path& below) {
+    RuleInputs in;
+    std::string digest = scope_inputs(repo, workdir, below, in);
+    rule_times.insert(rule_times.end(), in.times.begin(), in.times.end());
+    return digest;
+  }
+
+  // `lexical`: the entry's folder as the user sees it (for libgit2's rules; below a followed link
+  // it differs from where the files are read).
+  bool ignored(const std::string& rel, Kind kind, const fs::path& lexical, const std::string& name, bool& used_known) {
+    if (scope_stack_.empty()) return false;
+    const bool dir = kind == Kind::dir;
+    // A link is always asked: libgit2 takes it for a folder when what it names is one, which
+    // no rule file records.
+    if (known_ && kind != Kind::link)
+      if (auto d = known_->decision(rel, dir)) {
+        used_known = true;
+        ++reused;
+        if (*d) ignored_entries.push_back({rel, dir});
+        return *d;
+      }
+    ++asked;
+    const RepoScope& s = scope_stack_.back();
+    std::string scoped = (lexical / name).lexically_relative(s.workdir).generic_string();
+    if (scoped.empty() || scoped.starts_with("..")) return false;
+    if (dir) scoped += "/";
+    int ig = 0;
+    if (git_ignore_path_is_ignored(&ig, s.repo, scoped.c_str()) != 0) return false;
+    if (ig != 0 && kind != Kind::link) ignored_entries.push_back({rel, dir});
+    return ig != 0;
+  }
+
+  // A folder's identity (device, inode): the same folder reached by two paths is one.
+  static std::optional<std::pair<dev_t, ino_t>> folder_id(const fs::path& p) {
+    struct stat st {};
+    if (::stat(p.c_str(), &st) != 0) return std::nullopt;
+    return std::pair{st.st_dev, st.st_ino};
+  }
+
+  struct Children {
+    std::vector<std::string> names;
+    std::vector<struct stat> stats;  // names[i]'s
+  };
+
+  // The folder's entries but `.git`, sorted by name, each lstat'ed (relative to the folder's
+  // descriptor: no path walk from the root per file); whether it has a `.git`.
+  static Result<Children> list(DIR* d, const fs::path& dir, bool& has_git) {
+    Children out;
+    for (;;) {
+      errno = 0;
+      const dirent* de = ::readdir(d);
+      if (!de) {
+        if (errno != 0)
+          return Error::bad_input(fmt::format("cannot read the folder {}: {}", dir.string(), std::strerror(errno)));
+        break;
+      }
+      std::string_view name = de->d_name;
+      if (name == "." || name == "..") continue;
+      if (name == ".git") {
+        has_git = true;
+        continue;
+      }
+      out.names.emplace_back(name);
+    }
+    std::sort(out.names.begin(), out.names.end());
+    out.stats.resize(out.names.size());
+    for (std::size_t i = 0; i < out.names.size(); ++i)
+      if (::fstatat(::dirfd(d), out.names[i].c_str(), &out.stats[i], AT_SYMLINK_NOFOLLOW) != 0)
+        return Error::bad_input(fmt::format("cannot stat {}: {}", (dir / out.names[i]).string(), std::strerror(errno)));
+    return out;
+  }
+
+  // `dir`: where the files are read; `rel`: their path in the tree; `lexical`: where they are in
+  // the tree as the user sees it (differs from dir below a followed link). `scope`: the folder's
+  // record of the rules that start there (the root's, computed by walk). `used_known` is set when
+  // a decision in it or below came from the cache. `parent_fd`, `name`: the folder opened
+  // relative to its parent's (still open) descriptor, where it is one the walk listed.
+  Result<Ok> walk_dir(const fs::path& dir, const std::string& rel, const fs::path& lexical, std::string scope,
+                      bool& used_known, int parent_fd = -1, const char* name = nullptr) {
+    std::error_code ec;
+    int fd = parent_fd >= 0 ? ::openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW)
+                            : ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR* d = fd >= 0 ? ::fdopendir(fd) : nullptr;
+    if (!d) {
+      int err = errno;
+      if (fd >= 0) ::close(fd);
+      return Error::bad_input(fmt::format("cannot read the folder {}: {}", dir.string(), std::strerror(err)));
+    }
+    struct Close {
+      DIR* d;
+      ~Close() { ::closedir(d); }
+    } close{d};
+    // The folders being walked, root to here: a followed link is checked against them.
+    bool entered = false;
+    struct stat self {};
+    if (!rel.empty() && ::fstat(fd, &self) == 0) {
+      on_path_.push_back({self.st_dev, self.st_ino});
+      entered = true;
+    }
+    struct Leave {
+      std::vector<std::pair<dev_t, ino_t>>& stack;
+      bool entered;
+      ~Leave() {
+        if (entered) stack.pop_back();
+      }
+    } leave{on_path_, entered};
+    bool has_git = false;
+    auto children = list(d, dir, has_git);
+    if (!children) return children.error();
+    // A checked-out submodule (or nested repository): its own ignore rules below it.
+    bool pushed = false;
+    if (!rel.empty() && has_git) {
+      git_repository* sub = nullptr;
+      if (git_repository_open(&sub, dir.c_str()) == 0) {
+        repos_.emplace_back(sub);
+        fs::path wd = fs::canonical(dir, ec);
+        scope_stack_.push_back({sub, wd});
+        scope = scope_digest(sub, wd, wd);
+        pushed = true;
+      }
+    }
+    FolderRecord record{rel, "-", std::move(scope)};
+    bool used = false;
+    for (std::size_t i = 0; i < children->names.size(); ++i) {
+      const std::string& child = children->names[i];
+      const struct stat& st = children->stats[i];
+      std::string child_rel;
+      child_rel.reserve(rel.size() + 1 + child.size());
+      if (!rel.empty()) (child_rel += rel) += '/';
+      child_rel += child;
+      if (child == ".gitignore") {  // an input of every decision below: its state, from the lstat made anyway
+        RuleInputs in;
+        in.add_lstat(dir / child, st);
+        record.gitignore = std::move(in.text);
+        rule_times.insert(rule_times.end(), in.times.begin(), in.times.end());
+      }
+      if (S_ISLNK(st.st_mode)) {
+        if (ignored(child_rel, Kind::link, lexical, child, used)) continue;
+        if (auto r = add_link(dir / child, child_rel, lexical / child, used); !r) return r.error();
+        continue;
+      }
+      if (S_ISDIR(st.st_mode)) {
+        if (ignored(child_rel, Kind::dir, lexical, child, used)) continue;
+        if (auto r = walk_dir(dir / child, child_rel, lexical / child, "-", used, fd, child.c_str()); !r)
+          return r.error();
+        continue;
+      }
+      if (!S_ISREG(st.st_mode)) continue;  // sockets, fifos: not source
+      if (ignored(child_rel, Kind::file, lexical, child, used)) continue;
+      add_file("", std::move(child_rel), st);  // read from the root at its path
+    }
+    if (pushed) scope_stack_.pop_back();
+    record.used_known = used;
+    used_known = used_known || used;
+    folders.push_back(std::move(record));
+    return Ok{};
+  }
+
+  void add_file(std::string from, std::string rel, const struct stat& st) {
+    bool exec = (st.st_mode & S_IXUSR) != 0;
+    entries.push_back({std::move(rel), std::move(from), exec ? LocalEntry::Kind::executable : LocalEntry::Kind::file, "",
+                       file_stat(st), ""});
+  }
+
+  Result<Ok> add_link(const fs::path& link, const std::string& rel, const fs::path& lexical, bool& used_known) {
+    std::error_code ec;
+    fs::path target = fs::read_symlink(link, ec);
+    if (ec) return Error::bad_input(fmt::format("cannot read the link {}: {}", link.string(), ec.message()));
+    // Inside the tree (relative, and resolving below the root): kept as a link.
+    fs::path resolved = (lexical.parent_path() / target).lexically_normal();
+    bool inside = target.is_relative() && !resolved.lexically_relative(root_).string().starts_with("..");
+    if (inside) {
+      entries.push_back({rel, link.string(), LocalEntry::Kind::symlink, target.string(), {}, ""});
+      return Ok{};
+    }
+    fs::path real = fs::canonical(link, ec);
+    if (ec)
+      return Error::bad_input(fmt::format("--source: the link {} leaves the tree and points to nothing ({}): {}",
+                                          text::quoted(rel), text::quoted(target.string()), ec.message()));
+    auto st = fs::status(real, ec);
+    if (fs::is_directory(st)) {
+      // Copied once, as its content; a link to a folder it is itself inside would never end.
+      auto id = folder_id(real);
+      if (id && std::find(on_path_.begin(), on_path_.end(), *id) != on_path_.end())
+        return Error::bad_input(fmt::format(
+            "--source: the link {} points to {}, a folder that contains the link: a cycle (make it a relative link "
+            "inside the tree, or remove it)",
+            text::quoted(rel), text::quoted(real.string())));
+      // Another link to a folder already copied: a link to that copy (linear work, not one walk
+      // per path to it).
+      if (id)
+        if (auto it = followed_.find(*id); it != followed_.end()) {
+          std::string to = fs::path(it->second).lexically_relative(fs::path(rel).parent_path()).generic_string();
+          entries.push_back({rel, link.string(), LocalEntry::Kind::symlink, to, {}, ""});
+          return Ok{};
+        }
+      if (id) followed_.emplace(*id, rel);
+      return walk_dir(real, rel, lexical, "-", used_known);
+    }
+    if (fs::is_regular_file(st)) {
+      struct stat real_st {};
+      if (::stat(real.c_str(), &real_st) != 0)
+        return Error::bad_input(fmt::format("cannot stat {}: {}", real.string(), std::strerror(errno)));
+      add_file(real.string(), rel, real_st);
+    }
+    return Ok{};
+  }
+
+  fs::path root_;
+  const ParsedCache* known_ = nullptr;
+  std::vector<Repo> repos_;
+  std::vector<RepoScope> scope_stack_;
+  std::vector<std::pair<dev_t, ino_t>> on_path_;
+  std::map<std::pair<dev_t, ino_t>, std::string> followed_;  // a folder outside, copied at this path
+};
+
+// Whether the decisions an optimistic walk took from `known` are git's. git's decision for an
+// entry is a function of its path, its kind (folder or not) and its repository's rule inputs
+// only: the .gitignore of every folder from the work tree down to the entry's, info/exclude, the
+// excludes file and the config values that change matching, libgit2's own rules (its version).
+// A decision taken from the cache was recorded by a walk that reached the same path with the
+// same kind (ParsedCache::decision), so it stands when every folder above it was walked by that
+// walk with the same .gitignore state and the same repository's inputs starting there (the
+// scope's digest holds the rest, `above` the root included), and when no rule file is racily
+// recent (written at or after the recording scan's racy bound: an edit within the timestamps'
+// granularity would keep its stat). Folders new to this walk whose subtree took nothing from
+// the cache do not matter: libgit2 decided everything in them.
+bool decisions_hold(const ParsedCache& known, const Walker& w) {
+  for (const auto& t : w.rule_times)
+    if (!(t < known.racy_from)) return false;
+  for (const auto& f : w.folders) {
+    const KnownFolder* k = known.folder(f.rel);
+    if (!k) {
+      if (f.used_known) return false;
+      continue;
+    }
+    if (k->gitignore != f.gitignore || k->scope != f.scope) return false;
+  }
+  return true;
+}
+
+// Whether a scan that read no file and whose walk's decisions stood would write `previous`'s bytes
+// again: the same folder, every file's record used (so the same paths, stats and digests), the
+// same folders and left-out entries.
+bool same_records(const ParsedCache& previous, bool same_root, std::size_t reused, const Walker& w) {
+  if (!same_root || !previous.decisions || reused != previous.files.size()) return false;
+  if (w.folders.size() != previous.folders.size() || w.ignored_entries.size() != previous.ignored.size()) return false;
+  for (std::size_t i = 0; i < w.folders.size(); ++i) {
+    const auto& a = w.folders[i];
+    const auto& b = previous.folders[i];
+    if (a.rel != b.rel || a.gitignore != b.gitignore || a.scope != b.scope) return false;
+  }
+  for (std::size_t i = 0; i < w.ignored_entries.size(); ++i)
+    if (w.ignored_entries[i].rel != previous.ignored[i].rel || w.ignored_entries[i].dir != previous.ignored[i].dir)
+      return false;
+  return true;
+}
+
+fs::path content_path(const fs::path& root, const LocalEntry& e) { return e.from.empty() ? root / e.path : fs::path(e.from); }
+
+// The hash of one entry's content (a link: its target text). One buffer for the whole scan: a
+// fresh zeroed megabyte per file cost more than hashing the small files of a header tree.
+Result<std::string> entry_digest(const fs::path& root, const LocalEntry& e, std::uint64_t* bytes) {
+  if (e.kind == LocalEntry::Kind::symlink) return sha256_hex(e.link_target);
+  // O_NONBLOCK and fstat (paths::open_regular_file): a FIFO swapped in after the walk is refused.
+  const fs::path from = content_path(root, e);
+  auto fd = paths::open_regular_file(from, "source file");
+  if (!fd) return fd.error();
+  thread_local std::vector<char> buf(1 << 20);
+  Sha256 h;
+  for (;;) {
+    ssize_t n = ::read(*fd, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int err = errno;
+      ::close(*fd);
+      return Error::bad_input(fmt::format("cannot read {}: {}", from.string(), std::strerror(err)));
+    }
+    if (n == 0) break;
+    h.update(buf.data(), static_cast<std::size_t>(n));
+    if (bytes) *bytes += static_cast<std::uint64_t>(n);
+  }
+  ::close(*fd);
+  return h.hex();
+}
+
+// The tree hash, its lines gathered and hashed in blocks (a hash update per line cost more than
+// the hashing on a tree of small files).
+class TreeHash {
+ public:
+  TreeHash() {
+    buf_.reserve(kBlock + 4096);
+    buf_ += "archbuild local tree v1\n";
+  }
+  // One line; NUL cannot occur in a path.
+  void line(const LocalEntry& e, const char* kind, const std::string& digest) {
+    buf_ += e.path;
+    buf_ += '\0';
+    buf_ += kind;
+    buf_ += '\0';
+    buf_ += digest;
+    buf_ += '\n';
+    if (buf_.size() >= kBlock) {
+      sha_.update(buf_);
+      buf_.clear();
+    }
+  }
+  std::string hex() {
+    sha_.update(buf_);
+    return sha_.hex();
+  }
+
+ private:
+  static constexpr std::size_t kBlock = 64 << 10;
+  Sha256 sha_;
+  std::string buf_;
+};
+
+const char* kind_name(LocalEntry::Kind k) {
+  switch (k) {
+    case LocalEntry::Kind::file: return "file";
+    case LocalEntry::Kind::executable: return "exec";
+    case LocalEntry::Kind::symlink: return "link";
+  }
+  return "file";
 }
 
 }  // namespace
@@ -416,19 +805,31 @@ Result<LocalTree> scan_local_tree(const fs::path& dir, std::string_view what, Tr
   if (ec) return Error::bad_input(fmt::format("cannot resolve {}: {}", dir.string(), ec.message()));
   // Taken before the first stat: a file written after it is never trusted from this scan's record.
   const StatTime racy_from = scan_start_racy_bound();
-  Walker w(t.root);
-  if (auto r = w.walk(); !r) return r.error();
-  t.entries = std::move(w.entries);
-  std::sort(t.entries.begin(), t.entries.end(), [](const auto& a, const auto& b) { return a.path < b.path; });
-  t.git = w.git_;
-  t.head = w.head_;
-  t.commit_time = w.commit_time_;
   std::optional<ParsedCache> previous;
   if (cache) {
-    cache->reused = cache->rehashed = 0;
+    cache->reused = cache->rehashed = cache->ignore_reused = cache->ignore_asked = 0;
+    cache->rewalked = cache->unchanged = false;
+    cache->next.clear();
     if (cache->previous) previous = parse_cache(*cache->previous, cache->recorded_root.value_or(t.root));
     cache->previous_valid = previous.has_value();
   }
+  // The walk takes the recorded ignore decisions where it can (libgit2 rebuilds its rule stack
+  // for every path it is asked about: most of a repeat's time); if the rule inputs changed since,
+  // it is made again asking libgit2 about every entry.
+  std::optional<Walker> w;
+  w.emplace(t.root, previous && previous->decisions ? &*previous : nullptr);
+  if (auto r = w->walk(); !r) return r.error();
+  bool rewalked = false;
+  if (w->optimistic() && !decisions_hold(*previous, *w)) {
+    rewalked = true;
+    w.emplace(t.root, nullptr);
+    if (auto r = w->walk(); !r) return r.error();
+  }
+  t.entries = std::move(w->entries);
+  std::sort(t.entries.begin(), t.entries.end(), [](const auto& a, const auto& b) { return a.path < b.path; });
+  t.git = w->git_;
+  t.head = w->head_;
+  t.commit_time = w->commit_time_;
   // Both lists are sorted by path: one merge finds each file's record.
   std::size_t next_record = 0;
   auto recorded = [&](const std::string& path) -> const CachedFile* {
@@ -437,8 +838,7 @@ Result<LocalTree> scan_local_tree(const fs::path& dir, std::string_view what, Tr
     while (next_record < files.size() && files[next_record].path < path) ++next_record;
     return next_record < files.size() && files[next_record].path == path ? &files[next_record] : nullptr;
   };
-  Sha256 all;
-  all.update("archbuild local tree v1\n");
+  TreeHash all;
   for (auto& e : t.entries) {
     const CachedFile* r = e.kind == LocalEntry::Kind::symlink ? nullptr : recorded(e.path);
     if (r && stat_cache_usable(r->stat, e.stat, previous->racy_from)) {
@@ -446,15 +846,32 @@ Result<LocalTree> scan_local_tree(const fs::path& dir, std::string_view what, Tr
       t.bytes += e.stat.size;
       if (cache) ++cache->reused;
     } else {
-      auto d = entry_digest(e, &t.bytes);
+      auto d = entry_digest(t.root, e, &t.bytes);
       if (!d) return d.error();
       e.digest = std::move(*d);
       if (cache && e.kind != LocalEntry::Kind::symlink) ++cache->rehashed;
     }
-    all.update(hash_line(e, kind_name(e.kind), e.digest));
+    all.line(e, kind_name(e.kind), e.digest);
   }
   t.content_hash = all.hex();
-  if (cache) cache->next = serialize_cache(t.root, racy_from, t.entries);
+  if (cache) {
+    cache->ignore_reused = w->reused;
+    cache->ignore_asked = w->asked;
+    cache->rewalked = rewalked;
+    // Nothing read again, the rules' inputs as recorded and the same records: the previous bytes
+    // are what this scan would write (under their own bound, which every record passed).
+    cache->unchanged = previous && cache->rehashed == 0 && !rewalked &&
+                       same_records(*previous, cache->recorded_root.value_or(t.root) == t.root, cache->reused, *w);
+    if (!cache->unchanged) {
+      const IgnoreRecord ignore{&w->folders, &w->ignored_entries};
+      std::string buffer;
+      if (cache->previous) {  // no longer read (`previous`'s views are not used past here)
+        buffer = std::move(*cache->previous);
+        cache->previous.reset();
+      }
+      cache->next = serialize_cache(t.root, racy_from, t.entries, &ignore, std::move(buffer));
+    }
+  }
   return t;
 }
 
@@ -596,14 +1013,13 @@ Result<fs::path> copy_local_tree(const LocalTree& tree, const fs::path& target, 
   };
   std::vector<LocalEntry> copies;
   copies.reserve(tree.entries.size());
-  Sha256 all;
-  all.update("archbuild local tree v1\n");
+  TreeHash all;
   for (const auto& e : tree.entries) {
     if (cancelled && cancelled()) return fail("the copy of the source tree was interrupted");
     fs::path to = tmp / e.path;
     auto h = held.find(e.path);
     LocalEntry copied = e;
-    copied.from = to;
+    copied.from = to.string();
     copied.stat = {};
     if (e.kind == LocalEntry::Kind::symlink) {
       if (h != held.end() && h->second.link_target == e.link_target) {
@@ -625,7 +1041,7 @@ Result<fs::path> copy_local_tree(const LocalTree& tree, const fs::path& target, 
         if (r && stat_cache_usable(r->stat, h->second.stat, recorded->racy_from)) {
           keep = r->digest == e.digest;
         } else {
-          auto d = entry_digest(copied, nullptr);
+          auto d = entry_digest(tree.root, copied, nullptr);
           keep = d && *d == e.digest;
         }
       }
@@ -638,12 +1054,12 @@ Result<fs::path> copy_local_tree(const LocalTree& tree, const fs::path& target, 
         fs::remove(to, ec);
         if (fs::is_directory(fs::symlink_status(to, ec))) fs::remove_all(to, ec);  // a folder where the file goes
         fs::create_directories(to.parent_path(), ec);
-        if (auto c = clone_or_copy(e.from, to); !c) return fail(c.error().message);
+        if (auto c = clone_or_copy(content_path(tree.root, e), to); !c) return fail(c.error().message);
         fs::permissions(to, fs::perms(perms), ec);
         if (ec) return fail(fmt::format("cannot set the mode of {}: {}", to.string(), ec.message()));
         // The copy is hashed again: an edit during the scan would otherwise build other sources
         // than the key names.
-        auto d = entry_digest(copied, nullptr);
+        auto d = entry_digest(tree.root, copied, nullptr);
         if (!d) return fail(d.error().message);
         copied.digest = std::move(*d);
         struct stat st {};
@@ -652,7 +1068,7 @@ Result<fs::path> copy_local_tree(const LocalTree& tree, const fs::path& target, 
       }
     }
     if (e.kind == LocalEntry::Kind::symlink) copied.digest = sha256_hex(e.link_target);
-    all.update(hash_line(e, kind_name(e.kind), copied.digest));
+    all.line(e, kind_name(e.kind), copied.digest);
     copies.push_back(std::move(copied));
   }
   // Folders left empty by what went away (a fresh copy has only the folders of its files).
@@ -666,7 +1082,7 @@ Result<fs::path> copy_local_tree(const LocalTree& tree, const fs::path& target, 
   if (reuse) {
     std::error_code cec;
     fs::path root = fs::canonical(target, cec);
-    reuse->cache.next = cec ? std::string() : serialize_cache(root, racy_from, copies);
+    reuse->cache.next = cec ? std::string() : serialize_cache(root, racy_from, copies, nullptr);
   }
   return target;
 }

@@ -31,7 +31,7 @@ struct FileStat {
 
 struct LocalEntry {
   std::string path;                   // relative, '/'-separated
-  std::filesystem::path from;         // where its content is read (a followed link's target)
+  std::string from;                   // where its content is read (a followed link's target); empty: root/path
   enum class Kind { file, executable, symlink } kind = Kind::file;
   std::string link_target;            // for symlink
   FileStat stat;                      // of `from` (a file; zero for a symlink)
@@ -55,12 +55,24 @@ struct LocalTree {
 // A file's recorded digest is used only while its whole FileStat is unchanged and its mtime and
 // ctime are older than the recording scan's start by more than a timestamp's granularity
 // (`stat_cache_usable`); every other file is read. The content hash is the same value either way.
+// The cache also keeps the walk's ignore decisions (git's rules: which files and folders are left
+// out) with the state of every input of them (the .gitignore files, info/exclude, the excludes
+// file, the config values that change matching, each repository's, the library's version): the
+// next walk takes each decision the cache names from it, and checks at the end that no input
+// changed (a rule file racily recent counts as changed); if one did, it walks again asking
+// libgit2 about every entry. The files are the same set either way. When nothing changed, the
+// scan would write `previous` byte for byte: `unchanged`, and `next` is left empty (not written).
 struct TreeStatCache {
-  std::optional<std::string> previous;  // the cache file's bytes; none when there is none
-  std::string next;                     // the cache to keep, after a successful scan
+  std::optional<std::string> previous;  // the cache file's bytes; none when there is none (a scan
+                                        // that writes `next` takes its buffer: then none after)
+  std::string next;                     // the cache to keep, after a successful scan (empty when `unchanged`)
   std::size_t reused = 0;               // files whose recorded digest was used
   std::size_t rehashed = 0;             // files read and hashed
   bool previous_valid = false;          // `previous` parsed, for this folder
+  std::size_t ignore_reused = 0;        // ignore decisions taken from `previous`
+  std::size_t ignore_asked = 0;         // ignore decisions asked of libgit2 (in the walk that stood)
+  bool rewalked = false;                // the rules' inputs changed: walked again, asking libgit2
+  bool unchanged = false;               // `previous` is what the scan would write: nothing to write
   // The folder `previous` was recorded for, when the folder was moved since (archbuild's own
   // copy renamed to a new key's place: rename keeps every file's stat); else the folder scanned.
   std::optional<std::filesystem::path> recorded_root;

@@ -19,7 +19,8 @@ Result<source::LocalTree> scan_local_tree_cached(const store::Layout* layout, co
   bool cached = layout && !ec;
   if (cached) cache.previous = store::read_tree_stat_cache(*layout, root);
   auto tree = source::scan_local_tree(dir, what, cached ? &cache : nullptr);
-  if (tree && cached && (cache.rehashed > 0 || !cache.previous_valid)) {
+  // Not written again when it would be the same bytes (a repeat with nothing changed).
+  if (tree && cached && !cache.unchanged) {
     // The scan resolved the same folder; its root is the name the cache is kept under.
     if (auto w = store::write_tree_stat_cache(*layout, tree->root, cache.next); !w && warn)
       warn(fmt::format("the stat cache of {} was not written ({}); the next run reads every file again",

@@ -15,7 +15,7 @@
 namespace archbuild::stages {
 
 // source::scan_local_tree with the folder's cache: read (untrusted) before, written atomically
-// after when the scan read any file or found no usable cache. Without a layout (no cache
+// after unless its bytes are the ones read (nothing changed). Without a layout (no cache
 // directory) every file is read. A cache that cannot be written is said through `warn` (the
 // next scan reads everything again); it never fails the scan.
 Result<source::LocalTree> scan_local_tree_cached(const store::Layout* layout, const std::filesystem::path& dir,

@@ -106,25 +106,27 @@ Result<Ok> AtomicFile::write(const void* data, std::size_t size) {
   return Ok{};
 }
 
-Result<Ok> AtomicFile::commit() {
+Result<Ok> AtomicFile::commit(Durability durability) {
   if (fd_ < 0) return Error::build_failed(fmt::format("{}: committed twice", target_.string()));
   // Asked again at the rename: retarget() may have named another path, and something may have
   // appeared there while the data was written.
   if (auto writable = paths::expect_writable_file(target_, "file to write"); !writable) return writable.error();
-  if (::fsync(fd_) != 0) return io_error("cannot fsync", temp_, errno);
+  const bool sync = durability == Durability::synced;
+  if (sync && ::fsync(fd_) != 0) return io_error("cannot fsync", temp_, errno);
   ::close(fd_);
   fd_ = -1;
   if (::rename(temp_.c_str(), target_.c_str()) != 0) return io_error("cannot rename into place", target_, errno);
   temp_.clear();
-  sync_dir(target_.parent_path());
+  if (sync) sync_dir(target_.parent_path());
   return Ok{};
 }
 
-Result<Ok> write_file_atomic(const std::filesystem::path& target, std::string_view content) {
+Result<Ok> write_file_atomic(const std::filesystem::path& target, std::string_view content,
+                             AtomicFile::Durability durability) {
   auto f = AtomicFile::open(target);
   if (!f) return f.error();
   if (auto w = f->write(content); !w) return w.error();
-  return f->commit();
+  return f->commit(durability);
 }
 
 Result<Ok> copy_file_atomic(const std::filesystem::path& from, const std::filesystem::path& target) {

@@ -24,8 +24,12 @@ class AtomicFile {
 
   Result<Ok> write(std::string_view data);
   Result<Ok> write(const void* data, std::size_t size);
-  // fsync, rename onto the target, fsync the directory.
-  Result<Ok> commit();
+  // fsync, rename onto the target, fsync the directory. Durability::rename_only: the rename
+  // alone, for a file whose reader verifies it and loses nothing but time without it (a local
+  // tree's stat cache: an fsync of its megabytes cost more than the scan it saves, and stalls
+  // behind other writes to the disk).
+  enum class Durability { synced, rename_only };
+  Result<Ok> commit(Durability durability = Durability::synced);
   // Changes the target before commit (same directory; for names known only after writing,
   // like a content hash).
   void retarget(const std::filesystem::path& target) { target_ = target; }
@@ -40,7 +44,8 @@ class AtomicFile {
   int fd_ = -1;
 };
 
-Result<Ok> write_file_atomic(const std::filesystem::path& target, std::string_view content);
+Result<Ok> write_file_atomic(const std::filesystem::path& target, std::string_view content,
+                             AtomicFile::Durability durability = AtomicFile::Durability::synced);
 
 // A copy of `from` (opened with paths::open_regular_file: a FIFO there is refused, not waited on)
 // written to `target` as AtomicFile writes: where `target` is a link, FIFO, device or directory

@@ -67,7 +67,8 @@ Result<Ok> write_last_checkout(const Layout& layout, const std::filesystem::path
 
 Result<Ok> write_tree_stat_cache(const Layout& layout, const std::filesystem::path& canonical_root,
                                  std::string_view bytes) {
-  return write_file_atomic(layout.tree_stat_cache(canonical_root), bytes);
+  // Not fsync'ed: a cache cut short by a crash fails its checksum and is read as none.
+  return write_file_atomic(layout.tree_stat_cache(canonical_root), bytes, AtomicFile::Durability::rename_only);
 }
 
 std::optional<std::string> read_work_state(const Layout& layout, std::string_view slot) {

@@ -17,7 +17,8 @@ namespace archbuild::store {
 // larger than any cache of a real tree (64 MiB: PyTorch with its submodules is ~30k files, ~6 MB).
 std::optional<std::string> read_tree_stat_cache(const Layout& layout, const std::filesystem::path& canonical_root);
 
-// Writes them atomically (store::AtomicFile): a reader sees the old cache or the new one.
+// Writes them atomically (store::AtomicFile): a reader sees the old cache or the new one. Not
+// fsync'ed (after a crash the file may be cut short: its checksum then makes it no cache).
 Result<Ok> write_tree_stat_cache(const Layout& layout, const std::filesystem::path& canonical_root,
                                  std::string_view bytes);
 

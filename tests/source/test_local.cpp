@@ -433,7 +433,7 @@ TEST_CASE("hostile/stat cache: damaged, truncated or foreign caches are ignored,
       {"garbage", "\x7f" "ELF\x01\x02 not a cache at all"},
       {"a wrong digest, checksum not made again", good.substr(0, good.size() - 70) + std::string(1, good[good.size() - 70] ^ 1) + good.substr(good.size() - 69)},
       {"the checksum damaged", good.substr(0, good.size() - 2) + (good[good.size() - 2] == '0' ? "1\n" : "0\n")},
-      {"another version", resealed("archbuild tree stat cache 2" + good.substr(good.find('\n')))},
+      {"another version", resealed("archbuild tree stat cache 1" + good.substr(good.find('\n')))},
       {"a count the bytes cannot hold", resealed(good.substr(0, good.find('\0') + 1) + "0 0 99999999999999\n" +
                                                  good.substr(good.find('\n', good.find('\0')) + 1))},
       {"a count past 2^64", resealed(good.substr(0, good.find('\0') + 1) + "0 0 999999999999999999999999\n" +
@@ -564,4 +564,219 @@ TEST_CASE("local tree: a new copy starts from the previous one and equals a fres
   REQUIRE(copy_local_tree(*edited, d / "src/four", {}, &fourth));
   CHECK_FALSE(fourth.reused);
   CHECK(listing(d / "src/four") == listing(d / "fresh"));
+}
+
+// ---- the ignore decisions in the stat cache -------------------------------------------------------
+
+namespace {
+
+// The cache with its racy bound an hour ahead: every record in it trusted, so that what guards the
+// recorded ignore decisions in a test is the comparison of the rules' inputs, not the racy rule
+// (every rule file a test edits was written within the slack).
+std::string trusted(const std::string& bytes) {
+  timespec now{};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  return with_racy_from(bytes, {static_cast<std::int64_t>(now.tv_sec) + 3600, 0});
+}
+
+// A scan through `cache` (its previous scan's record, trusted) beside a scan without one: the same
+// files, the same hash. Returns the cached scan's paths.
+std::vector<std::string> scan_both_ignoring(const fs::path& dir, TreeStatCache& cache) {
+  if (!cache.next.empty()) cache.previous = cache.next;  // else unchanged: `previous` stays
+  if (cache.previous) cache.previous = trusted(*cache.previous);
+  auto cached = scan_local_tree(dir, "--source", &cache);
+  auto full = scan_local_tree(dir);
+  REQUIRE(cached);
+  REQUIRE(full);
+  CHECK(paths(*cached) == paths(*full));
+  CHECK(cached->content_hash == full->content_hash);
+  return paths(*cached);
+}
+
+bool has(const std::vector<std::string>& v, const std::string& p) { return std::find(v.begin(), v.end(), p) != v.end(); }
+
+// Where the cache records the state of the .gitignore of folder `rel` (offset, length).
+std::pair<std::size_t, std::size_t> gitignore_state_at(const std::string& bytes, const std::string& rel) {
+  std::size_t pos = bytes.find("\nignore ");
+  REQUIRE(pos != std::string::npos);
+  pos = bytes.find('\n', pos + 1) + 1;
+  for (;;) {
+    auto rel_end = bytes.find('\0', pos), state_end = bytes.find('\0', rel_end + 1);
+    auto line_end = bytes.find('\n', state_end + 1);
+    REQUIRE(line_end != std::string::npos);
+    if (bytes.compare(pos, rel_end - pos, rel) == 0) return {rel_end + 1, state_end - rel_end - 1};
+    pos = line_end + 1;
+  }
+}
+
+}  // namespace
+
+TEST_CASE("local tree: the ignore decisions the stat cache keeps give git's view after every change of the rules",
+          "[source][local]") {
+  t::TempDir d;
+  fs::path repo = d / "repo";
+  d.write("repo/.gitignore", "*.o\n/build/\nout/\n");
+  d.write("repo/CMakeLists.txt", "project(x)\n");
+  d.write("repo/notes.txt", "n\n");
+  d.write("repo/src/a.cpp", "int a;\n");
+  d.write("repo/src/a.o", "obj\n");
+  d.write("repo/src/gen/x.cpp", "int x;\n");
+  d.write("repo/build/y.txt", "y\n");
+  d.write("repo/logs/app.log", "log\n");
+  d.write("repo/out", "a file, where the rule names a folder\n");
+  d.write("repo/vendor/v.o", "obj\n");
+  d.write("repo/nested/.gitignore", "*.tmp\n");
+  d.write("repo/nested/n.h", "#pragma once\n");
+  d.write("repo/nested/n.tmp", "t\n");
+  d.write("repo/nested/n.o", "o\n");
+  git(repo, {"init", "-q"});
+  git(repo / "nested", {"init", "-q"});
+
+  TreeStatCache cache;
+  auto p = scan_both_ignoring(repo, cache);
+  CHECK_FALSE(cache.previous_valid);
+  CHECK_FALSE(has(p, "src/a.o"));
+  CHECK_FALSE(has(p, "build/y.txt"));
+  CHECK(has(p, "out"));
+  CHECK(has(p, "nested/n.o"));  // its own repository: the outer rules do not reach it
+  CHECK_FALSE(has(p, "nested/n.tmp"));
+
+  // Nothing changed: every decision from the cache, nothing asked, the same bytes.
+  p = scan_both_ignoring(repo, cache);
+  CHECK(cache.previous_valid);
+  CHECK_FALSE(cache.rewalked);
+  CHECK(cache.ignore_asked == 0);
+  CHECK(cache.ignore_reused > 0);
+  CHECK(cache.unchanged);
+  CHECK(cache.next.empty());
+
+  struct Change {
+    const char* what;
+    std::function<void()> apply;
+    std::function<void(const std::vector<std::string>&)> expect;
+    bool rule_change = true;  // an input of the rules changed: the walk is made again
+  };
+  const fs::path excludes = d / "excludes";
+  d.write("excludes", "*.md\n");
+  std::vector<Change> changes = {
+      {"a .gitignore added in a subfolder", [&] { d.write("repo/src/.gitignore", "gen/\n"); },
+       [](const auto& p) { CHECK_FALSE(has(p, "src/gen/x.cpp")); }},
+      {"a .gitignore edited, the same size", [&] { d.write("repo/src/.gitignore", "a.c*\n"); },
+       [](const auto& p) {
+         CHECK(has(p, "src/gen/x.cpp"));
+         CHECK_FALSE(has(p, "src/a.cpp"));
+       }},
+      {"a .gitignore removed", [&] { fs::remove(repo / "src/.gitignore"); },
+       [](const auto& p) { CHECK(has(p, "src/a.cpp")); }},
+      {"a folder included before, ignored", [&] { d.write("repo/.gitignore", "*.o\n/build/\nout/\n/logs/\n"); },
+       [](const auto& p) { CHECK_FALSE(has(p, "logs/app.log")); }},
+      {"a folder ignored before, included", [&] { d.write("repo/.gitignore", "*.o\nout/\n/logs/\n"); },
+       [](const auto& p) { CHECK(has(p, "build/y.txt")); }},
+      {"a new file a rule matches", [&] { d.write("repo/src/new.o", "obj\n"); },
+       [](const auto& p) { CHECK_FALSE(has(p, "src/new.o")); }, false},
+      {"info/exclude written", [&] { d.write("repo/.git/info/exclude", "notes.txt\n"); },
+       [](const auto& p) { CHECK_FALSE(has(p, "notes.txt")); }},
+      {"core.excludesfile set in the repository's config", [&] {
+         d.write("repo/README.md", "readme\n");
+         git(repo, {"config", "core.excludesfile", excludes.string()});
+       },
+       [](const auto& p) { CHECK_FALSE(has(p, "README.md")); }},
+      {"the excludes file edited", [&] { d.write("excludes", "*.txt\n"); },
+       [](const auto& p) {
+         CHECK(has(p, "README.md"));
+         CHECK_FALSE(has(p, "build/y.txt"));
+       }},
+      {"a nested repository's .gitignore edited", [&] { d.write("repo/nested/.gitignore", "*.h\n"); },
+       [](const auto& p) {
+         CHECK_FALSE(has(p, "nested/n.h"));
+         CHECK(has(p, "nested/n.tmp"));
+       }},
+      {"a folder made a repository of its own", [&] { git(repo / "vendor", {"init", "-q"}); },
+       [](const auto& p) { CHECK(has(p, "vendor/v.o")); }},
+      {"a file turned into a folder of the same name", [&] {
+         fs::remove(repo / "out");
+         d.write("repo/out/z.txt", "z\n");
+       },
+       [](const auto& p) { CHECK_FALSE(has(p, "out/z.txt")); }, false},
+      {"the folder turned back into a file", [&] {
+         fs::remove_all(repo / "out");
+         d.write("repo/out", "a file again\n");
+       },
+       [](const auto& p) { CHECK(has(p, "out")); }, false},
+  };
+  for (const auto& c : changes) {
+    INFO(c.what);
+    c.apply();
+    auto now = scan_both_ignoring(repo, cache);
+    c.expect(now);
+    CHECK(cache.rewalked == c.rule_change);
+    CHECK_FALSE(cache.unchanged);
+    // The next scan takes every decision from the record this one wrote.
+    scan_both_ignoring(repo, cache);
+    CHECK_FALSE(cache.rewalked);
+    CHECK(cache.ignore_asked == 0);
+    CHECK(cache.unchanged);
+  }
+}
+
+TEST_CASE("local tree: a rule file edited without a change of its stat is caught by the racy rule", "[source][local]") {
+  t::TempDir d;
+  fs::path repo = d / "repo";
+  d.write("repo/.gitignore", "*.o\n");
+  d.write("repo/a.o", "o\n");
+  d.write("repo/b.p", "p\n");
+  git(repo, {"init", "-q"});
+  TreeStatCache recorded;
+  REQUIRE(scan_local_tree(repo, "--source", &recorded));  // a.o left out, within the slack
+  d.write("repo/.gitignore", "*.p\n");                      // the same size, the same second
+  auto now = scan_local_tree(repo);
+  REQUIRE(now);
+  CHECK(paths(*now) == std::vector<std::string>{".gitignore", "a.o"});
+  // The record made to say the .gitignore's stat is what it is now (a file system whose
+  // timestamps did not move): only the racy rule can tell.
+  TreeStatCache fresh;
+  REQUIRE(scan_local_tree(repo, "--source", &fresh));
+  auto [at, len] = gitignore_state_at(recorded.next, "");
+  auto [now_at, now_len] = gitignore_state_at(fresh.next, "");
+  std::string forged = recorded.next;
+  forged.replace(at, len, fresh.next.substr(now_at, now_len));
+  forged = resealed(forged);
+
+  TreeStatCache racy;
+  racy.previous = forged;
+  auto r = scan_local_tree(repo, "--source", &racy);
+  REQUIRE(r);
+  CHECK(racy.previous_valid);
+  CHECK(racy.rewalked);
+  CHECK(paths(*r) == paths(*now));
+
+  // The same record with a bound after the file's timestamps is trusted: the rule is what guards.
+  TreeStatCache stale;
+  stale.previous = trusted(forged);
+  auto s = scan_local_tree(repo, "--source", &stale);
+  REQUIRE(s);
+  CHECK_FALSE(stale.rewalked);
+  CHECK(paths(*s) != paths(*now));
+}
+
+TEST_CASE("local tree: a folder inside a repository keeps the decisions of the rules above it", "[source][local]") {
+  t::TempDir d;
+  fs::path repo = d / "repo";
+  d.write("repo/.gitignore", "*.o\n");
+  d.write("repo/sub/keep.cpp", "int k;\n");
+  d.write("repo/sub/drop.o", "o\n");
+  d.write("repo/sub/deeper/d.o", "o\n");
+  git(repo, {"init", "-q"});
+  TreeStatCache cache;
+  CHECK(scan_both_ignoring(repo / "sub", cache) == std::vector<std::string>{"keep.cpp"});
+  scan_both_ignoring(repo / "sub", cache);
+  CHECK(cache.ignore_asked == 0);
+  // The .gitignore above the scanned folder, edited: the walk is made again.
+  d.write("repo/.gitignore", "*.cpp\n");
+  CHECK(scan_both_ignoring(repo / "sub", cache) == std::vector<std::string>{"deeper/d.o", "drop.o"});
+  CHECK(cache.rewalked);
+  // Removed.
+  fs::remove(repo / ".gitignore");
+  CHECK(scan_both_ignoring(repo / "sub", cache).size() == 3);
+  CHECK(cache.rewalked);
 }

@@ -5,8 +5,10 @@
 
 #include <sys/stat.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "source/local.hpp"
 #include "stages/local_tree.hpp"
@@ -117,4 +119,39 @@ TEST_CASE("a copy into a slot keeps the build tree it is told to and the mtimes 
   clean.cache.recorded_root = fs::canonical(slot);
   REQUIRE(source::copy_local_tree(edited, slot, {}, &clean));
   CHECK_FALSE(fs::exists(slot / "build"));
+}
+
+TEST_CASE("a local tree's stat cache is written again only when what it would hold changed", "[stages]") {
+  test::TempDir tmp;
+  store::Layout layout(tmp / "cache");
+  REQUIRE(layout.create());
+  tmp.write("tree/a.cpp", "int a;\n");
+  tmp.write("tree/sub/b.cpp", "int b;\n");
+  std::this_thread::sleep_for(std::chrono::milliseconds(2100));  // older than the slack: trusted next time
+  source::TreeStatCache stats;
+  REQUIRE(stages::scan_local_tree_cached(&layout, tmp / "tree", "--source", {}, &stats));
+  const fs::path file = layout.tree_stat_cache(fs::canonical(tmp / "tree"));
+  REQUIRE(fs::is_regular_file(file));
+  struct stat first {};
+  REQUIRE(::stat(file.c_str(), &first) == 0);
+
+  // Nothing changed: the same bytes, not written (the same file, the same mtime).
+  REQUIRE(stages::scan_local_tree_cached(&layout, tmp / "tree", "--source", {}, &stats));
+  CHECK(stats.previous_valid);
+  CHECK(stats.unchanged);
+  struct stat kept {};
+  REQUIRE(::stat(file.c_str(), &kept) == 0);
+  CHECK(kept.st_ino == first.st_ino);
+  CHECK(mtime_ns(file) == static_cast<std::int64_t>(first.st_mtim.tv_sec) * 1000000000 + first.st_mtim.tv_nsec);
+
+  // A new file: written again (atomically: another file in its place), and used by the next scan.
+  tmp.write("tree/sub/c.cpp", "int c;\n");
+  REQUIRE(stages::scan_local_tree_cached(&layout, tmp / "tree", "--source", {}, &stats));
+  CHECK_FALSE(stats.unchanged);
+  struct stat rewritten {};
+  REQUIRE(::stat(file.c_str(), &rewritten) == 0);
+  CHECK(rewritten.st_ino != first.st_ino);
+  REQUIRE(stages::scan_local_tree_cached(&layout, tmp / "tree", "--source", {}, &stats));
+  CHECK(stats.previous_valid);
+  CHECK(stats.reused >= 2);
 }

@@ -28,6 +28,9 @@ TEST_CASE("hostile/paths written: a FIFO, a device or a link is refused, never r
   REQUIRE(write_file_atomic(tmp / "new/out.json", "one"));
   REQUIRE(write_file_atomic(tmp / "new/out.json", "two"));
   CHECK(test::read_file(tmp / "new/out.json") == "two");
+  // Without the fsync (a verified cache's write): the same rename, the same refusals.
+  REQUIRE(write_file_atomic(tmp / "new/out.json", "three", AtomicFile::Durability::rename_only));
+  CHECK(test::read_file(tmp / "new/out.json") == "three");
   // A FIFO: refused without being opened (open() of a FIFO waits for a reader).
   auto fifo = tmp / "fifo";
   REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
@@ -38,6 +41,7 @@ TEST_CASE("hostile/paths written: a FIFO, a device or a link is refused, never r
   struct stat st {};
   REQUIRE(::lstat(fifo.c_str(), &st) == 0);
   CHECK(S_ISFIFO(st.st_mode));
+  CHECK_FALSE(write_file_atomic(fifo, "x", AtomicFile::Durability::rename_only));
   // A link (to a file that exists): the link stays a link, its target unchanged.
   tmp.write("target", "kept");
   fs::create_symlink(tmp / "target", tmp / "link");
