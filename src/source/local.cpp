@@ -1155,4 +1155,6 @@ std::vector<MissingSubmodule> missing_submodules(const fs::path& root) {
   return out;
 }
 
+fs::path content_path(const LocalTree& tree, const LocalEntry& e) { return content_path(tree.root, e); }
+
 }  // namespace archbuild::source

@@ -38,6 +38,10 @@ struct LocalEntry {
   std::string digest;                 // SHA-256 of its content (a link: of its target text)
 };
 
+struct LocalTree;
+// Where the scan read an entry's content: `from`, else the tree's root / path.
+std::filesystem::path content_path(const LocalTree& tree, const LocalEntry& e);
+
 struct LocalTree {
   std::filesystem::path root;         // absolute, canonical
   std::vector<LocalEntry> entries;    // sorted by path

@@ -710,7 +710,7 @@ Reader tree_reader(const LocalTree& tree) {
     const LocalEntry* e = entry_of(tree, path);
     if (!e) return std::optional<Loaded>();
     if (e->kind == LocalEntry::Kind::symlink) return std::optional<Loaded>(Loaded{e->link_target, GIT_FILEMODE_LINK});
-    return read_regular(e->from, e->kind == LocalEntry::Kind::executable);
+    return read_regular(content_path(tree, *e), e->kind == LocalEntry::Kind::executable);
   };
 }
 
