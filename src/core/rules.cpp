@@ -42,7 +42,7 @@ const std::array kRules = {
     Spec{Id::release_line, "release-line", Step::prepare, "the tree's release line is the recipe's", bad},
     Spec{Id::source_pin, "source-pin", Step::prepare, "the recipe's tag names its pinned commit in the cached mirror", Exit::build_failed},
     Spec{Id::submodules, "submodules", Step::prepare, "a local tree's submodules are checked out (a .gitmodules path is not empty)", bad},
-    Spec{Id::patch, "patch", Step::prepare, "each patch applies to the mirrored commit (one already contained is said, not applied)", bad},
+    Spec{Id::patch, "patch", Step::prepare, "each patch applies to the mirrored commit (a submodule's part to the submodule's commit) or to the local tree's files as its copy will hold them (one already contained is said, not applied)", bad},
     Spec{Id::build_venv, "build-venv", Step::prepare, "the build venv can be made from the tree's requirements", missing},
     Spec{Id::tree_download, "tree-download", Step::prepare, "every download the tree's own build makes has a [[fetch]]", missing},
     Spec{Id::fetch_pin, "fetch-pin", Step::prepare, "each [[fetch]]'s pin is resolved (exit 2: the recipe's pin_file does not fit the tree)", missing, bad},
