@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/process.hpp"
+#include "support/examples.hpp"
 #include "support/tempdir.hpp"
 
 namespace t = archbuild::test;
@@ -25,17 +26,6 @@ std::string cannot_build() {
   if (!fs::exists("/usr/bin/python3")) return "no /usr/bin/python3 (setuptools + wheel)";
   if (t::which("cmake").empty() || t::which("ninja").empty()) return "cmake or ninja not on PATH";
   return "";
-}
-
-// examples/minitorch and examples/minitorch-dep side by side, as in archbuild's repository.
-fs::path copy_examples(const t::TempDir& dir) {
-  fs::path to = dir / "examples";
-  fs::create_directories(to);
-  for (const char* p : {"minitorch", "minitorch-dep"})
-    fs::copy(kSource / "examples" / p, to / p, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
-  std::error_code ec;
-  for (const char* out : {"build", "dist"}) fs::remove_all(to / "minitorch" / out, ec);
-  return to / "minitorch";
 }
 
 void append(const fs::path& file, const std::string& text) {
@@ -95,7 +85,7 @@ TEST_CASE("incremental wheel after a kernel edit: ninja recompiles the kernel, t
     return;
   }
   t::TempDir dir;
-  Builder b{dir, copy_examples(dir)};
+  Builder b{dir, t::copy_examples(dir, kSource)};
   json first = b.wheel("inc");
   CHECK(first["build_start"]["mode"] == "clean");
   CHECK(first["build_start"]["why"].get<std::string>().find("no earlier build") != std::string::npos);
@@ -137,7 +127,7 @@ TEST_CASE("incremental wheel after a header edit equals a clean build, a CMakeLi
     return;
   }
   t::TempDir dir;
-  Builder b{dir, copy_examples(dir)};
+  Builder b{dir, t::copy_examples(dir, kSource)};
   append(b.tree / "minitorch" / "extra.py", "EXTRA = 1\n");  // deleted below
   json first = b.wheel("inc");
 

@@ -16,6 +16,7 @@
 
 #include "core/sha256.hpp"
 #include "support/process.hpp"
+#include "support/examples.hpp"
 #include "support/tempdir.hpp"
 
 namespace t = archbuild::test;
@@ -285,17 +286,6 @@ TEST_CASE("patch: a file of a submodule is checked on the submodule's commit, on
 
 namespace {
 
-// The example as a local tree (examples/minitorch and examples/minitorch-dep side by side).
-fs::path copy_example(const t::TempDir& dir) {
-  fs::path to = dir / "examples";
-  fs::create_directories(to);
-  for (const char* p : {"minitorch", "minitorch-dep"})
-    fs::copy(kSource / "examples" / p, to / p, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
-  std::error_code ec;
-  for (const char* out : {"build", "dist"}) fs::remove_all(to / "minitorch" / out, ec);
-  return to / "minitorch";
-}
-
 // Every file's bytes and stat under `dir`.
 std::map<std::string, std::string> snapshot(const fs::path& dir) {
   std::map<std::string, std::string> out;
@@ -331,7 +321,7 @@ TEST_CASE("patch: a local tree's copy is patched, never the tree, and after a ki
     return;
   }
   t::TempDir dir;
-  fs::path tree = copy_example(dir);
+  fs::path tree = t::copy_examples(dir, kSource);
   auto before = snapshot(tree);
   const std::string cache = (dir / "cache").string();
   auto args = [&](const std::string& command, std::vector<std::string> extra, const std::string& in = "") {

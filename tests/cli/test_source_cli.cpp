@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/process.hpp"
+#include "support/examples.hpp"
 #include "support/tempdir.hpp"
 
 namespace t = archbuild::test;
@@ -24,18 +25,6 @@ std::string cannot_build() {
   if (!fs::exists("/usr/bin/python3")) return "no /usr/bin/python3 (setuptools + wheel)";
   if (t::which("cmake").empty() || t::which("ninja").empty()) return "cmake or ninja not on PATH";
   return "";
-}
-
-// examples/minitorch and examples/minitorch-dep side by side, as in archbuild's repository (the
-// example's third_party/minidep is a link to ../../minitorch-dep).
-fs::path copy_examples(const t::TempDir& dir) {
-  fs::path to = dir / "examples";
-  fs::create_directories(to);
-  for (const char* p : {"minitorch", "minitorch-dep"})
-    fs::copy(kSource / "examples" / p, to / p, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
-  std::error_code ec;
-  for (const char* out : {"build", "dist"}) fs::remove_all(to / "minitorch" / out, ec);
-  return to / "minitorch";
 }
 
 // Every file under `dir` with its content: to show a tree was not touched.
@@ -71,7 +60,7 @@ TEST_CASE("wheel --source DIR: the tree as it is, untouched, a repeat runs nothi
     return;
   }
   t::TempDir dir;
-  fs::path tree = copy_examples(dir);
+  fs::path tree = t::copy_examples(dir, kSource);
   // An uncommitted-style edit the build must see: a marker the wheel carries.
   {
     std::ofstream f(tree / "minitorch" / "local_marker.py");
